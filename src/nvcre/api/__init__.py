@@ -1,0 +1,1 @@
+"""Typed models of every kind nvcre reads or writes."""

@@ -1,0 +1,1 @@
+"""Kubeflow Trainer (trainer.kubeflow.org/v1alpha1) shapes that nvcre generates."""

@@ -1,0 +1,97 @@
+"""TrainJob and TrainingRuntime, as far as nvcre writes them.
+
+Pod templates, JobSet specs and runtime patches stay plain data: the render and override
+engines treat them as Kubernetes objects to merge, and the API server checks them against
+Trainer's own CRDs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field
+
+from nvcre.api.v1alpha1.meta import NvcreModel
+from nvcre.api.v1alpha1.resource import Resource
+from nvcre.api.v1alpha1.schema import EnvVar, ResourceRequirements
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+
+
+class RuntimeRef(NvcreModel):
+    name: str = Field(min_length=1)
+    api_group: str | None = None
+    kind: str | None = None
+
+
+class Trainer(NvcreModel):
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] | None = None
+    num_nodes: int | None = None
+    num_proc_per_node: int | None = None
+    resources_per_node: ResourceRequirements | None = None
+
+
+class TrainJobSpec(NvcreModel):
+    runtime_ref: RuntimeRef
+    trainer: Trainer | None = None
+    initializer: dict[str, Any] | None = None
+    runtime_patches: list[dict[str, Any]] | None = Field(
+        default=None, description="Patches of the runtime keyed by manager."
+    )
+    suspend: bool | None = None
+    managed_by: str | None = None
+    active_deadline_seconds: int | None = None
+
+
+class TrainerResource(Resource):
+    GROUP: ClassVar[str] = GROUP
+    VERSION: ClassVar[str] = VERSION
+
+
+class TrainJob(TrainerResource):
+    KIND = "TrainJob"
+    PLURAL = "trainjobs"
+
+    spec: TrainJobSpec
+    status: dict[str, Any] | None = None
+
+
+class TorchPolicy(NvcreModel):
+    num_proc_per_node: int | str | None = None
+
+
+class MPIPolicy(NvcreModel):
+    mpi_implementation: str | None = Field(default=None, alias="mpiImplementation")
+    num_proc_per_node: int | None = None
+    ssh_auth_mount_path: str | None = None
+    run_launcher_as_node: bool | None = None
+
+
+class MLPolicy(NvcreModel):
+    num_nodes: int | None = None
+    torch: TorchPolicy | None = None
+    mpi: MPIPolicy | None = None
+
+
+class JobSetTemplate(NvcreModel):
+    model_config = ConfigDict(extra="allow")
+
+    metadata: dict[str, Any] | None = None
+    spec: dict[str, Any] = Field(default_factory=dict, description="A JobSet spec.")
+
+
+class TrainingRuntimeSpec(NvcreModel):
+    ml_policy: MLPolicy | None = None
+    pod_group_policy: dict[str, Any] | None = None
+    template: JobSetTemplate
+
+
+class TrainingRuntime(TrainerResource):
+    KIND = "TrainingRuntime"
+    PLURAL = "trainingruntimes"
+
+    spec: TrainingRuntimeSpec

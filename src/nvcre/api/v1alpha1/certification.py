@@ -1,0 +1,154 @@
+"""Certification: a suite of catalog categories run one Workflow at a time."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, WithJsonSchema
+
+from nvcre.api.v1alpha1.common import (
+    QUANTITY_SIZE_PATTERN,
+    SHORT_DURATION_PATTERN,
+    GangSchedulerSpec,
+    LocalObjectReference,
+    NicResourceName,
+    Placement,
+    TargetSpec,
+    Thresholds,
+    TypedLocalObjectReference,
+    WorkflowReference,
+    WorkloadMetadata,
+)
+from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.resource import Resource
+from nvcre.api.v1alpha1.schema import cel
+
+
+def _quantity(what: str) -> Any:
+    return Annotated[
+        int | str,
+        WithJsonSchema(
+            {
+                "x-kubernetes-int-or-string": True,
+                "maxLength": 32,
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "quantity(string(self)).compareTo(quantity('0')) >= 0",
+                        "message": f"{what} must be a non-negative quantity",
+                    }
+                ],
+            }
+        ),
+    ]
+
+
+class CPUMemory(NvcreModel):
+    cpu: _quantity("cpu") | None = None  # type: ignore[valid-type]
+    memory: _quantity("memory") | None = None  # type: ignore[valid-type]
+
+
+class CategoryResources(NvcreModel):
+    """CPU and memory for training pods; replaces the DGX-class defaults as a whole."""
+
+    model_config = NvcreModel.model_config | {
+        "json_schema_extra": cel(
+            (
+                "!has(self.limits) || !has(self.requests) || !has(self.limits.cpu) || !has(self.requests.cpu)"
+                " || quantity(string(self.requests.cpu)).compareTo(quantity(string(self.limits.cpu))) <= 0",
+                "requests.cpu must not exceed limits.cpu",
+            ),
+            (
+                "!has(self.limits) || !has(self.requests) || !has(self.limits.memory) || !has(self.requests.memory)"
+                " || quantity(string(self.requests.memory)).compareTo(quantity(string(self.limits.memory))) <= 0",
+                "requests.memory must not exceed limits.memory",
+            ),
+        )
+    }
+
+    limits: CPUMemory | None = None
+    requests: CPUMemory | None = None
+
+
+TestScale = Literal["intra-node", "intra-rack", "diagnose", "full-scale"]
+
+
+class CategoryOptions(NvcreModel):
+    """Options valid at spec level (defaults) and per category (the per-category value wins)."""
+
+    nodes_per_job: int | None = Field(default=None, ge=1)
+    enable_checkpoint: bool | None = None
+    max_steps: int | None = Field(default=None, ge=-1)
+    exit_duration_mins: int | None = Field(default=None, ge=1)
+    startup_stall_timeout_seconds: int | None = Field(default=None, ge=1)
+    gpus_per_node: int | None = Field(default=None, ge=1)
+    mlnx_per_node: int | None = Field(default=None, ge=0)
+    nic_resource_name: NicResourceName | None = None
+    resources: CategoryResources | None = None
+    enable_mnnvl: bool | None = Field(default=None, alias="enableMNNVL")
+    image: str | None = Field(default=None, min_length=1, max_length=512)
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    storage_class_name: str | None = None
+    save_interval: int | None = Field(default=None, ge=1)
+    save_retain_interval: int | None = Field(default=None, ge=1)
+    save_top_k: int | None = Field(default=None, ge=1, alias="saveTopK")
+    storage_size: str | None = Field(default=None, pattern=QUANTITY_SIZE_PATTERN)
+    max_restarts: int | None = Field(default=None, ge=0)
+    repeat_count: int | None = Field(default=None, ge=1)
+    test_scale: TestScale | None = None
+    max_bytes: str | None = Field(default=None, pattern=r"^[0-9]+(K|M|G|T)?$")
+    num_iterations: int | None = Field(default=None, ge=1)
+    num_cycles: int | None = Field(default=None, ge=1)
+    thresholds: Thresholds | None = None
+    max_concurrent: int | None = None
+    min_group_size: int | None = Field(default=None, ge=1)
+    timeout_per_job: str | None = Field(default=None, pattern=SHORT_DURATION_PATTERN)
+    measurement_timeout: str | None = Field(default=None, pattern=SHORT_DURATION_PATTERN)
+    source_repo: str | None = Field(
+        default=None, max_length=2048, pattern=r"^(https|ssh)://[A-Za-z0-9._~:/@%+-]+$"
+    )
+    workload_metadata: WorkloadMetadata | None = None
+    rdma_device_access: Literal["hostPath", "devicePlugin"] | None = None
+    placement: Placement | None = None
+
+
+class Category(NvcreModel):
+    domain: str = Field(min_length=1)
+    variant: str = Field(min_length=1)
+    options: CategoryOptions | None = None
+
+
+class CertificationSpec(CategoryOptions):
+    model_config = CategoryOptions.model_config | {
+        "json_schema_extra": cel(("self == oldSelf", "spec is immutable after creation"))
+    }
+
+    target: TargetSpec
+    categories: list[Category] = Field(min_length=1, max_length=64)
+    gang_scheduler: GangSchedulerSpec | None = None
+
+
+CategoryPhase = Literal["Pending", "InProgress", "Succeeded", "Failed"]
+
+
+class CategoryStatus(NvcreModel):
+    domain: str
+    variant: str
+    workflow_ref: WorkflowReference | None = None
+    status: CategoryPhase
+    succeeded_nodes_ref: TypedLocalObjectReference | None = None
+    failed_nodes_ref: TypedLocalObjectReference | None = None
+
+
+class CertificationStatus(NvcreModel):
+    conditions: list[Condition] | None = None
+    category_statuses: list[CategoryStatus] | None = None
+
+
+class Certification(Resource):
+    """A suite of catalog categories run against a GPU node pool."""
+
+    KIND = "Certification"
+    PLURAL = "certifications"
+
+    spec: CertificationSpec
+    status: CertificationStatus | None = None

@@ -1,0 +1,225 @@
+"""Types shared by several kinds: targets, gang scheduling, workload labels, overrides, refs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, WithJsonSchema
+
+from nvcre.api.v1alpha1.meta import NvcreModel
+from nvcre.api.v1alpha1.schema import Json, JsonObject, NodeSelectorRequirement, cel
+
+IntOrString = Annotated[int | str, WithJsonSchema({"x-kubernetes-int-or-string": True})]
+
+LABEL_VALUE_PATTERN = r"^$|^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+QUEUE_PATTERN = r"^$|^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$"
+QUALIFIED_NAME_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+)
+LABEL_KEY_CEL_PATTERN = (
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+)
+NIC_RESOURCE_PATTERN = (
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+    r"[a-zA-Z0-9]([-A-Za-z0-9_.]{0,61}[a-zA-Z0-9])?$"
+)
+QUANTITY_SIZE_PATTERN = r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$"
+SHORT_DURATION_PATTERN = r"^([0-9]+(h|m|s|ms))+$"
+
+NIC_RESOURCE_CEL = cel(
+    (
+        "!self.contains('kubernetes.io/') && !self.startsWith('k8s.io/') && !self.contains('.k8s.io/')",
+        "nicResourceName must not use the reserved kubernetes.io or k8s.io domains",
+    )
+)
+
+NicResourceName = Annotated[
+    str, Field(max_length=253, pattern=NIC_RESOURCE_PATTERN, json_schema_extra=NIC_RESOURCE_CEL)
+]
+
+WorkloadLabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
+
+
+class LocalObjectReference(NvcreModel):
+    name: str = ""
+
+
+class TypedLocalObjectReference(NvcreModel):
+    api_group: str | None = None
+    kind: str
+    name: str
+
+
+class WorkflowReference(NvcreModel):
+    name: str
+    namespace: str | None = None
+
+
+class WorkloadReference(NvcreModel):
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+class TaintSelector(NvcreModel):
+    """A taint every target node must carry; a matching toleration is injected."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: str | None = None
+
+
+class TargetSpec(NvcreModel):
+    """Which nodes are eligible (a set predicate, never a count)."""
+
+    node_selector: dict[str, str] | None = None
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    node_names: list[str] | None = Field(
+        default=None, description="Explicit node names; when set, nodeSelector is ignored."
+    )
+    taint_selectors: list[TaintSelector] | None = None
+
+
+class GangSchedulerSpec(NvcreModel):
+    """Opts workload pods into a gang-aware scheduler such as KAI or Run:ai."""
+
+    scheduler_name: str = Field(min_length=1, description="Scheduler injected into every workload pod.")
+    queue: str | None = Field(
+        default=None,
+        max_length=63,
+        pattern=QUEUE_PATTERN,
+        description="Scheduler queue; the controller uses default-queue when unset.",
+    )
+    queue_label_key: str | None = Field(
+        default=None,
+        max_length=317,
+        pattern=QUALIFIED_NAME_PATTERN,
+        description="Label key the queue is written under; kai.scheduler/queue when unset.",
+        json_schema_extra=cel(
+            (
+                "self.contains('/') ? self.split('/')[0].size() <= 253 : true",
+                "queueLabelKey prefix must be at most 253 characters",
+            ),
+            (
+                "self != 'app.kubernetes.io/managed-by' && !self.startsWith('nvcre.nvidia.com/')",
+                "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by "
+                "or any key under the nvcre.nvidia.com/ prefix",
+            ),
+        ),
+    )
+
+
+class WorkloadMetadata(NvcreModel):
+    """Labels for the workload object (the TrainJob), never for its pods."""
+
+    labels: dict[str, WorkloadLabelValue] | None = Field(
+        default=None,
+        max_length=32,
+        description="Labels on the submitted workload object; at most 32.",
+        json_schema_extra=cel(
+            (
+                "self.all(k, k != 'app.kubernetes.io/managed-by' && !k.startsWith('nvcre.nvidia.com/'))",
+                "labels must not set the controller-owned keys app.kubernetes.io/managed-by "
+                "or any key under the nvcre.nvidia.com/ prefix",
+            ),
+            (
+                f"self.all(k, k.matches('{LABEL_KEY_CEL_PATTERN}'))",
+                "each label key must be a valid Kubernetes label key: an optional DNS-subdomain prefix "
+                "followed by '/', then a name of at most 63 characters beginning and ending with an "
+                "alphanumeric character",
+            ),
+            (
+                "self.all(k, k.contains('/') ? k.split('/')[0].size() <= 253 : true)",
+                "each label key prefix must be at most 253 characters",
+            ),
+        ),
+    )
+
+
+class GoodputMeasurementConfig(NvcreModel):
+    log_profile_ref: str = Field(min_length=1)
+    sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
+
+
+class BandwidthMeasurementConfig(NvcreModel):
+    log_profile_ref: str = Field(min_length=1)
+    sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
+    test_type: str | None = Field(default=None, description="NCCL test name, e.g. all_reduce.")
+
+
+class StringMatchSpec(NvcreModel):
+    equals: str | None = None
+    in_: list[str] | None = Field(default=None, alias="in")
+    not_in: list[str] | None = None
+
+
+class IntMatchSpec(NvcreModel):
+    equals: int | None = None
+    greater_than: int | None = None
+    less_than: int | None = None
+
+
+class TopologyMatchSpec(NvcreModel):
+    mode: str | None = None
+    domain_count: IntMatchSpec | None = None
+
+
+class WhenSpec(NvcreModel):
+    """Conditions under which an override applies; empty matches always."""
+
+    gpu_architecture: StringMatchSpec | None = None
+    platform: StringMatchSpec | None = None
+    workload_kind: str | None = None
+    topology: TopologyMatchSpec | None = None
+    config: Json = None
+    expression: str | None = Field(
+        default=None,
+        description="CEL over gpuArchitecture, platform, workloadKind, topology and config.",
+    )
+
+
+class TopologySpec(NvcreModel):
+    topology_key: str = Field(min_length=1)
+    strict_domain: bool | None = None
+
+
+class DiagnoseSpec(NvcreModel):
+    min_group_size: int = Field(default=2, ge=1)
+    topology_key: str | None = None
+
+
+class ExecutionSpec(NvcreModel):
+    max_concurrent: int = Field(default=0, ge=0, description="Groups running at once; 0 is unlimited.")
+    timeout_per_job: str | None = Field(default=None, description="Duration measured from workload start.")
+    retry_failed_groups: int = Field(default=0, ge=0)
+
+
+Placement = Literal["Pinned", "Unpinned"]
+
+
+class OrchestrationOverrideSpec(NvcreModel):
+    target: TargetSpec | None = None
+    topology: TopologySpec | None = None
+    execution: ExecutionSpec | None = None
+    iterations: int | None = Field(default=None, ge=1)
+    placement: Placement | None = None
+
+
+class OverrideSpec(NvcreModel):
+    """A conditional patch of a Workflow's job template, dependencies or orchestration."""
+
+    when: WhenSpec
+    job_template: JsonObject | None = Field(default=None, description="Strategic merge patch.")
+    job_template_patch: Json = Field(
+        default=None, description="RFC 6902 JSON patch, applied after the merge."
+    )
+    dependencies: list[JsonObject] | None = Field(
+        default=None, description="Objects merged into dependencies by apiVersion, kind and name."
+    )
+    orchestration: OrchestrationOverrideSpec | None = None
+
+
+Thresholds = dict[str, str]

@@ -1,0 +1,124 @@
+"""Job: one workload (a Kubeflow TrainJob) on one node group, with its health and measurements."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from nvcre.api.trainer.v1alpha1 import TrainJobSpec
+from nvcre.api.v1alpha1.common import (
+    BandwidthMeasurementConfig,
+    GoodputMeasurementConfig,
+    Thresholds,
+    WorkloadMetadata,
+    WorkloadReference,
+)
+from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.resource import Resource
+from nvcre.api.v1alpha1.schema import TrainJobSpecSchema, cel
+
+JOB_SPEC_RULES = cel(
+    (
+        "has(self.workloadMetadata) == has(oldSelf.workloadMetadata)",
+        "workloadMetadata cannot be added or removed after creation",
+    ),
+    (
+        "has(self.nodeHealthMonitor) == has(oldSelf.nodeHealthMonitor)"
+        " && has(self.goodputMeasurement) == has(oldSelf.goodputMeasurement)"
+        " && has(self.bandwidthMeasurement) == has(oldSelf.bandwidthMeasurement)",
+        "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
+    ),
+)
+
+
+def immutable(what: str) -> dict[str, Any]:
+    return cel(("self == oldSelf", f"{what} is immutable"))
+
+
+class WorkloadSpec(NvcreModel):
+    """The workload to create; exactly one variant (today only trainJob)."""
+
+    model_config = NvcreModel.model_config | {"json_schema_extra": {"minProperties": 1, "maxProperties": 1}}
+
+    train_job: Annotated[TrainJobSpec, TrainJobSpecSchema] | None = None
+
+
+class CELHealthCheck(NvcreModel):
+    expression: str = Field(
+        min_length=1, max_length=2048, description="CEL over `node`; true means the node is unhealthy."
+    )
+
+
+class NodeHealthMonitorSpec(NvcreModel):
+    cel: CELHealthCheck
+
+
+class JobCheckpointSpec(NvcreModel):
+    pvc_name: str = Field(min_length=1)
+    max_restarts: int | None = None
+
+
+class JobSpec(NvcreModel):
+    model_config = NvcreModel.model_config | {"json_schema_extra": JOB_SPEC_RULES}
+
+    workload: WorkloadSpec = Field(json_schema_extra=immutable("workload"))
+    workload_metadata: WorkloadMetadata | None = Field(
+        default=None, json_schema_extra=immutable("workloadMetadata")
+    )
+    node_health_monitor: NodeHealthMonitorSpec | None = Field(
+        default=None, json_schema_extra=immutable("nodeHealthMonitor")
+    )
+    checkpoint: JobCheckpointSpec | None = None
+    stall_multiplier: int | None = Field(default=None, ge=1)
+    startup_stall_timeout_seconds: int | None = Field(default=None, ge=1)
+    scheduling_stall_grace_seconds: int | None = Field(default=None, ge=1)
+    goodput_measurement: GoodputMeasurementConfig | None = Field(
+        default=None, json_schema_extra=immutable("goodputMeasurement")
+    )
+    bandwidth_measurement: BandwidthMeasurementConfig | None = Field(
+        default=None, json_schema_extra=immutable("bandwidthMeasurement")
+    )
+    thresholds: Thresholds | None = Field(default=None, description="Metric name to CEL over `value`.")
+    measurement_timeout: str | None = Field(default=None, description="Duration; 5m when unset.")
+
+
+FailedNodeReason = Literal["HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"]
+
+
+class FailedNode(NvcreModel):
+    name: str
+    reason: FailedNodeReason
+    message: str | None = None
+
+
+class FailureLog(NvcreModel):
+    pod_name: str
+    node_name: str
+    exit_code: int
+    reason: str | None = None
+    tail: str | None = Field(default=None, max_length=32768)
+
+
+class JobStatus(NvcreModel):
+    conditions: list[Condition] | None = None
+    failed_nodes: list[FailedNode] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "reason"]},
+    )
+    workload_ref: WorkloadReference | None = None
+    workload_start_time: str | None = None
+    scheduling_blocked_since: str | None = None
+    scheduling_resumed_time: str | None = None
+    restart_count: int | None = None
+    failure_log: FailureLog | None = None
+
+
+class Job(Resource):
+    """Creates and watches one workload on one node group."""
+
+    KIND = "Job"
+    PLURAL = "jobs"
+
+    spec: JobSpec
+    status: JobStatus | None = None

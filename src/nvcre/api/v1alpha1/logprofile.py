@@ -1,0 +1,58 @@
+"""LogProfile (cluster-scoped): how to read events out of a workload's logs."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from nvcre.api.v1alpha1.meta import NvcreModel
+from nvcre.api.v1alpha1.resource import Resource
+
+
+class TimestampSpec(NvcreModel):
+    layout: str = Field(min_length=1, description="Go time layout of the log timestamp.")
+
+
+class EventPattern(NvcreModel):
+    regex: str = Field(min_length=1, description="Regular expression with named groups (?P<name>...).")
+    example: str | None = None
+    units: dict[str, Literal["s", "ms", "us"]] | None = None
+
+
+class LogPatterns(NvcreModel):
+    training_step: EventPattern | None = None
+    checkpoint_save: EventPattern | None = None
+    checkpoint_done: EventPattern | None = None
+    checkpoint_restore: EventPattern | None = None
+    checkpoint_loaded: EventPattern | None = None
+    application_start: EventPattern | None = None
+    warmup_step: EventPattern | None = None
+    bandwidth_result: EventPattern | None = None
+
+
+class WorkerStrategy(NvcreModel):
+    type: Literal["Single", "Multi"]
+    lifecycle_pod: Literal["first", "last"] = "first"
+    training_step_pod: Literal["first", "last"] = "first"
+    replicated_job_name: str = "trainer"
+
+
+class LogProfileSpec(NvcreModel):
+    timestamp: TimestampSpec
+    patterns: LogPatterns
+    worker_strategy: WorkerStrategy | None = None
+    container_name: str | None = None
+    warmup_steps: int | None = None
+    log_interval: int | None = None
+
+
+class LogProfile(Resource):
+    """Regular expressions that turn log lines into training and bandwidth events."""
+
+    KIND = "LogProfile"
+    PLURAL = "logprofiles"
+    NAMESPACED: ClassVar[bool] = False
+    HAS_STATUS: ClassVar[bool] = False
+
+    spec: LogProfileSpec

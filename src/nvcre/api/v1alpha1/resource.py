@@ -1,0 +1,52 @@
+"""The root of every nvcre kind: apiVersion, kind, metadata, spec and status."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from nvcre.api.v1alpha1.meta import NvcreModel
+
+GROUP = "nvcre.nvidia.com"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+
+class Resource(NvcreModel):
+    """A top-level Kubernetes object (nvcre.nvidia.com/v1alpha1 unless a subclass says otherwise)."""
+
+    GROUP: ClassVar[str] = GROUP
+    VERSION: ClassVar[str] = VERSION
+    KIND: ClassVar[str]
+    PLURAL: ClassVar[str]
+    NAMESPACED: ClassVar[bool] = True
+    HAS_STATUS: ClassVar[bool] = True
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _identity(self) -> Resource:
+        """apiVersion and kind must name this kind; empty ones are filled in."""
+        expected = self.api_version_of()
+        self.kind = self.kind or self.KIND
+        self.api_version = self.api_version or expected
+        if self.kind != self.KIND:
+            raise ValueError(f"kind: expected {self.KIND!r}, got {self.kind!r}")
+        if self.api_version != expected:
+            raise ValueError(f"apiVersion: expected {expected!r}, got {self.api_version!r}")
+        return self
+
+    @classmethod
+    def api_version_of(cls) -> str:
+        return f"{cls.GROUP}/{cls.VERSION}"
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))

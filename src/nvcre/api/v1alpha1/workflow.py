@@ -1,0 +1,255 @@
+"""Workflow: discovers nodes, applies overrides, partitions groups and runs one Job per group."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+from pydantic.json_schema import JsonDict
+
+from nvcre.api.v1alpha1.common import (
+    DiagnoseSpec,
+    ExecutionSpec,
+    GangSchedulerSpec,
+    OverrideSpec,
+    Placement,
+    TargetSpec,
+    Thresholds,
+    TopologySpec,
+    TypedLocalObjectReference,
+    WhenSpec,
+    WorkloadReference,
+)
+from nvcre.api.v1alpha1.job import JobSpec
+from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.resource import Resource
+from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel
+
+GroupPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
+
+
+class JobTemplateMetadata(NvcreModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class JobTemplate(NvcreModel):
+    metadata: JobTemplateMetadata | None = None
+    spec: JobSpec
+
+
+class OrchestrationSpec(NvcreModel):
+    target: TargetSpec | None = None
+    topology: TopologySpec | None = None
+    diagnose: DiagnoseSpec | None = None
+    execution: ExecutionSpec | None = None
+    iterations: int = Field(default=1, ge=1)
+    placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
+
+
+class PerformanceTracking(NvcreModel):
+    per_node: bool = False
+    per_domain: bool = False
+
+
+class ThresholdsSpec(NvcreModel):
+    thresholds: Thresholds | None = None
+
+
+class PerformanceValidation(NvcreModel):
+    enabled: bool = False
+    plugin: str | None = None
+    config: Json = None
+    tracking: PerformanceTracking | None = None
+    thresholds: ThresholdsSpec | None = None
+    measurement_timeout: str | None = None
+
+
+class ValidationSpec(NvcreModel):
+    performance: PerformanceValidation | None = None
+
+
+class WorkflowSpec(NvcreModel):
+    model_config = NvcreModel.model_config | {
+        "json_schema_extra": cel(
+            (
+                "has(self.gangScheduler) == has(oldSelf.gangScheduler)",
+                "gangScheduler cannot be added or removed after creation",
+            )
+        )
+    }
+
+    namespace: str | None = None
+    job_template: JobTemplate
+    orchestration: OrchestrationSpec
+    dependencies: list[EmbeddedResource] | None = Field(
+        default=None, description="Objects created before the Jobs; each may carry a `when`."
+    )
+    overrides: list[OverrideSpec] | None = None
+    validation: ValidationSpec | None = None
+    gang_scheduler: GangSchedulerSpec | None = Field(
+        default=None, json_schema_extra=cel(("self == oldSelf", "gangScheduler is immutable"))
+    )
+
+
+class DependencyRef(NvcreModel):
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+    scope: Literal["workflow", "job"] | None = None
+    group_name: str | None = None
+    iteration: int | None = None
+
+
+class GroupRecord(NvcreModel):
+    name: str
+    phase: GroupPhase
+    job_name: str | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+
+
+class IterationRecord(NvcreModel):
+    iteration: int
+    groups: list[GroupRecord] | None = None
+
+
+class AppliedOverride(NvcreModel):
+    index: int
+    when: WhenSpec | None = None
+    patches: list[str] | None = None
+    no_op: bool | None = None
+
+
+class ScreeningResult(NvcreModel):
+    nodes: list[str] | None = None
+    passed: bool = False
+
+
+class InfrastructureFault(NvcreModel):
+    domain: str
+    group_a: list[str] | None = None
+    group_b: list[str] | None = None
+    stage: str
+
+
+class PendingProbe(NvcreModel):
+    domain: str
+    half_a: list[str] | None = None
+    half_b: list[str] | None = None
+    probe_round: int | None = None
+
+
+class CrossBoundaryState(NvcreModel):
+    pending_probes: list[PendingProbe] | None = None
+    origin_stage: str | None = None
+
+
+DiagnoseStage = Literal[
+    "intra-screening",
+    "intra-screening-no-nvl",
+    "inter-screening",
+    "bisection",
+    "confirmation",
+    "cross-boundary",
+    "complete",
+]
+
+_SET: JsonDict = {"x-kubernetes-list-type": "set"}
+
+
+class DiagnoseStatus(NvcreModel):
+    stage: DiagnoseStage | None = None
+    round: int | None = None
+    healthy_nodes: list[str] | None = Field(default=None, json_schema_extra=_SET)
+    suspect_nodes: list[str] | None = Field(default=None, json_schema_extra=_SET)
+    no_nvl_suspect_nodes: list[str] | None = Field(
+        default=None, alias="noNVLSuspectNodes", json_schema_extra=_SET
+    )
+    representative_nodes: dict[str, str] | None = None
+    screening_results: dict[str, ScreeningResult] | None = None
+    no_nvl_screening_results: dict[str, ScreeningResult] | None = Field(
+        default=None, alias="noNVLScreeningResults"
+    )
+    infrastructure_faults: list[InfrastructureFault] | None = None
+    cross_boundary_state: CrossBoundaryState | None = None
+
+
+class GroupStatus(NvcreModel):
+    name: str
+    nodes: list[str] | None = None
+    domains: list[str] | None = None
+    domain_node_counts: dict[str, int] | None = None
+    overflow: bool | None = None
+    phase: GroupPhase
+    retries: int | None = None
+    job_ref: WorkloadReference | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+
+
+class OrchestrationStatus(NvcreModel):
+    total_nodes: int
+    nodes_per_job: int
+    total_groups: int
+    current_iteration: int | None = None
+    completed_iterations: int | None = None
+    iteration_history: list[IterationRecord] | None = None
+    detected_platform: str | None = None
+    detected_gpu_architecture: str | None = Field(default=None, alias="detectedGPUArchitecture")
+    excluded_nodes: list[str] | None = None
+    exclusion_reason: str | None = None
+    applied_overrides: list[AppliedOverride] | None = None
+    diagnose: DiagnoseStatus | None = None
+    groups: list[GroupStatus] | None = None
+    placement: Placement | None = None
+    gpu_products: list[str] | None = None
+
+
+class NodeIteration(NvcreModel):
+    iteration_number: int
+    tflops: str | None = None
+    duration: str | None = None
+    memory_used_gb: str | None = Field(default=None, alias="memoryUsedGB")
+    status: str
+
+
+class NodeResult(NvcreModel):
+    domain: str | None = None
+    group: str | None = None
+    status: str | None = None
+    iterations: list[NodeIteration] | None = None
+
+
+class DomainResult(NvcreModel):
+    node_count: int | None = None
+    status: str | None = None
+    average_tflops: str | None = None
+
+
+class WorkflowStatus(NvcreModel):
+    conditions: list[Condition] | None = None
+    namespace: str | None = None
+    succeeded_nodes_ref: TypedLocalObjectReference | None = None
+    failed_nodes_ref: TypedLocalObjectReference | None = None
+    dependency_refs: list[DependencyRef] | None = None
+    orchestration: OrchestrationStatus | None = None
+    node_results: dict[str, NodeResult] | None = None
+    domain_results: dict[str, DomainResult] | None = None
+
+
+class Workflow(Resource):
+    """Runs one category or one WorkloadRun across node groups."""
+
+    KIND = "Workflow"
+    PLURAL = "workflows"
+
+    spec: WorkflowSpec
+    status: WorkflowStatus | None = None
+
+
+def dependency_when(dependency: dict[str, Any]) -> WhenSpec | None:
+    """The `when` a dependency carries beside its object fields, if any."""
+    raw = dependency.get("when")
+    return None if raw is None else WhenSpec.model_validate(raw)

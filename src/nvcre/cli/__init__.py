@@ -1,0 +1,1 @@
+"""nvcrectl: the command line (also installed as the kubectl plugin kubectl-nvcre)."""
