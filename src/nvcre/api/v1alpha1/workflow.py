@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-from pydantic.json_schema import JsonDict
 
 from nvcre.api.v1alpha1.common import (
     DiagnoseSpec,
@@ -156,7 +155,7 @@ DiagnoseStage = Literal[
     "complete",
 ]
 
-_SET: JsonDict = {"x-kubernetes-list-type": "set"}
+_SET: dict[str, Any] = {"x-kubernetes-list-type": "set"}
 
 
 class DiagnoseStatus(NvcreModel):
