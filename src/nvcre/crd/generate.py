@@ -40,7 +40,7 @@ def _convert(node: Any, defs: dict[str, Any]) -> Any:
     for key, value in node.items():
         if key in _DROPPED_KEYS or key in ("$ref", "anyOf", K8S_REF):
             continue
-        if key == "default" and value is None:
+        if (key == "default" and value is None) or (key == "additionalProperties" and value is False):
             continue
         if key == "properties":
             out[key] = {name: _convert(sub, defs) for name, sub in value.items()}

@@ -11,12 +11,10 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field
 
+from nvcre.api.v1alpha1.constants import TRAINER_GROUP, TRAINER_VERSION
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import EnvVar, ResourceRequirements
-
-GROUP = "trainer.kubeflow.org"
-VERSION = "v1alpha1"
 
 
 class RuntimeRef(NvcreModel):
@@ -48,8 +46,8 @@ class TrainJobSpec(NvcreModel):
 
 
 class TrainerResource(Resource):
-    GROUP: ClassVar[str] = GROUP
-    VERSION: ClassVar[str] = VERSION
+    GROUP: ClassVar[str] = TRAINER_GROUP
+    VERSION: ClassVar[str] = TRAINER_VERSION
 
 
 class TrainJob(TrainerResource):

@@ -6,11 +6,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
+from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, VERSION
 from nvcre.api.v1alpha1.meta import NvcreModel
 
-GROUP = "nvcre.nvidia.com"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
+__all__ = ["API_VERSION", "GROUP", "VERSION", "Resource"]
 
 
 class Resource(NvcreModel):

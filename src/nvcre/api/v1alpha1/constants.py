@@ -1,0 +1,382 @@
+"""Every fixed string of the nvcre.nvidia.com/v1alpha1 API in one place.
+
+Groups are plain classes of ``Final`` string constants (not enums), so values drop into
+pydantic ``str`` fields, label maps and JSON unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+# --- API group ---------------------------------------------------------------------------------
+
+GROUP: Final = "nvcre.nvidia.com"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+DEFAULT_NAMESPACE: Final = "nvcre"
+MANAGED_BY_VALUE: Final = "nvcre"
+"""Value of the ``app.kubernetes.io/managed-by`` label on everything the controller creates."""
+
+
+class Kind:
+    CERTIFICATION: Final = "Certification"
+    WORKLOAD_RUN: Final = "WorkloadRun"
+    WORKFLOW: Final = "Workflow"
+    JOB: Final = "Job"
+    GOODPUT_MEASUREMENT: Final = "GoodputMeasurement"
+    BANDWIDTH_MEASUREMENT: Final = "BandwidthMeasurement"
+    C2C_MEASUREMENT: Final = "C2CMeasurement"
+    LOG_PROFILE: Final = "LogProfile"
+    REPORT_EXPORT_POLICY: Final = "ReportExportPolicy"
+    REPORT_EXPORT: Final = "ReportExport"
+
+
+PLURALS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        Kind.CERTIFICATION: "certifications",
+        Kind.WORKLOAD_RUN: "workloadruns",
+        Kind.WORKFLOW: "workflows",
+        Kind.JOB: "jobs",
+        Kind.GOODPUT_MEASUREMENT: "goodputmeasurements",
+        Kind.BANDWIDTH_MEASUREMENT: "bandwidthmeasurements",
+        Kind.C2C_MEASUREMENT: "c2cmeasurements",
+        Kind.LOG_PROFILE: "logprofiles",
+        Kind.REPORT_EXPORT_POLICY: "reportexportpolicies",
+        Kind.REPORT_EXPORT: "reportexports",
+    }
+)
+
+CLUSTER_SCOPED_KINDS: Final = frozenset({Kind.LOG_PROFILE})
+KINDS_WITHOUT_STATUS: Final = frozenset({Kind.LOG_PROFILE, Kind.REPORT_EXPORT_POLICY})
+
+# --- Kubeflow Trainer --------------------------------------------------------------------------
+
+TRAINER_GROUP: Final = "trainer.kubeflow.org"
+TRAINER_VERSION: Final = "v1alpha1"
+TRAINER_API_VERSION: Final = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
+
+
+class TrainerKind:
+    TRAIN_JOB: Final = "TrainJob"
+    TRAINING_RUNTIME: Final = "TrainingRuntime"
+    CLUSTER_TRAINING_RUNTIME: Final = "ClusterTrainingRuntime"
+
+
+class TrainJobCondition:
+    """Condition types read from a TrainJob's status."""
+
+    COMPLETE: Final = "Complete"
+    FAILED: Final = "Failed"
+
+
+class TrainerFramework:
+    """Values of the ``trainer.kubeflow.org/framework`` label on a generated TrainingRuntime."""
+
+    TORCH: Final = "torch"
+    MPI: Final = "mpi"
+
+
+class ReplicatedJob:
+    """Replicated-job names inside a TrainingRuntime / JobSet."""
+
+    NODE: Final = "node"
+    LAUNCHER: Final = "launcher"
+
+
+TRAINJOB_ANCESTOR_STEP_TRAINER: Final = "trainer"
+"""``trainer.kubeflow.org/trainjob-ancestor-step`` value on the torch ``node`` / MPI ``launcher`` job."""
+WORKLOAD_CONTAINER_NAME: Final = "node"
+
+# --- labels, annotations, finalizers -----------------------------------------------------------
+
+RESERVED_LABEL_PREFIX: Final = f"{GROUP}/"
+
+
+class Label:
+    MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+    WORKLOAD_RUN: Final = "nvcre.nvidia.com/workload-run"
+    """Workflow created by a WorkloadRun -> run name."""
+    CERTIFICATION: Final = "nvcre.nvidia.com/certification"
+    """Workflow created by a Certification -> certification name."""
+    CATEGORY_DOMAIN: Final = "nvcre.nvidia.com/category-domain"
+    CATEGORY_VARIANT: Final = "nvcre.nvidia.com/category-variant"
+    WORKFLOW: Final = "nvcre.nvidia.com/workflow"
+    """Job and every dependency object created by a Workflow -> Workflow name."""
+    GROUP: Final = "nvcre.nvidia.com/group"
+    """Job -> group name (``group-0``, ``group-1-overflow``, ...)."""
+    JOB: Final = "nvcre.nvidia.com/job"
+    """TrainJob, workload pod templates, measurements -> owning Job name."""
+    JOB_UID: Final = "nvcre.nvidia.com/job-uid"
+    """Goodput/BandwidthMeasurement -> Job UID (retried groups reuse Job names)."""
+    APP: Final = "app"
+    """Generated TrainingRuntime, inline ConfigMap, checkpoint PVC -> WorkloadRun name."""
+    TRAINER_FRAMEWORK: Final = "trainer.kubeflow.org/framework"
+    TRAINJOB_ANCESTOR_STEP: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+    # results-archive evidence
+    ARCHIVE_EVIDENCE_KIND: Final = "nvcre.nvidia.com/archive-evidence-kind"
+    CERTIFICATION_UID: Final = "nvcre.nvidia.com/certification-uid"
+    WORKFLOW_UID: Final = "nvcre.nvidia.com/workflow-uid"
+
+
+class Annotation:
+    REQUESTED_TEST_SCALE: Final = "nvcre.nvidia.com/requested-test-scale"
+    """Certification-generated Workflow -> the requested ``testScale`` (only when set)."""
+    GROUP_NODES: Final = "nvcre.nvidia.com/group-nodes"
+    """Job -> comma-joined, sorted node names of its group."""
+    WORKFLOW_UID: Final = "nvcre.nvidia.com/workflow-uid"
+    """Dependency objects (and PVs behind owned PVCs) -> Workflow UID, the proof of ownership."""
+    JOB_UID: Final = "nvcre.nvidia.com/job-uid"
+    """Older spelling of the measurement's Job UID (now a label); read for compatibility."""
+    DETECTED_GPU_ARCHITECTURE: Final = "nvcrectl.nvidia.com/detected-gpu-architecture"
+    DETECTED_PLATFORM: Final = "nvcrectl.nvidia.com/detected-platform"
+    """Both only on Workflows rendered offline by ``nvcrectl workloadrun render``."""
+    ARCHIVE_EVIDENCE_VERSION: Final = "nvcre.nvidia.com/archive-evidence-version"
+    ARCHIVE_THRESHOLD_DECISION: Final = "nvcre.nvidia.com/archive-threshold-decision"
+
+
+class Finalizer:
+    CERTIFICATION: Final = "nvcre.nvidia.com/certification-finalizer"
+    WORKFLOW: Final = "nvcre.nvidia.com/workflow-finalizer"
+    JOB: Final = "nvcre.nvidia.com/finalizer"
+    BANDWIDTH_MEASUREMENT: Final = "nvcre.nvidia.com/bandwidthmeasurement-finalizer"
+    # WorkloadRun has none: it relies on owner-reference garbage collection.
+
+
+class NodeLabel:
+    """Well-known Node labels and resources read by discovery."""
+
+    GPU_PRESENT: Final = "nvidia.com/gpu.present"
+    GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+    HOSTNAME: Final = "kubernetes.io/hostname"
+    GPU_RESOURCE: Final = "nvidia.com/gpu"
+    UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
+
+
+# --- reserved label keys (enforced by CEL on user input) ---------------------------------------
+
+RESERVED_LABEL_KEYS: Final = frozenset({Label.MANAGED_BY})
+RESERVED_LABELS_MESSAGE: Final = (
+    "labels must not set the controller-owned keys app.kubernetes.io/managed-by "
+    "or any key under the nvcre.nvidia.com/ prefix"
+)
+RESERVED_QUEUE_LABEL_KEY_MESSAGE: Final = (
+    "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by "
+    "or any key under the nvcre.nvidia.com/ prefix"
+)
+
+
+def is_reserved_label_key(key: str) -> bool:
+    """True for keys users may not set in ``workloadMetadata.labels`` or use as ``queueLabelKey``."""
+    return key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIX)
+
+
+# --- defaults ----------------------------------------------------------------------------------
+
+
+class Default:
+    QUEUE: Final = "default-queue"
+    QUEUE_LABEL_KEY: Final = "kai.scheduler/queue"
+    RUNAI_QUEUE_LABEL_KEY: Final = "runai/queue"
+    NODE_HEALTH_EXPRESSION: Final = "node.spec.unschedulable == true"
+    WORKLOAD_RUN_TIMEOUT_PER_JOB: Final = "24h"
+    MEASUREMENT_TIMEOUT: Final = "5m"
+    REQUEUE_SECONDS: Final = 15.0
+    REQUEUE_IMMEDIATE_SECONDS: Final = 0.05
+    NODE_DISCOVERY_TIMEOUT_SECONDS: Final = 300.0
+    POD_DRAIN_GRACE_SECONDS: Final = 300.0
+    SAMPLE_INTERVAL_SECONDS: Final = 60.0
+    MAX_CONCURRENT_RECONCILES: Final = 10
+    MEASUREMENT_MAX_CONCURRENT_RECONCILES: Final = 5
+    MAX_WORKLOAD_LABELS: Final = 32
+
+
+# --- node-result ConfigMaps --------------------------------------------------------------------
+
+SUCCEEDED_NODES_KEY: Final = "succeeded-nodes.csv.gz"
+"""``binaryData`` key: gzip of comma-joined, sorted node names."""
+FAILED_NODES_KEY: Final = "failed-nodes.json.gz"
+"""``binaryData`` key: gzip of a JSON array of ``{"name", "reason", "message"}``."""
+
+# --- conditions --------------------------------------------------------------------------------
+
+
+class ConditionStatus:
+    TRUE: Final = "True"
+    FALSE: Final = "False"
+    UNKNOWN: Final = "Unknown"
+
+
+class ConditionType:
+    # the exclusive execution trio (Certification, WorkloadRun, Workflow, Job)
+    IN_PROGRESS: Final = "InProgress"
+    SUCCEEDED: Final = "Succeeded"
+    FAILED: Final = "Failed"
+    # additive
+    VALIDATION_FAILED: Final = "ValidationFailed"
+    HARDWARE_FAILED: Final = "HardwareFailed"
+    # measurements
+    MEASURING: Final = "Measuring"
+    COMPLETE: Final = "Complete"
+    # ReportExport
+    SNAPSHOT_READY: Final = "SnapshotReady"
+
+
+EXCLUSIVE_CONDITION_TYPES: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED, ConditionType.FAILED)
+"""Exactly one of these is True; the order is the order they are written in."""
+TERMINAL_CONDITION_TYPES: Final = (ConditionType.SUCCEEDED, ConditionType.FAILED)
+
+
+class Reason:
+    """Reasons shared by every tier."""
+
+    NOT_APPLICABLE: Final = "NotApplicable"
+    """Inactive trio members on Certification, Workflow and Job."""
+    SUPERSEDED: Final = "Superseded"
+    """Inactive trio members on WorkloadRun."""
+
+
+class CertificationReason:
+    WAITING_FOR_NODES: Final = "WaitingForNodes"
+    WORKFLOW_CREATED: Final = "WorkflowCreated"
+    WORKFLOW_RUNNING: Final = "WorkflowRunning"
+    ALL_WORKFLOWS_SUCCEEDED: Final = "AllWorkflowsSucceeded"
+    CATEGORY_NOT_FOUND: Final = "CategoryNotFound"
+    WORKFLOW_VALIDATION_FAILED: Final = "WorkflowValidationFailed"
+    WORKFLOW_NAME_COLLISION: Final = "WorkflowNameCollision"
+    WORKFLOW_FAILED: Final = "WorkflowFailed"
+    WORKFLOW_SUCCEEDED: Final = "WorkflowSucceeded"
+    WORKFLOW_DELETED: Final = "WorkflowDeleted"
+    BUILD_FAILED: Final = "BuildFailed"
+    THRESHOLD_VIOLATION: Final = "ThresholdViolation"
+    WORKFLOW_CREATION_ERROR: Final = "WorkflowCreationError"
+
+
+class WorkloadRunReason:
+    WORKFLOW_CREATED: Final = "WorkflowCreated"
+    WORKFLOW_SUCCEEDED: Final = "WorkflowSucceeded"
+    WORKFLOW_FAILED: Final = "WorkflowFailed"
+    WORKFLOW_VALIDATION_FAILED: Final = "WorkflowValidationFailed"
+    WORKFLOW_DELETED: Final = "WorkflowDeleted"
+    WORKFLOW_NAME_COLLISION: Final = "WorkflowNameCollision"
+    BUILD_FAILED: Final = "BuildFailed"
+    THRESHOLD_VIOLATION: Final = "ThresholdViolation"
+    """``ValidationFailed=True`` mirrored from the Workflow."""
+
+
+class WorkflowReason:
+    GROUPS_PARTITIONED: Final = "GroupsPartitioned"
+    JOB_CREATED: Final = "JobCreated"
+    JOB_RUNNING: Final = "JobRunning"
+    ITERATION_COMPLETED: Final = "IterationCompleted"
+    JOB_COMPLETED: Final = "JobCompleted"
+    OVERRIDE_ERROR: Final = "OverrideError"
+    CHECKPOINT_PVC_MISSING: Final = "CheckpointPVCMissing"
+    NODE_DISCOVERY_ERROR: Final = "NodeDiscoveryError"
+    HETEROGENEOUS_PLATFORM: Final = "HeterogeneousPlatform"
+    PARTITION_ERROR: Final = "PartitionError"
+    DEPENDENCY_CREATION_ERROR: Final = "DependencyCreationError"
+    DEPENDENCY_NAME_COLLISION: Final = "DependencyNameCollision"
+    JOB_NAME_COLLISION: Final = "JobNameCollision"
+    JOB_CREATION_ERROR: Final = "JobCreationError"
+    GANG_SCHEDULING_CONFLICT: Final = "GangSchedulingConflict"
+    ITERATIONS_FAILED: Final = "IterationsFailed"
+    JOB_FAILED: Final = "JobFailed"
+    JOB_HARDWARE_FAILED: Final = "JobHardwareFailed"
+    JOB_VALIDATION_FAILED: Final = "JobValidationFailed"
+    """Failed reason when a threshold miss is the only cause, and the ValidationFailed reason."""
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    """Written by the Workflow onto the Job's Failed condition."""
+
+
+class JobReason:
+    WORKLOAD_CREATED: Final = "WorkloadCreated"
+    WORKLOAD_ADOPTED: Final = "WorkloadAdopted"
+    WORKLOAD_PENDING: Final = "WorkloadPending"
+    WORKLOAD_SCHEDULING_BLOCKED: Final = "WorkloadSchedulingBlocked"
+    WORKLOAD_RUNNING: Final = "WorkloadRunning"
+    WORKLOAD_RESTARTING: Final = "WorkloadRestarting"
+    WORKLOAD_COMPLETED: Final = "WorkloadCompleted"
+    WORKLOAD_CREATION_ERROR: Final = "WorkloadCreationError"
+    WORKLOAD_FAILED: Final = "WorkloadFailed"
+    WORKLOAD_STALLED: Final = "WorkloadStalled"
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    # HardwareFailed
+    HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
+    # ValidationFailed
+    THRESHOLDS_MET: Final = "ThresholdsMet"
+    """``ValidationFailed=False``: thresholds were evaluated and passed."""
+    THRESHOLD_VIOLATED: Final = "ThresholdViolated"
+    """Condition reason for a violated threshold (the failed-node entry says ``ThresholdViolation``)."""
+    MEASUREMENT_TIMEOUT: Final = "MeasurementTimeout"
+    UNKNOWN_THRESHOLD_KEY: Final = "UnknownThresholdKey"
+    INVALID_THRESHOLD_EXPRESSION: Final = "InvalidThresholdExpression"
+
+
+class FailedNodeReason:
+    """Enum of ``Job.status.failedNodes[].reason`` and of failed-nodes ConfigMap entries."""
+
+    HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
+    THRESHOLD_VIOLATION: Final = "ThresholdViolation"
+    WORKLOAD_FAILED: Final = "WorkloadFailed"
+
+
+FAILED_NODE_REASONS: Final = (
+    FailedNodeReason.HARDWARE_FAILURE_DETECTED,
+    FailedNodeReason.THRESHOLD_VIOLATION,
+    FailedNodeReason.WORKLOAD_FAILED,
+)
+
+
+class NodeHealthReason:
+    CEL_EXPRESSION_MATCHED: Final = "CELExpressionMatched"
+
+
+class FailureLogReason:
+    """``Job.status.failureLog.reason`` values the controller itself writes."""
+
+    TIMEOUT: Final = "Timeout"
+    POD_NOT_FOUND: Final = "PodNotFound"
+    NO_TERMINATED_CONTAINER: Final = "NoTerminatedContainer"
+
+
+class MeasurementReason:
+    """Goodput/Bandwidth/C2C measurement ``Measuring`` and ``Complete`` reasons."""
+
+    JOB_RUNNING: Final = "JobRunning"
+    FINAL_READ_PENDING: Final = "FinalReadPending"
+    JOB_SUCCEEDED: Final = "JobSucceeded"
+    """The only ``Complete`` reason whose results feed thresholds."""
+    JOB_FAILED: Final = "JobFailed"
+    NO_DATA_COLLECTED: Final = "NoDataCollected"
+    LOGS_UNAVAILABLE: Final = "LogsUnavailable"
+    LOG_PROFILE_NOT_FOUND: Final = "LogProfileNotFound"
+
+
+class EventReason:
+    """Reasons of events that are not condition transitions."""
+
+    CORDONED_NODES_EXCLUDED: Final = "CordonedNodesExcluded"
+    HETEROGENEOUS_GPU: Final = "HeterogeneousGPU"
+    INSUFFICIENT_GPU_CAPACITY: Final = "InsufficientGPUCapacity"
+    GPU_ARCHITECTURE_DEFAULTS: Final = "GPUArchitectureDefaults"
+    OVERRIDE_NO_OP: Final = "OverrideNoOp"
+    OVERRIDE_APPLIED: Final = "OverrideApplied"
+    NO_OVERRIDES_MATCHED: Final = "NoOverridesMatched"
+    HETEROGENEOUS_PLATFORM_STATUS_UPDATE_FAILED: Final = "HeterogeneousPlatformStatusUpdateFailed"
+    OVERRIDE_ERROR_STATUS_UPDATE_FAILED: Final = "OverrideErrorStatusUpdateFailed"
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    WORKLOAD_CREATION_ERROR: Final = "WorkloadCreationError"
+    MEASUREMENT_CREATION_ERROR: Final = "MeasurementCreationError"
+    WORKFLOW_CREATION_ERROR: Final = "WorkflowCreationError"
+    BUILD_FAILED_STATUS_UPDATE_FAILED: Final = "BuildFailedStatusUpdateFailed"
+    NIC_RESOURCE_DETECTION: Final = "NICResourceDetection"
+    GKE_NETWORK_DETECTION: Final = "GKENetworkDetection"
+    TCPXO_PLUGIN_DETECTION: Final = "TCPXOPluginDetection"
+
+
+class EventType:
+    NORMAL: Final = "Normal"
+    WARNING: Final = "Warning"
