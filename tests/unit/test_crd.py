@@ -201,5 +201,6 @@ def test_scopes_and_status_subresources() -> None:
 
 def test_crd_files_parse_as_single_documents() -> None:
     for path in CRD_DIR.glob("*.yaml"):
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        documents = [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
         assert len(documents) == 1, path
