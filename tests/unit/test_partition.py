@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,7 +83,9 @@ def test_strict_domain_one_group_per_clique_at_natural_size() -> None:
 
 def test_topology_mode_requires_the_label() -> None:
     nodes = cliques(A=2) | {"x": {}}
-    with pytest.raises(PartitionError, match='node "x" missing topology label "nvidia.com/gpu.clique"'):
+    with pytest.raises(
+        PartitionError, match=re.escape('node "x" missing topology label "nvidia.com/gpu.clique"')
+    ):
         partition(nodes, 2, CLIQUE)
 
 
