@@ -7,8 +7,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SUCCEEDED_KEY = "succeeded-nodes.csv.gz"
-FAILED_KEY = "failed-nodes.json.gz"
+from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
+
+__all__ = ["FAILED_NODES_KEY", "SUCCEEDED_NODES_KEY", "merge_failed", "merge_succeeded"]
 
 
 def _gzip(data: bytes) -> bytes:
