@@ -101,7 +101,7 @@ def test_default_target_is_the_node_job() -> None:
 
 def test_nodes_required_and_missing_workload() -> None:
     assert trainjob.nodes_required({"trainer": {"numNodes": 3}}) == 3
-    with pytest.raises(trainjob.AdapterError, match="TrainJob.Trainer.NumNodes not set"):
+    with pytest.raises(trainjob.AdapterError, match=r"TrainJob\.Trainer\.NumNodes not set"):
         trainjob.nodes_required({"trainer": {}})
     with pytest.raises(trainjob.AdapterError, match="no workload type specified in WorkloadSpec"):
         trainjob.trainjob_spec({"workload": {}})
