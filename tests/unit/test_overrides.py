@@ -862,3 +862,12 @@ def test_patch_values_win(base: dict[str, Any], patch: dict[str, Any]) -> None:
             assert merged[key] == value
     for key in base.keys() - patch.keys():
         assert merged[key] == base[key]
+
+
+def test_override_error_condition() -> None:
+    with pytest.raises(OverrideError) as error:
+        apply_overrides(spec([{"when": {"expression": "nosuch"}}]), AWS_H100)
+    assert error.value.reason == "OverrideError"
+    assert error.value.condition_message.startswith(
+        "Failed to apply overrides: spec.overrides[0].when.expression: evaluating CEL expression 'nosuch'"
+    )

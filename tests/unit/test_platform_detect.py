@@ -367,3 +367,7 @@ def test_dra_products_vote_for_unlabelled_nodes_only() -> None:
     assert detection.excluded == ("c",)
     assert detection.unlabeled == ()
     assert detect_gpu_architecture(nodes).architecture == "h100"
+
+
+def test_heterogeneous_platform_reason() -> None:
+    assert HeterogeneousPlatformError.reason == "HeterogeneousPlatform"

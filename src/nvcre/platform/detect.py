@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import EventReason, NodeLabel
+from nvcre.api.v1alpha1.constants import EventReason, NodeLabel, WorkflowReason
 from nvcre.platform.events import Event
 
 
@@ -120,6 +120,8 @@ def node_platform(node: Mapping[str, Any]) -> str:
 
 class HeterogeneousPlatformError(ValueError):
     """Target nodes are on more than one platform."""
+
+    reason: Final = WorkflowReason.HETEROGENEOUS_PLATFORM
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from nvcre import cel
 from nvcre.api.v1alpha1.common import OverrideSpec, StringMatchSpec, WhenSpec
-from nvcre.api.v1alpha1.constants import EventReason, TrainerKind
+from nvcre.api.v1alpha1.constants import EventReason, TrainerKind, WorkflowReason
 from nvcre.api.v1alpha1.workflow import JobTemplate, WorkflowSpec
 from nvcre.platform.detect import topology_domain_count
 from nvcre.platform.events import Event
@@ -41,10 +41,17 @@ EXPRESSION_SUMMARY_LIMIT: Final = 40
 class OverrideError(ValueError):
     """An override could not be parsed, matched or applied; ``path`` names the field."""
 
+    reason: Final = WorkflowReason.OVERRIDE_ERROR
+
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}")
+
+    @property
+    def condition_message(self) -> str:
+        """The Workflow's ``Failed`` condition message."""
+        return f"Failed to apply overrides: {self}"
 
 
 # --- context -----------------------------------------------------------------------------------
@@ -385,6 +392,8 @@ def apply_overrides(
     """Apply every override of ``spec`` (or the given ``overrides``) whose ``when`` matches ``ctx``.
 
     Pure: ``spec`` is not modified. The returned spec keeps its ``overrides`` list unchanged.
+    Always apply to the spec as stored, never to a result of this function: a JSON patch that
+    appends (``/-``) would append again.
     """
     base, own = _split_spec(spec)
     items = parse_overrides(own if overrides is None else overrides)
