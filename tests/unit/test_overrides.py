@@ -894,3 +894,17 @@ def test_json_patch_array_insert_positions(items: list[Any], data: st.DataObject
     if items:
         moved = json_patch(doc, [{"op": "move", "from": "/a/0", "path": "/a/-"}])
         assert moved["a"] == [*items[1:], items[0]]
+
+
+def test_problems_already_in_the_base_are_not_blamed_on_an_override() -> None:
+    base = spec(
+        [{"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"image": "x"}}}}}}]
+    )
+    base["jobTemplate"]["spec"]["workload"]["trainJob"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "node"}]}
+    ]
+    result = apply_overrides(base, AWS_H100)
+    assert trainer(result.spec)["image"] == "x"
+    base["overrides"].append({"when": {}, "jobTemplate": {"spec": {"bogus": 1}}})
+    with pytest.raises(OverrideError, match=r"jobTemplate\.spec\.bogus: unknown field$"):
+        apply_overrides(base, AWS_H100)
