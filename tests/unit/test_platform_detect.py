@@ -371,3 +371,11 @@ def test_dra_products_vote_for_unlabelled_nodes_only() -> None:
 
 def test_heterogeneous_platform_reason() -> None:
     assert HeterogeneousPlatformError.reason == "HeterogeneousPlatform"
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_synthetic_nodes_ignore_selector_labels_that_would_change_the_platform(platform: str) -> None:
+    labels = {"nke.nvidia.com/site-name": "s1", "node-role.together.ai/worker": "", "team": "a"}
+    nodes = synthetic_nodes(platform, "h100", labels=labels)
+    assert detect_platform(nodes).platform == platform
+    assert nodes[0]["metadata"]["labels"]["team"] == "a"
