@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre.naming import MAX_K8S_NAME_LEN, extract_hash, truncate
+from nvcre.naming import MAX_K8S_NAME_LEN, truncate
 
 _NAME_SHAPE = re.compile(r"^[a-z0-9][-a-z0-9.]*[a-z0-9]$")
 PROTECTED = ("workloadMetadata",)
@@ -125,6 +125,7 @@ def job_scoped_copies(
 ) -> JobScopedCopies:
     """Renamed copies of the Job-scoped dependencies and the Job spec pointing at them.
 
+    ``suffix`` comes from :func:`nvcre.naming.dependency_copy_suffix`.
     Every quoted occurrence of an old name is replaced (workload metadata labels excepted, so a
     queue label that happens to equal a name is never rewritten).
     """
