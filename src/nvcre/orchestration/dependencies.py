@@ -97,12 +97,6 @@ def creation_order(dependencies: Sequence[Mapping[str, Any]], indexes: Iterable[
     return ordered + [i for i in chosen if i not in ordered]
 
 
-def copy_suffix(workflow: str, group: str, iteration: int, *, single: bool) -> str:
-    return (
-        f"-{extract_hash(workflow)}-job" if single else f"-{extract_hash(workflow)}-{group}-iter-{iteration}"
-    )
-
-
 @dataclass(frozen=True)
 class JobScopedCopies:
     objects: list[dict[str, Any]]
