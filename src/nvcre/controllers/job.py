@@ -445,7 +445,7 @@ class JobController:
                 "spec": {"jobRef": {"apiGroup": GROUP, "kind": Kind.JOB, "name": meta["name"]}, **config},
             }
             try:
-                await self.ctx.client.create(resource.from_dict(body))  # type: ignore[attr-defined]
+                await self.ctx.client.create(resource.from_dict(body))
             except ApiError as error:
                 if error.status.code != 409:
                     what = body["kind"]
