@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from lightkube import Client
+from lightkube import AsyncClient, Client
 from lightkube.core.exceptions import ApiError
-from lightkube.types import PatchType
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Node, Pod
+from lightkube.types import PatchType
 
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.fixtures import GpuNodeFactory
@@ -193,3 +195,30 @@ def test_deleting_pod_on_kwok_node_completes(kube: Client, namespace: str, ready
         return False
 
     wait_for(deleted, timeout=30, what="pod gone to be deleted by kwok")
+
+
+@pytest.mark.asyncio
+async def test_async_client_watches_pod_phases(
+    async_kube: AsyncClient, kube: Client, namespace: str, ready_node: str
+) -> None:
+    """Watches are real: an async watch sees kwok move a pod from Pending to Running to Failed."""
+    kube.create(_pod("watched", namespace, ready_node))
+    seen: list[str] = []
+
+    async def watch() -> None:
+        async for _, pod in async_kube.watch(Pod, namespace=namespace, fields={"metadata.name": "watched"}):
+            phase = pod.status.phase if pod.status and pod.status.phase else "Pending"
+            if not seen or seen[-1] != phase:
+                seen.append(phase)
+            if phase == "Running" and PHASE_ANNOTATION not in (pod.metadata.annotations or {}):  # type: ignore[union-attr]
+                await async_kube.patch(
+                    Pod,
+                    "watched",
+                    {"metadata": {"annotations": {PHASE_ANNOTATION: "Failed"}}},
+                    namespace=namespace,
+                )
+            if phase == "Failed":
+                return
+
+    await asyncio.wait_for(watch(), timeout=30)
+    assert seen[-2:] == ["Running", "Failed"]

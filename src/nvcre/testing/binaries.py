@@ -58,7 +58,12 @@ _BUILD_TARGETS = {
 }
 
 #: Measured cold build (empty Go build cache, modules downloaded) on 2 cores, for progress text.
-COLD_BUILD_HINT = {ETCD: "~1 min", KUBE_APISERVER: "~5 min", KWOK: "~2 min", KUBECTL: "~30 s after kube-apiserver"}
+COLD_BUILD_HINT = {
+    ETCD: "~1 min",
+    KUBE_APISERVER: "~5 min",
+    KWOK: "~2 min",
+    KUBECTL: "~30 s after kube-apiserver",
+}
 
 TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
 TRAINER_CRD_PATH = "manifests/base/crds"
@@ -324,10 +329,8 @@ def _explain_go_failure(what: str, output: str) -> str:
     tail = "\n".join(output.strip().splitlines()[-25:])
     hints = []
     lowered = output.lower()
-    if any(
-        s in lowered
-        for s in ("dial tcp", "no such host", "proxyconnect", "i/o timeout", "connection refused")
-    ):
+    unreachable = ("dial tcp", "no such host", "proxyconnect", "i/o timeout", "refused", "lookup disabled")
+    if any(s in lowered for s in unreachable):
         proxy = os.environ.get("GOPROXY", "https://proxy.golang.org,direct")
         hints.append(
             f"the Go module proxy is unreachable (GOPROXY={proxy}); the first build must download "
@@ -372,12 +375,10 @@ def build_binary(name: str, versions: Versions, directory: Path, wrappers: Path)
         f"(cold build {COLD_BUILD_HINT[name]} on 2 cores; later builds reuse the Go build cache)"
     )
     started = time.monotonic()
-    done = subprocess.run(
-        cmd, cwd=wrappers / wrapper_module, env=go_environment(), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
+    returncode, output = _run_with_heartbeat(cmd, wrappers / wrapper_module, f"building {name}")
+    if returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise BinaryError(_explain_go_failure(f"go build {package}", done.stdout + done.stderr))
+        raise BinaryError(_explain_go_failure(f"go build {package}", output))
     tmp.replace(target)
     elapsed = time.monotonic() - started
     stamp = read_stamp(directory)
@@ -390,6 +391,27 @@ def build_binary(name: str, versions: Versions, directory: Path, wrappers: Path)
     _write_stamp(directory, stamp)
     _log(f"built {target} in {elapsed:.0f}s")
     return target
+
+
+def _run_with_heartbeat(cmd: list[str], cwd: Path, what: str, every: float = 60.0) -> tuple[int, str]:
+    """Run ``cmd`` capturing its output, logging "still <what>" every ``every`` seconds."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(
+            cmd, cwd=cwd, env=go_environment(), stdout=output, stderr=subprocess.STDOUT
+        )
+        while True:
+            try:
+                returncode = process.wait(timeout=every)
+                break
+            except subprocess.TimeoutExpired:
+                _log(f"still {what} ({time.monotonic() - started:.0f}s)")
+            except BaseException:
+                process.kill()
+                process.wait()
+                raise
+        output.seek(0)
+        return returncode, output.read()
 
 
 def module_dir(module: str, version: str) -> Path:

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+import pytest_asyncio
 from lightkube import AsyncClient, Client
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
@@ -57,7 +58,7 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
         kube.delete(Namespace, name)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture
 async def async_kube(control_plane: ControlPlane) -> AsyncIterator[AsyncClient]:
     client = control_plane.async_client()
     try:

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The project's whole check, exactly what CI runs (.ci/run calls this):
+#   1. a virtual environment in .venv with `pip install -e '.[dev]'` (skipped while pyproject.toml
+#      is unchanged since the last install);
+#   2. the test control plane's binaries (built once with Go, then reused from the cache);
+#   3. ruff, mypy, import-linter (when configured) and pytest over tests/.
+# Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
+# Extra arguments are passed to pytest, e.g. `hack/test.sh -k controlplane`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+python="${PYTHON:-python3}"
+if [[ ! -x .venv/bin/python ]]; then
+  step "creating .venv"
+  "$python" -m venv .venv
+fi
+stamp=.venv/.nvcre-installed
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
+  step "pip install -e '.[dev]'"
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  echo "$want" >"$stamp"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+
+step "control-plane binaries (hack/controlplane/build.sh)"
+hack/controlplane/build.sh >/dev/null
+
+step "ruff check ."
+ruff check .
+
+step "mypy"
+mypy
+
+if [[ -f .importlinter ]] || grep -qs '^\[tool.importlinter' pyproject.toml setup.cfg; then
+  step "lint-imports"
+  lint-imports
+fi
+
+step "pytest tests $*"
+set +e
+pytest tests "$@"
+status=$?
+set -e
+if [[ $status -eq 5 ]]; then
+  echo "pytest collected no tests: treating as failure" >&2
+  exit 1
+fi
+exit $status
