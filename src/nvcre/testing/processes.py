@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,7 +25,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask the kernel to SIGTERM the child when the process that started it dies (Linux only)."""
+    """Ask the kernel to SIGTERM the child when its parent dies (Linux only).
+
+    The kernel tracks the parent *thread*, so this is only requested for children started from
+    the main thread; a child started from a worker thread would otherwise die with that thread.
+    """
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -52,7 +56,9 @@ class Process:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,  # Ctrl-C reaches only the Python parent, which stops us in order
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent
+                if threading.current_thread() is threading.main_thread()
+                else None,
             )
         return self
 
@@ -121,13 +127,3 @@ def wait_until(
             raise StartupError(f"timed out after {timeout:.0f}s waiting for {what}{detail}{log}")
         time.sleep(interval)
         interval = min(interval * 1.5, 0.5)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
