@@ -1,28 +1,53 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: install into .venv, check generated files, lint, type-check,
-# check the import layers, run every test. Exits non-zero on any failure.
+# The project's whole check, exactly what CI runs (.ci/run calls this):
+#   1. a virtual environment in .venv with `pip install -e '.[dev]'` (skipped while pyproject.toml
+#      is unchanged since the last install);
+#   2. the test control plane's binaries (built once with Go, then reused from the cache);
+#   3. the generated CRDs are current; ruff, mypy, import-linter and pytest over tests/.
+# Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
+# Extra arguments are passed to pytest, e.g. `hack/test.sh -k controlplane`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+step() { printf '\n==> %s\n' "$*" >&2; }
 
-echo "== generated CRDs are up to date"
-.venv/bin/python -m nvcre.crd --check
-echo "== ruff"
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-echo "== mypy"
-.venv/bin/mypy
-echo "== import layers"
-.venv/bin/lint-imports
-echo "== pytest"
+python="${PYTHON:-python3}"
+if [[ ! -x .venv/bin/python ]]; then
+  step "creating .venv"
+  "$python" -m venv .venv
+fi
+stamp=.venv/.nvcre-installed
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
+  step "pip install -e '.[dev]'"
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  echo "$want" >"$stamp"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+
+step "control-plane binaries (hack/controlplane/build.sh)"
+hack/controlplane/build.sh >/dev/null
+
+step "generated CRDs are up to date (python -m nvcre.crd --check)"
+python -m nvcre.crd --check
+
+step "ruff check . && ruff format --check ."
+ruff check .
+ruff format --check .
+
+step "mypy"
+mypy
+
+step "lint-imports"
+lint-imports
+
+step "pytest tests $*"
 set +e
-.venv/bin/pytest "$@"
+pytest tests "$@"
 status=$?
 set -e
-if [ "$status" -eq 5 ]; then
-  echo "pytest collected no tests: failing" >&2
+if [[ $status -eq 5 ]]; then
+  echo "pytest collected no tests: treating as failure" >&2
   exit 1
 fi
-exit "$status"
+exit $status

@@ -1,0 +1,94 @@
+"""pytest fixtures for tests that need the real control plane.
+
+Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
+
+* ``control_plane`` (session) — a started :class:`ControlPlane`; missing binaries are built first
+  (a failed build fails the session loudly, nothing is skipped);
+* ``kube`` (session) — a lightkube ``Client`` with cluster-admin rights;
+* ``namespace`` (function) — a fresh namespace per test, deleted afterwards;
+* ``kwok`` (session) — kwok running against the control plane;
+* ``gpu_nodes`` (function) — a factory creating fake GPU nodes unique to the test, deleted afterwards;
+* ``async_kube`` (function) — a lightkube ``AsyncClient``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import pytest
+import pytest_asyncio
+from lightkube import AsyncClient, Client
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, Node
+
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.kwok import Kwok
+from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
+
+GpuNodeFactory = Callable[..., list[Node]]
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    with ControlPlane() as cp:
+        yield cp
+
+
+@pytest.fixture(scope="session")
+def kube(control_plane: ControlPlane) -> Iterator[Client]:
+    with control_plane.client() as client:
+        yield client
+
+
+def _slug(text: str, limit: int) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "t"
+
+
+@pytest.fixture
+def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"{_slug(request.node.name, 50)}-{secrets.token_hex(3)}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name, labels={"nvcre.test/namespace": "true"})))
+    yield name
+    # No namespace controller runs, so the namespace stays Terminating; its name is never reused.
+    with contextlib.suppress(ApiError):
+        kube.delete(Namespace, name)
+
+
+@pytest_asyncio.fixture
+async def async_kube(control_plane: ControlPlane) -> AsyncIterator[AsyncClient]:
+    client = control_plane.async_client()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="session")
+def kwok(control_plane: ControlPlane) -> Iterator[Kwok]:
+    with Kwok(control_plane) as running:
+        yield running
+
+
+@pytest.fixture
+def gpu_nodes(kube: Client, kwok: Kwok, request: pytest.FixtureRequest) -> Iterator[GpuNodeFactory]:
+    """``gpu_nodes(count, spec=None, clique_size=None)`` creates nodes named after the test."""
+    created: list[str] = []
+    base = f"{_slug(request.node.name, 30)}-{secrets.token_hex(2)}"
+
+    def make(count: int, spec: GpuNodeSpec | None = None, *, clique_size: int | None = None) -> list[Node]:
+        prefix = f"{base}-{len(created)}" if created else base
+        nodes = create_gpu_nodes(kube, count, spec, prefix=prefix, clique_size=clique_size)
+        created.extend(n.metadata.name for n in nodes if n.metadata and n.metadata.name)
+        return nodes
+
+    yield make
+    for name in created:
+        with contextlib.suppress(ApiError):
+            kube.delete(Node, name)
+
+
+__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "namespace"]

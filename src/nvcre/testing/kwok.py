@@ -1,0 +1,204 @@
+"""kwok against a :class:`~nvcre.testing.controlplane.ControlPlane`: fake nodes and pod lifecycles.
+
+kwok manages only nodes annotated ``kwok.x-k8s.io/node=fake`` (see :mod:`nvcre.testing.nodes`)
+and the pods bound to them (``spec.nodeName``; there is no scheduler). Our stage files
+(``kwok_stages/*.yaml``) make such nodes Ready and such pods Running; a test drives a pod to an end
+state with an annotation:
+
+* ``nvcre.test/phase: Succeeded`` — containers terminate with exit code 0;
+* ``nvcre.test/phase: Failed`` — exit code ``nvcre.test/exit-code`` (default 1), reason
+  ``nvcre.test/reason`` (default ``Error``);
+* ``nvcre.test/phase: Pending`` (set at creation) — the pod is left Pending.
+
+kwok also serves the kubelet API on a loopback port, so ``kubectl logs`` works for pods whose
+log files were registered with :meth:`Kwok.write_pod_logs` (CRI log format, kwok ``Logs`` object).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ssl
+import tempfile
+import urllib.request
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+from lightkube import Client
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.meta_v1 import ObjectMeta
+
+from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
+from nvcre.testing.processes import Process, free_port, wait_until
+
+NODE_ANNOTATION = "kwok.x-k8s.io/node"
+NODE_ANNOTATION_VALUE = "fake"
+PHASE_ANNOTATION = "nvcre.test/phase"
+EXIT_CODE_ANNOTATION = "nvcre.test/exit-code"
+REASON_ANNOTATION = "nvcre.test/reason"
+POD_CIDR = "10.244.0.0/16"
+
+#: kwok's per-pod log configuration (namespaced, same name as the pod).
+KwokLogs = create_namespaced_resource("kwok.x-k8s.io", "v1alpha1", "Logs", "logs")
+
+
+def stage_documents() -> str:
+    """All stage YAML shipped in ``nvcre.testing.kwok_stages``, as one multi-document string."""
+    folder = resources.files("nvcre.testing").joinpath("kwok_stages")
+    docs = [
+        entry.read_text()
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yaml")
+    ]
+    return "\n---\n".join(docs)
+
+
+def cri_log_lines(
+    lines: Iterable[str], *, stream: str = "stdout", start: datetime.datetime | None = None, step_ms: int = 1
+) -> str:
+    """Format ``lines`` as CRI container log entries: ``<RFC3339Nano> <stream> F <line>``."""
+    when = start or datetime.datetime.now(datetime.UTC)
+    out = []
+    for index, line in enumerate(lines):
+        stamp = (when + datetime.timedelta(milliseconds=index * step_ms)).astimezone(datetime.UTC)
+        out.append(f"{stamp.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {stream} F {line}\n")
+    return "".join(out)
+
+
+class Kwok:
+    """A kwok process bound to one control plane. Use as a context manager or start()/stop()."""
+
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        *,
+        workdir: Path | None = None,
+        extra_args: Iterable[str] = (),
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.control_plane = control_plane
+        self._requested_workdir = workdir
+        self.workdir: Path | None = None
+        self.extra_args = list(extra_args)
+        self.start_timeout = start_timeout
+        self.process: Process | None = None
+        self.port = 0
+
+    def __enter__(self) -> Kwok:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def logs_dir(self) -> Path:
+        assert self.workdir is not None, "kwok is not started"
+        return self.workdir / "logs"
+
+    def start(self) -> Kwok:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        cp = self.control_plane
+        assert cp.certs is not None, "start the control plane first"
+        base = self._requested_workdir or cp.workdir or Path(tempfile.mkdtemp(prefix="nvcre-kwok-"))
+        self.workdir = base / "kwok" if base == cp.workdir else base
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "stages.yaml"
+        config.write_text(stage_documents())
+        self.port = free_port()
+        self.process = Process(
+            "kwok",
+            [
+                str(cp.binaries.kwok),
+                f"--config={config}",
+                f"--kubeconfig={cp.kubeconfig_path}",
+                f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
+                "--manage-all-nodes=false",
+                "--node-ip=127.0.0.1",
+                f"--node-port={self.port}",
+                f"--server-address=127.0.0.1:{self.port}",
+                f"--tls-cert-file={cp.certs.serving_cert}",
+                f"--tls-private-key-file={cp.certs.serving_key}",
+                f"--cidr={POD_CIDR}",
+                "--enable-crds=Logs,ClusterLogs",
+                *self.extra_args,
+            ],
+            self.workdir / "kwok.log",
+        ).start()
+        context = ssl.create_default_context(cafile=str(cp.certs.ca_cert))
+        wait_until(
+            lambda: self._healthy(context),
+            timeout=self.start_timeout,
+            what=f"kwok https://127.0.0.1:{self.port}/healthz",
+            process=self.process,
+        )
+
+    def _healthy(self, context: ssl.SSLContext) -> bool:
+        url = f"https://127.0.0.1:{self.port}/healthz"
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
+    def write_pod_logs(
+        self,
+        client: Client,
+        namespace: str,
+        pod: str,
+        lines: Iterable[str],
+        *,
+        container: str = "node",
+        stream: str = "stdout",
+        append: bool = False,
+    ) -> Path:
+        """Write ``lines`` as the logs of ``pod``/``container`` and point kwok at them.
+
+        After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
+        ``log`` subresource return the lines (without the CRI prefix).
+        """
+        path = self.logs_dir / f"{namespace}_{pod}_{container}.log"
+        text = cri_log_lines(lines, stream=stream)
+        with open(path, "a" if append else "w") as out:
+            out.write(text)
+        self._register_logs(client, namespace, pod)
+        return path
+
+    def _register_logs(self, client: Client, namespace: str, pod: str) -> None:
+        prefix = f"{namespace}_{pod}_"
+        entries = [
+            {"containers": [p.name[len(prefix) : -len(".log")]], "logsFile": str(p), "follow": False}
+            for p in sorted(self.logs_dir.glob(f"{prefix}*.log"))
+        ]
+        obj = KwokLogs(
+            metadata=ObjectMeta(name=pod, namespace=namespace),
+            spec={"logs": entries},
+        )
+        client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+
+__all__ = [
+    "EXIT_CODE_ANNOTATION",
+    "NODE_ANNOTATION",
+    "NODE_ANNOTATION_VALUE",
+    "PHASE_ANNOTATION",
+    "REASON_ANNOTATION",
+    "Kwok",
+    "KwokLogs",
+    "cri_log_lines",
+    "stage_documents",
+]

@@ -1,0 +1,158 @@
+"""Fake GPU nodes for kwok: labels, providerIDs and resources as GPU Operator clusters show them.
+
+``gpu_node()`` builds a :class:`lightkube.resources.core_v1.Node` annotated for kwok
+(``kwok.x-k8s.io/node=fake``) with ``nvidia.com/gpu.present=true``, ``nvidia.com/gpu.product``,
+``nvidia.com/gpu.count``, optional ``nvidia.com/gpu.clique``, ``kubernetes.io/hostname``, a
+platform-specific ``spec.providerID`` and capacity/allocatable for ``nvidia.com/gpu``, cpu, memory,
+pods and optionally ``rdma/ib`` / ``nvidia.com/mlnxnics``. ``create_gpu_nodes()`` creates several.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lightkube import Client
+from lightkube.models.core_v1 import NodeSpec, NodeStatus, Taint
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Node
+
+from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
+
+GPU_PRESENT = "nvidia.com/gpu.present"
+GPU_PRODUCT = "nvidia.com/gpu.product"
+GPU_COUNT = "nvidia.com/gpu.count"
+GPU_CLIQUE = "nvidia.com/gpu.clique"
+GPU_RESOURCE = "nvidia.com/gpu"
+RDMA_RESOURCE = "rdma/ib"
+MLNX_RESOURCE = "nvidia.com/mlnxnics"
+HOSTNAME = "kubernetes.io/hostname"
+TOGETHER_WORKER = "node-role.together.ai/worker"
+
+#: Platforms whose providerID the helper can fake (detection lives in nvcre.platform).
+PLATFORMS = ("aws", "gcp", "azure", "oci", "nscale", "openstack", "togetherai", "mistral", "forge", "onprem")
+
+
+def _hex(name: str, length: int) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:length]
+
+
+def provider_id(platform: str, name: str) -> str:
+    """A realistic ``spec.providerID`` for a node ``name`` on ``platform`` ('' for forge/onprem)."""
+    if platform == "aws":
+        return f"aws:///us-east-1a/i-{_hex(name, 17)}"
+    if platform == "gcp":
+        return f"gce://nvcre-test/us-central1-a/{name}"
+    if platform == "azure":
+        vm = int(_hex(name, 6), 16)
+        return (
+            "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/nvcre-test"
+            f"/providers/Microsoft.Compute/virtualMachineScaleSets/gpu/virtualMachines/{vm}"
+        )
+    if platform == "oci":
+        return f"ocid1.instance.oc1.iad.{_hex(name, 60)}"
+    if platform == "nscale":
+        return f"nscale://{_hex(name, 32)}"
+    if platform == "openstack":
+        return f"openstack:///{_hex(name, 32)}"
+    if platform == "togetherai":
+        return f"kubevirt://{name}"
+    if platform == "mistral":
+        return f"metal3://metal3/{name}/{name}"
+    if platform in ("forge", "onprem"):
+        return ""
+    raise ValueError(f"unknown platform {platform!r}; known: {', '.join(PLATFORMS)}")
+
+
+@dataclass
+class GpuNodeSpec:
+    """What a fake GPU node looks like; every field has a sensible default."""
+
+    platform: str = "aws"
+    product: str = "NVIDIA-H100-80GB-HBM3"
+    gpus: int = 8
+    clique: str | None = None
+    cpu: str = "192"
+    memory: str = "2Ti"
+    pods: str = "110"
+    rdma_ib: int | None = None
+    mlnx_nics: int | None = None
+    unschedulable: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    extra_resources: Mapping[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
+
+
+def gpu_node(name: str, spec: GpuNodeSpec | None = None) -> Node:
+    """The Node object for one fake GPU node (not yet created)."""
+    spec = spec or GpuNodeSpec()
+    hostname = name
+    labels = {
+        HOSTNAME: hostname,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64" if spec.product.startswith(("NVIDIA-GB", "NVIDIA-GH")) else "amd64",
+        "type": "kwok",
+        GPU_PRESENT: "true",
+        GPU_PRODUCT: spec.product,
+        GPU_COUNT: str(spec.gpus),
+    }
+    if spec.clique:
+        labels[GPU_CLIQUE] = spec.clique
+    if spec.platform == "togetherai":
+        labels[TOGETHER_WORKER] = ""
+    labels.update(spec.labels)
+    resources = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, GPU_RESOURCE: str(spec.gpus)}
+    if spec.rdma_ib is not None:
+        resources[RDMA_RESOURCE] = str(spec.rdma_ib)
+    if spec.mlnx_nics is not None:
+        resources[MLNX_RESOURCE] = str(spec.mlnx_nics)
+    resources.update(spec.extra_resources)
+    annotations = {NODE_ANNOTATION: NODE_ANNOTATION_VALUE, **spec.annotations}
+    return Node(
+        metadata=ObjectMeta(name=name, labels=labels, annotations=annotations),
+        spec=NodeSpec(
+            providerID=provider_id(spec.platform, name) or None,
+            unschedulable=spec.unschedulable or None,
+            taints=list(spec.taints) or None,
+        ),
+        status=NodeStatus(capacity=dict(resources), allocatable=dict(resources)),
+    )
+
+
+def gpu_node_names(count: int, prefix: str = "gpu-node") -> list[str]:
+    return [f"{prefix}-{i:03d}" for i in range(count)]
+
+
+def create_gpu_nodes(
+    client: Client,
+    count: int,
+    spec: GpuNodeSpec | None = None,
+    *,
+    prefix: str = "gpu-node",
+    clique_size: int | None = None,
+) -> list[Node]:
+    """Create ``count`` fake GPU nodes named ``<prefix>-000`` ...; return the created objects.
+
+    ``clique_size`` assigns ``nvidia.com/gpu.clique`` labels ``<prefix>-clique.<k>`` in groups of
+    that many nodes (NVLink domains, as GB200 NVL72 racks report them).
+    """
+    spec = spec or GpuNodeSpec()
+    created = []
+    for index, name in enumerate(gpu_node_names(count, prefix)):
+        node_spec = spec
+        if clique_size:
+            node_spec = GpuNodeSpec(**{**spec.__dict__, "clique": f"{prefix}-clique.{index // clique_size}"})
+        created.append(client.create(gpu_node(name, node_spec)))
+    return created
+
+
+def node_ready(node: Node) -> bool:
+    conditions = node.status.conditions if node.status and node.status.conditions else []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def delete_nodes(client: Client, names: Iterable[str]) -> None:
+    for name in names:
+        client.delete(Node, name)

@@ -1,0 +1,129 @@
+"""Child processes of the control plane: start with a log file, stop for sure, free ports."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask the kernel to SIGTERM the child when its parent dies (Linux only).
+
+    The kernel tracks the parent *thread*, so this is only requested for children started from
+    the main thread; a child started from a worker thread would otherwise die with that thread.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Process:
+    """One binary running in its own session, output appended to ``log_path``."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None):
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = env
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Process:
+        with open(self.log_path, "ab") as log:
+            log.write(("$ " + " ".join(self.argv) + "\n").encode())
+            log.flush()
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,  # Ctrl-C reaches only the Python parent, which stops us in order
+                preexec_fn=_die_with_parent
+                if threading.current_thread() is threading.main_thread()
+                else None,
+            )
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    def returncode(self) -> int | None:
+        return self._popen.poll() if self._popen else None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM, wait up to ``grace`` seconds, then SIGKILL; always reaps the child."""
+        popen = self._popen
+        if popen is None or popen.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            popen.send_signal(signal.SIGTERM)
+        try:
+            popen.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                popen.kill()
+            popen.wait(timeout=10)
+
+
+class StartupError(RuntimeError):
+    """A component did not come up; the message carries the tail of its log."""
+
+
+def wait_until(
+    check: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str,
+    process: Process | None = None,
+    interval: float = 0.05,
+) -> None:
+    """Poll ``check`` until it is true; fail early if ``process`` exits; include its log on failure."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while True:
+        if process is not None and not process.running():
+            raise StartupError(
+                f"{process.name} exited with code {process.returncode()} while waiting for {what}; "
+                f"last log lines ({process.log_path}):\n{process.log_tail()}"
+            )
+        try:
+            if check():
+                return
+            last_error = None
+        except Exception as error:
+            last_error = error
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            log = f"; last log lines ({process.log_path}):\n{process.log_tail()}" if process else ""
+            raise StartupError(f"timed out after {timeout:.0f}s waiting for {what}{detail}{log}")
+        time.sleep(interval)
+        interval = min(interval * 1.5, 0.5)

@@ -1,0 +1,118 @@
+"""Fake GPU node objects, kwok stage files and CRI log formatting (pure; no cluster)."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+import pytest
+import yaml
+
+from nvcre.testing.kwok import NODE_ANNOTATION, PHASE_ANNOTATION, cri_log_lines, stage_documents
+from nvcre.testing.nodes import (
+    GPU_CLIQUE,
+    GPU_PRESENT,
+    GPU_PRODUCT,
+    GPU_RESOURCE,
+    MLNX_RESOURCE,
+    PLATFORMS,
+    RDMA_RESOURCE,
+    GpuNodeSpec,
+    gpu_node,
+    gpu_node_names,
+    provider_id,
+)
+
+
+@pytest.mark.parametrize(
+    ("platform", "prefix"),
+    [
+        ("aws", "aws:///us-east-1a/i-"),
+        ("gcp", "gce://"),
+        ("azure", "azure:///subscriptions/"),
+        ("oci", "ocid1.instance."),
+        ("nscale", "nscale://"),
+        ("openstack", "openstack://"),
+        ("togetherai", "kubevirt://"),
+        ("mistral", "metal3://"),
+    ],
+)
+def test_provider_ids_carry_the_platform_prefix(platform: str, prefix: str) -> None:
+    assert provider_id(platform, "gpu-node-000").startswith(prefix)
+    assert provider_id(platform, "gpu-node-000") == provider_id(platform, "gpu-node-000")
+    assert provider_id(platform, "gpu-node-000") != provider_id(platform, "gpu-node-001")
+
+
+def test_onprem_and_forge_have_no_provider_id() -> None:
+    assert provider_id("onprem", "n") == provider_id("forge", "n") == ""
+
+
+def test_unknown_platform_is_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown platform"):
+        provider_id("mainframe", "n")
+
+
+def test_every_platform_is_supported() -> None:
+    for platform in PLATFORMS:
+        provider_id(platform, "n")
+
+
+def test_gpu_node_has_labels_resources_and_kwok_annotation() -> None:
+    node = gpu_node("n1", GpuNodeSpec(product="NVIDIA-GB200", gpus=4, clique="c.1", rdma_ib=8, mlnx_nics=4))
+    assert node.metadata is not None and node.metadata.labels is not None
+    labels = node.metadata.labels
+    assert labels[GPU_PRESENT] == "true"
+    assert labels[GPU_PRODUCT] == "NVIDIA-GB200"
+    assert labels[GPU_CLIQUE] == "c.1"
+    assert labels["kubernetes.io/hostname"] == "n1"
+    assert labels["kubernetes.io/arch"] == "arm64"
+    assert node.metadata.annotations == {NODE_ANNOTATION: "fake"}
+    assert node.status is not None
+    assert node.status.allocatable == node.status.capacity
+    assert node.status.allocatable is not None
+    assert node.status.allocatable[GPU_RESOURCE] == "4"
+    assert node.status.allocatable[RDMA_RESOURCE] == "8"
+    assert node.status.allocatable[MLNX_RESOURCE] == "4"
+    assert node.spec is not None and str(node.spec.providerID).startswith("aws:///")
+
+
+def test_gpu_node_defaults_and_togetherai_label() -> None:
+    node = gpu_node("n2", GpuNodeSpec(platform="togetherai"))
+    assert node.metadata is not None and node.metadata.labels is not None
+    assert "node-role.together.ai/worker" in node.metadata.labels
+    assert GPU_CLIQUE not in node.metadata.labels
+    assert node.status is not None and node.status.allocatable is not None
+    assert node.status.allocatable[GPU_RESOURCE] == "8"
+    assert RDMA_RESOURCE not in node.status.allocatable
+
+
+def test_onprem_node_has_no_provider_id_field() -> None:
+    node = gpu_node("n3", GpuNodeSpec(platform="onprem"))
+    assert node.spec is not None and node.spec.providerID is None
+
+
+def test_node_names_sort_in_creation_order() -> None:
+    names = gpu_node_names(12, "g")
+    assert names == sorted(names)
+    assert names[0] == "g-000"
+
+
+def test_stage_documents_are_kwok_stages_for_nodes_and_pods() -> None:
+    docs = list(yaml.safe_load_all(stage_documents()))
+    assert all(d["kind"] == "Stage" for d in docs)
+    kinds = {d["spec"]["resourceRef"]["kind"] for d in docs}
+    assert kinds == {"Node", "Pod"}
+    names = {d["metadata"]["name"] for d in docs}
+    assert {"nvcre-node-initialize", "nvcre-pod-running", "nvcre-pod-succeeded", "nvcre-pod-failed"} <= names
+    failed = next(d for d in docs if d["metadata"]["name"] == "nvcre-pod-failed")
+    keys = [e["key"] for e in failed["spec"]["selector"]["matchExpressions"]]
+    assert f'.metadata.annotations."{PHASE_ANNOTATION}"' in keys
+
+
+def test_cri_log_lines_format() -> None:
+    start = datetime.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=datetime.UTC)
+    text = cri_log_lines(["a b", "c"], start=start, stream="stderr")
+    lines = text.splitlines()
+    assert lines[0] == "2026-01-02T03:04:05.123456000Z stderr F a b"
+    assert re.fullmatch(r"2026-01-02T03:04:05\.124456000Z stderr F c", lines[1])
+    assert text.endswith("\n")

@@ -1,0 +1,41 @@
+"""Child processes of the control plane: stopping for sure, failing early with the log."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvcre.testing.processes import Process, StartupError, free_port, wait_until
+
+
+def test_free_port_is_a_loopback_port() -> None:
+    assert 1024 <= free_port() <= 65535
+
+
+def test_stop_escalates_to_kill_when_term_is_ignored(tmp_path: Path) -> None:
+    script = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('st' + 'arted', flush=True); time.sleep(60)"
+    )
+    process = Process("stubborn", [sys.executable, "-c", script], tmp_path / "log").start()
+    wait_until(lambda: "started" in process.log_tail(), timeout=10, what="child up", process=process)
+    process.stop(grace=0.2)
+    assert not process.running()
+    assert process.returncode() == -9
+
+
+def test_wait_until_fails_early_with_the_log_when_the_process_exits(tmp_path: Path) -> None:
+    script = "import sys; print('bind: address already in use'); sys.exit(3)"
+    process = Process("etcd", [sys.executable, "-c", script], tmp_path / "etcd.log").start()
+    with pytest.raises(StartupError, match=r"(?s)etcd exited with code 3 .*address already in use"):
+        wait_until(lambda: False, timeout=30, what="etcd /health", process=process)
+
+
+def test_wait_until_timeout_names_what_and_last_error(tmp_path: Path) -> None:
+    def failing() -> bool:
+        raise ConnectionRefusedError("nope")
+
+    with pytest.raises(StartupError, match=r"waiting for apiserver /readyz \(last error: nope\)"):
+        wait_until(failing, timeout=0.1, what="apiserver /readyz")
