@@ -36,7 +36,9 @@ _KEEP_EXTENSIONS = {
     "x-kubernetes-embedded-resource",
     "x-kubernetes-validations",
 }
-_DROP = {"default", "enum"}
+_DROP = {"enum"}
+_EMPTY_DEFAULTS = ("", {}, [], 0, False, None)
+"""OpenAPI zero-value defaults; the non-empty ones are real ``+default`` markers (protocol: TCP)."""
 
 
 @cache
@@ -58,6 +60,8 @@ def _structural(node: Any, schemas: dict[str, Any]) -> Any:
         out.update(_structural(node["allOf"][0], schemas))
     for key, value in node.items():
         if key in _DROP or key == "allOf" or (key.startswith("x-") and key not in _KEEP_EXTENSIONS):
+            continue
+        if key == "default" and value in _EMPTY_DEFAULTS:
             continue
         if key in ("properties", "patternProperties"):
             out[key] = {name: _structural(sub, schemas) for name, sub in value.items()}
