@@ -78,7 +78,7 @@ CASES = [
         "run-framework-two",
         _with(RUN, "spec.framework", {"torch": {"script": "a.py"}, "exec": {"command": ["x"]}}),
         "spec.framework",
-        "must have at most 1 items",
+        "must have at most 1 item",
     ),
     (
         "run-mpi-no-mpirun",

@@ -105,6 +105,10 @@ def _check_number(schema: dict[str, Any], value: float, path: str, errors: list[
         _invalid(errors, path, value, f"should be less than or equal to {schema['maximum']}")
 
 
+def _too_many(count: int, limit: int) -> str:
+    return f"Too many: {count}: must have at most {limit} item{'' if limit == 1 else 's'}"
+
+
 def _check_array(schema: dict[str, Any], value: list[Any], path: str, errors: list[FieldError]) -> None:
     if "minItems" in schema and len(value) < schema["minItems"]:
         _invalid(errors, path, value, f"should have at least {schema['minItems']} items")
@@ -126,9 +130,7 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], path: str, erro
     if "minProperties" in schema and len(value) < schema["minProperties"]:
         _invalid(errors, path, value, f"should have at least {schema['minProperties']} properties")
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-        errors.append(
-            FieldError(path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items")
-        )
+        errors.append(FieldError(path, _too_many(len(value), schema["maxProperties"])))
     if schema.get("x-kubernetes-embedded-resource"):
         for key in ("apiVersion", "kind"):
             if not value.get(key):

@@ -1,0 +1,606 @@
+"""The validation contract of the CRDs, proven on the real API server.
+
+Every rejected case asserts the API server's own cause: the field path and the message a user
+reads from ``kubectl apply``. Each rejection has accepted neighbours, so a rule that rejects too
+much fails here too.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from lightkube import ApiError, Client
+
+from nvcre.controllers import resources
+
+RUN: dict[str, Any] = {
+    "apiVersion": "nvcre.nvidia.com/v1alpha1",
+    "kind": "WorkloadRun",
+    "metadata": {"name": "run"},
+    "spec": {
+        "image": "nvcr.io/nvidia/pytorch:26.01-py3",
+        "framework": {"mpi": {"binary": "/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/bin/mpirun"}},
+        "numNodes": 2,
+    },
+}
+CERT: dict[str, Any] = {
+    "apiVersion": "nvcre.nvidia.com/v1alpha1",
+    "kind": "Certification",
+    "metadata": {"name": "cert"},
+    "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
+}
+JOB_SPEC: dict[str, Any] = {
+    "workload": {
+        "trainJob": {
+            "runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
+            "trainer": {"image": "img", "numNodes": 1},
+        }
+    }
+}
+JOB: dict[str, Any] = {
+    "apiVersion": "nvcre.nvidia.com/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "job"},
+    "spec": JOB_SPEC,
+}
+WORKFLOW: dict[str, Any] = {
+    "apiVersion": "nvcre.nvidia.com/v1alpha1",
+    "kind": "Workflow",
+    "metadata": {"name": "wf"},
+    "spec": {"jobTemplate": {"spec": JOB_SPEC}, "orchestration": {}},
+}
+KINDS = {
+    "WorkloadRun": resources.WorkloadRun,
+    "Certification": resources.Certification,
+    "Job": resources.Job,
+    "Workflow": resources.Workflow,
+}
+
+
+def at(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of ``base`` with dotted ``path`` set; ``<delete>`` removes it."""
+    doc = copy.deepcopy(base)
+    *parents, last = path.split(".")
+    node = doc
+    for part in parents:
+        node = node.setdefault(part, {})
+    if value == "<delete>":
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return doc
+
+
+def create(kube: Client, namespace: str, doc: dict[str, Any]) -> Any:
+    body = at(doc, "metadata.namespace", namespace)
+    return kube.create(KINDS[doc["kind"]].from_dict(body))
+
+
+def update(
+    kube: Client, namespace: str, doc: dict[str, Any], change: Callable[[dict[str, Any]], None]
+) -> None:
+    live = kube.get(KINDS[doc["kind"]], doc["metadata"]["name"], namespace=namespace).to_dict()
+    live.setdefault("apiVersion", doc["apiVersion"])
+    live.setdefault("kind", doc["kind"])
+    change(live)
+    kube.replace(KINDS[doc["kind"]].from_dict(live))
+
+
+def causes(error: ApiError) -> list[tuple[str, str]]:
+    details = error.status.details
+    return [(c.field or "", c.message or "") for c in (details.causes if details and details.causes else [])]
+
+
+def assert_rejected(call: Callable[[], object], field: str, message: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        call()
+    assert caught.value.status.code == 422, caught.value.status.message
+    found = causes(caught.value)
+    assert any(f == field and message in m for f, m in found), f"expected {field}: {message!r}; got {found}"
+
+
+LABELS_33 = {f"l{i}": "v" for i in range(33)}
+LONG_PREFIX = ".".join(["a" * 63] * 4)[:254] + "/q"
+
+CREATE_REJECTED = [
+    ("framework-empty", at(RUN, "spec.framework", {}), "spec.framework", "should have at least 1 properties"),
+    (
+        "framework-two",
+        at(RUN, "spec.framework", {"torch": {"script": "a.py"}, "exec": {"command": ["x"]}}),
+        "spec.framework",
+        "Too many: 2: must have at most 1 item",
+    ),
+    (
+        "torch-script-and-module",
+        at(RUN, "spec.framework", {"torch": {"script": "a.py", "module": "m"}}),
+        "spec.framework.torch",
+        "script and module are mutually exclusive",
+    ),
+    (
+        "torch-neither",
+        at(RUN, "spec.framework", {"torch": {"args": ["x"]}}),
+        "spec.framework.torch",
+        "either script or module must be set",
+    ),
+    (
+        "config-both",
+        at(RUN, "spec.config", {"inline": {"a.sh": "echo"}, "configMapRef": {"name": "cm"}}),
+        "spec.config",
+        "inline and configMapRef are mutually exclusive",
+    ),
+    ("no-image", at(RUN, "spec.image", "<delete>"), "spec.image", "Required value"),
+    ("zero-nodes", at(RUN, "spec.numNodes", 0), "spec.numNodes", "should be greater than or equal to 1"),
+    (
+        "mpi-no-mpirun",
+        at(RUN, "spec.framework.mpi.mpirunPath", "<delete>"),
+        "spec.framework.mpi.mpirunPath",
+        "Required value",
+    ),
+    (
+        "exec-empty",
+        at(RUN, "spec.framework", {"exec": {"command": []}}),
+        "spec.framework.exec.command",
+        "should have at least 1 items",
+    ),
+    ("gpus-zero", at(RUN, "spec.gpusPerNode", 0), "spec.gpusPerNode", "should be greater than or equal to 1"),
+    (
+        "nic-kubernetes-io",
+        at(RUN, "spec.nicResourceName", "kubernetes.io/rdma"),
+        "spec.nicResourceName",
+        "nicResourceName must not use the reserved kubernetes.io or k8s.io domains",
+    ),
+    (
+        "nic-k8s-io-subdomain",
+        at(RUN, "spec.nicResourceName", "foo.k8s.io/x"),
+        "spec.nicResourceName",
+        "nicResourceName must not use the reserved kubernetes.io or k8s.io domains",
+    ),
+    ("nic-no-slash", at(RUN, "spec.nicResourceName", "ib"), "spec.nicResourceName", "should match"),
+    (
+        "nic-long-name",
+        at(RUN, "spec.nicResourceName", "rdma/" + "a" * 64),
+        "spec.nicResourceName",
+        "should match",
+    ),
+    (
+        "queue-key-reserved-prefix",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": "nvcre.nvidia.com/queue"}),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+    ),
+    (
+        "queue-key-managed-by",
+        at(
+            RUN,
+            "spec.gangScheduler",
+            {"schedulerName": "kai", "queueLabelKey": "app.kubernetes.io/managed-by"},
+        ),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey must not use the controller-owned key",
+    ),
+    (
+        "queue-key-long-prefix",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": LONG_PREFIX}),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey prefix must be at most 253 characters",
+    ),
+    (
+        "queue-key-grammar",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": "bad key"}),
+        "spec.gangScheduler.queueLabelKey",
+        "should match",
+    ),
+    (
+        "queue-pattern",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": "-team"}),
+        "spec.gangScheduler.queue",
+        "should match",
+    ),
+    (
+        "gang-no-scheduler",
+        at(RUN, "spec.gangScheduler", {}),
+        "spec.gangScheduler.schedulerName",
+        "Required value",
+    ),
+    (
+        "gang-empty-scheduler",
+        at(RUN, "spec.gangScheduler", {"schedulerName": ""}),
+        "spec.gangScheduler.schedulerName",
+        "should be at least 1 chars long",
+    ),
+    (
+        "label-reserved",
+        at(RUN, "spec.workloadMetadata", {"labels": {"nvcre.nvidia.com/x": "y"}}),
+        "spec.workloadMetadata.labels",
+        "labels must not set the controller-owned keys app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+    ),
+    (
+        "label-managed-by",
+        at(RUN, "spec.workloadMetadata", {"labels": {"app.kubernetes.io/managed-by": "me"}}),
+        "spec.workloadMetadata.labels",
+        "labels must not set the controller-owned keys",
+    ),
+    (
+        "labels-33",
+        at(RUN, "spec.workloadMetadata", {"labels": LABELS_33}),
+        "spec.workloadMetadata.labels",
+        "must have at most 32 items",
+    ),
+    (
+        "label-value-long",
+        at(RUN, "spec.workloadMetadata", {"labels": {"a": "v" * 64}}),
+        "spec.workloadMetadata.labels.a",
+        "Too long",
+    ),
+    (
+        "label-key-grammar",
+        at(RUN, "spec.workloadMetadata", {"labels": {"bad key": "v"}}),
+        "spec.workloadMetadata.labels",
+        "each label key must be a valid Kubernetes label key",
+    ),
+    (
+        "label-key-long-prefix",
+        at(RUN, "spec.workloadMetadata", {"labels": {LONG_PREFIX: "v"}}),
+        "spec.workloadMetadata.labels",
+        "each label key prefix must be at most 253 characters",
+    ),
+    (
+        "run-test-scale-diagnose",
+        at(RUN, "spec.orchestration", {"testScale": "diagnose"}),
+        "spec.orchestration.testScale",
+        "Unsupported value",
+    ),
+    (
+        "cert-no-categories",
+        at(CERT, "spec.categories", []),
+        "spec.categories",
+        "should have at least 1 items",
+    ),
+    (
+        "cert-65-categories",
+        at(CERT, "spec.categories", [{"domain": "d", "variant": "v"}] * 65),
+        "spec.categories",
+        "must have at most 64 items",
+    ),
+    (
+        "cert-rdma-access-case",
+        at(CERT, "spec.rdmaDeviceAccess", "HostPath"),
+        "spec.rdmaDeviceAccess",
+        'supported values: "hostPath", "devicePlugin"',
+    ),
+    (
+        "cert-requests-above-limits",
+        at(CERT, "spec.resources", {"requests": {"cpu": "8"}, "limits": {"cpu": "4"}}),
+        "spec.resources",
+        "requests.cpu must not exceed limits.cpu",
+    ),
+    (
+        "cert-memory-above-limits",
+        at(CERT, "spec.resources", {"requests": {"memory": "64Gi"}, "limits": {"memory": "32Gi"}}),
+        "spec.resources",
+        "requests.memory must not exceed limits.memory",
+    ),
+    (
+        "cert-negative-memory",
+        at(CERT, "spec.resources", {"limits": {"memory": "-1Gi"}}),
+        "spec.resources.limits.memory",
+        "memory must be a non-negative quantity",
+    ),
+    ("cert-source-repo-git", at(CERT, "spec.sourceRepo", "git://h/r.git"), "spec.sourceRepo", "should match"),
+    (
+        "cert-source-repo-shell",
+        at(CERT, "spec.sourceRepo", "https://h/r.git;rm -rf /"),
+        "spec.sourceRepo",
+        "should match",
+    ),
+    ("cert-timeout-days", at(CERT, "spec.timeoutPerJob", "1d"), "spec.timeoutPerJob", "should match"),
+    ("cert-max-bytes", at(CERT, "spec.maxBytes", "16GB"), "spec.maxBytes", "should match"),
+    ("cert-storage-size", at(CERT, "spec.storageSize", "10TB"), "spec.storageSize", "should match"),
+    (
+        "cert-category-label-reserved",
+        at(
+            CERT,
+            "spec.categories",
+            [
+                {
+                    "domain": "d",
+                    "variant": "v",
+                    "options": {"workloadMetadata": {"labels": {"nvcre.nvidia.com/a": "b"}}},
+                }
+            ],
+        ),
+        "spec.categories[0].options.workloadMetadata.labels",
+        "labels must not set the controller-owned keys",
+    ),
+    (
+        "job-workload-empty",
+        at(JOB, "spec.workload", {}),
+        "spec.workload",
+        "should have at least 1 properties",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "message"), [c[1:] for c in CREATE_REJECTED], ids=[c[0] for c in CREATE_REJECTED]
+)
+def test_create_rejected(kube: Client, namespace: str, doc: dict[str, Any], field: str, message: str) -> None:
+    assert_rejected(lambda: create(kube, namespace, doc), field, message)
+
+
+ACCEPTED = [
+    ("mlnx-zero", at(RUN, "spec.mlnxPerNode", 0)),
+    ("nic-rdma-ib", at(RUN, "spec.nicResourceName", "rdma/ib")),
+    ("queue-empty", at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": ""})),
+    (
+        "runai",
+        at(
+            RUN,
+            "spec.gangScheduler",
+            {"schedulerName": "runai-scheduler", "queueLabelKey": "runai/queue", "queue": "team-a"},
+        ),
+    ),
+    (
+        "labels-32-empty-values",
+        at(RUN, "spec.workloadMetadata", {"labels": {f"l{i}": "" for i in range(32)}}),
+    ),
+    ("torch-module", at(RUN, "spec.framework", {"torch": {"module": "pkg.train"}})),
+    ("cert-diagnose", at(CERT, "spec.testScale", "diagnose")),
+    (
+        "cert-patterns",
+        at(at(at(CERT, "spec.timeoutPerJob", "2h30m"), "spec.maxBytes", "32G"), "spec.storageSize", "500Gi"),
+    ),
+    ("cert-source-repo", at(CERT, "spec.sourceRepo", "https://git.example.com/r.git")),
+    ("cert-request-without-limit", at(CERT, "spec.resources", {"requests": {"cpu": "8", "memory": "32Gi"}})),
+    ("cert-resources-within", at(CERT, "spec.resources", {"requests": {"cpu": "4"}, "limits": {"cpu": 6}})),
+]
+
+
+@pytest.mark.parametrize("doc", [c[1] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
+def test_accepted_neighbours(kube: Client, namespace: str, doc: dict[str, Any]) -> None:
+    create(kube, namespace, doc)
+
+
+def _spec(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(live: dict[str, Any]) -> None:
+        node = live["spec"]
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value == "<delete>":
+            node.pop(last, None)
+        else:
+            node[last] = value
+
+    return change
+
+
+JOB_WITH_EVERYTHING = at(
+    at(
+        at(JOB, "spec.workloadMetadata", {"labels": {"team": "a"}}),
+        "spec.nodeHealthMonitor",
+        {"cel": {"expression": "node.spec.unschedulable == true"}},
+    ),
+    "spec.goodputMeasurement",
+    {"logProfileRef": "megatron-training"},
+)
+JOB_WITH_EVERYTHING = at(
+    JOB_WITH_EVERYTHING,
+    "spec.bandwidthMeasurement",
+    {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce"},
+)
+GANG = {"schedulerName": "kai-scheduler", "queue": "team-a", "queueLabelKey": "kai.scheduler/queue"}
+WORKFLOW_GANG = at(WORKFLOW, "spec.gangScheduler", GANG)
+WORKFLOW_LABELS = at(WORKFLOW, "spec.jobTemplate.spec.workloadMetadata", {"labels": {"team": "a"}})
+
+UPDATE_REJECTED = [
+    ("run-spec-frozen", RUN, _spec("numNodes", 8), "spec", "spec is immutable after creation"),
+    ("cert-spec-frozen", CERT, _spec("nodesPerJob", 4), "spec", "spec is immutable after creation"),
+    (
+        "job-add-metadata",
+        JOB,
+        _spec("workloadMetadata", {"labels": {"a": "b"}}),
+        "spec",
+        "workloadMetadata cannot be added or removed after creation",
+    ),
+    (
+        "job-remove-metadata",
+        JOB_WITH_EVERYTHING,
+        _spec("workloadMetadata", "<delete>"),
+        "spec",
+        "workloadMetadata cannot be added or removed after creation",
+    ),
+    (
+        "job-change-label",
+        JOB_WITH_EVERYTHING,
+        _spec("workloadMetadata.labels.team", "b"),
+        "spec.workloadMetadata",
+        "workloadMetadata is immutable",
+    ),
+    (
+        "job-add-label-key",
+        JOB_WITH_EVERYTHING,
+        _spec("workloadMetadata.labels.extra", "x"),
+        "spec.workloadMetadata",
+        "workloadMetadata is immutable",
+    ),
+    (
+        "job-add-bandwidth",
+        JOB,
+        _spec("bandwidthMeasurement", {"logProfileRef": "nccl-bandwidth"}),
+        "spec",
+        "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
+    ),
+    (
+        "job-remove-goodput",
+        JOB_WITH_EVERYTHING,
+        _spec("goodputMeasurement", "<delete>"),
+        "spec",
+        "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
+    ),
+    (
+        "job-add-health",
+        JOB,
+        _spec("nodeHealthMonitor", {"cel": {"expression": "true"}}),
+        "spec",
+        "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
+    ),
+    (
+        "job-change-health",
+        JOB_WITH_EVERYTHING,
+        _spec("nodeHealthMonitor.cel.expression", "false"),
+        "spec.nodeHealthMonitor",
+        "nodeHealthMonitor is immutable",
+    ),
+    (
+        "job-change-bandwidth",
+        JOB_WITH_EVERYTHING,
+        _spec("bandwidthMeasurement.testType", "all_gather"),
+        "spec.bandwidthMeasurement",
+        "bandwidthMeasurement is immutable",
+    ),
+    (
+        "job-change-goodput",
+        JOB_WITH_EVERYTHING,
+        _spec("goodputMeasurement.sampleInterval", "30s"),
+        "spec.goodputMeasurement",
+        "goodputMeasurement is immutable",
+    ),
+    (
+        "job-change-workload",
+        JOB,
+        _spec("workload.trainJob.trainer.image", "other"),
+        "spec.workload",
+        "workload is immutable",
+    ),
+    (
+        "workflow-remove-gang",
+        WORKFLOW_GANG,
+        _spec("gangScheduler", "<delete>"),
+        "spec",
+        "gangScheduler cannot be added or removed after creation",
+    ),
+    (
+        "workflow-add-gang",
+        WORKFLOW,
+        _spec("gangScheduler", GANG),
+        "spec",
+        "gangScheduler cannot be added or removed after creation",
+    ),
+    (
+        "workflow-change-queue",
+        WORKFLOW_GANG,
+        _spec("gangScheduler.queue", "team-b"),
+        "spec.gangScheduler",
+        "gangScheduler is immutable",
+    ),
+    (
+        "workflow-template-labels",
+        WORKFLOW_LABELS,
+        _spec("jobTemplate.spec.workloadMetadata.labels.team", "b"),
+        "spec.jobTemplate.spec.workloadMetadata",
+        "workloadMetadata is immutable",
+    ),
+    (
+        "workflow-template-workload",
+        WORKFLOW,
+        _spec("jobTemplate.spec.workload.trainJob.trainer.numNodes", 4),
+        "spec.jobTemplate.spec.workload",
+        "workload is immutable",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "change", "field", "message"),
+    [c[1:] for c in UPDATE_REJECTED],
+    ids=[c[0] for c in UPDATE_REJECTED],
+)
+def test_update_rejected(
+    kube: Client,
+    namespace: str,
+    doc: dict[str, Any],
+    change: Callable[[dict[str, Any]], None],
+    field: str,
+    message: str,
+) -> None:
+    create(kube, namespace, doc)
+    assert_rejected(lambda: update(kube, namespace, doc, change), field, message)
+
+
+UPDATE_ACCEPTED = [
+    (
+        "job-thresholds-editable",
+        JOB_WITH_EVERYTHING,
+        _spec("thresholds", {"busBandwidthGBps": "value >= 300"}),
+    ),
+    ("job-measurement-timeout-editable", JOB_WITH_EVERYTHING, _spec("measurementTimeout", "10m")),
+    (
+        "workflow-overrides-editable",
+        WORKFLOW_GANG,
+        _spec("overrides", [{"when": {}, "jobTemplate": {"metadata": {"labels": {"a": "b"}}}}]),
+    ),
+    ("workflow-same-gang", WORKFLOW_GANG, _spec("gangScheduler", dict(GANG))),
+    ("run-metadata-editable", RUN, lambda live: live["metadata"].setdefault("labels", {}).update(x="y")),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "change"), [c[1:] for c in UPDATE_ACCEPTED], ids=[c[0] for c in UPDATE_ACCEPTED]
+)
+def test_update_accepted(
+    kube: Client, namespace: str, doc: dict[str, Any], change: Callable[[dict[str, Any]], None]
+) -> None:
+    create(kube, namespace, doc)
+    update(kube, namespace, doc, change)
+
+
+def test_status_stays_writable_on_a_frozen_spec(kube: Client, namespace: str) -> None:
+    live = create(kube, namespace, RUN).to_dict()
+    live.update(apiVersion=RUN["apiVersion"], kind=RUN["kind"], status={"detectedPlatform": "aws"})
+    kube.replace(resources.WorkloadRun.Status.from_dict(live), "run", namespace=namespace)
+    assert kube.get(resources.WorkloadRun, "run", namespace=namespace).status["detectedPlatform"] == "aws"
+
+
+def test_logprofile_defaults_are_materialised(kube: Client) -> None:
+    profile = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "LogProfile",
+        "metadata": {"name": "admission-defaults"},
+        "spec": {
+            "timestamp": {"layout": "2006-01-02T15:04:05Z07:00"},
+            "patterns": {},
+            "workerStrategy": {"type": "Multi"},
+        },
+    }
+    created = kube.create(resources.LogProfile.from_dict(profile))
+    try:
+        assert created.spec["workerStrategy"] == {
+            "type": "Multi",
+            "lifecyclePod": "first",
+            "trainingStepPod": "first",
+            "replicatedJobName": "trainer",
+        }
+        bad = at(at(profile, "metadata.name", "admission-bad"), "spec.workerStrategy", {"type": "single"})
+        assert_rejected(
+            lambda: kube.create(resources.LogProfile.from_dict(bad)),
+            "spec.workerStrategy.type",
+            "Unsupported value",
+        )
+    finally:
+        kube.delete(resources.LogProfile, "admission-defaults")
+
+
+def test_workflow_iterations_default_and_minimum(kube: Client, namespace: str) -> None:
+    created = create(kube, namespace, WORKFLOW)
+    assert created.spec["orchestration"]["iterations"] == 1
+    assert_rejected(
+        lambda: create(
+            kube, namespace, at(at(WORKFLOW, "metadata.name", "wf2"), "spec.orchestration.iterations", 0)
+        ),
+        "spec.orchestration.iterations",
+        "should be greater than or equal to 1",
+    )
