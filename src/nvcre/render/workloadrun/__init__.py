@@ -1,0 +1,1 @@
+"""WorkloadRun -> Workflow."""
