@@ -1,0 +1,1 @@
+"""Node discovery filters, partitioning, placement and launch waves."""
