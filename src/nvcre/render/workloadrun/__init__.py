@@ -1,1 +1,13 @@
-"""WorkloadRun -> Workflow."""
+"""WorkloadRun -> Workflow (with its TrainingRuntime, ConfigMap and PVC dependencies).
+
+``build_workflow`` is the one entry point; the controller and ``nvcrectl workloadrun render``
+call it unchanged. Modules: ``frameworks`` (trainer command and runtime shapes), ``env`` (NCCL
+defaults, merge, ``mpirun -x`` forwarding), ``volumes`` (placement and reserved names),
+``resources`` (GPU requests), ``placement`` (placement, test scale, orchestration),
+``scheduling`` (gang intent on the runtime), ``platform_overrides`` (the override table data).
+"""
+
+from nvcre.render.workloadrun.build import Detection, WorkloadRunRender, build_workflow
+from nvcre.render.workloadrun.errors import BuildError
+
+__all__ = ["BuildError", "Detection", "WorkloadRunRender", "build_workflow"]

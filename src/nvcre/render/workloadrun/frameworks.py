@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +25,12 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.workloadrun import FrameworkSpec, MPIFramework
 from nvcre.naming import runtime_name
+from nvcre.render.gang import GangIntent
 from nvcre.render.workloadrun.env import EnvVar, rank_forwards, replace_forwards
 from nvcre.render.workloadrun.errors import BuildError
 from nvcre.render.workloadrun.gostr import go_quote
 from nvcre.render.workloadrun.resources import launcher_resources
-from nvcre.render.workloadrun.scheduling import GangIntent, stamp_replicated_job
+from nvcre.render.workloadrun.scheduling import stamp_replicated_job
 from nvcre.render.workloadrun.volumes import (
     CONFIG_VOLUME,
     MPI_SSH_AUTH_VOLUME,
@@ -239,6 +241,10 @@ def _ssh_auth_mount() -> dict[str, Any]:
     return {"name": MPI_SSH_AUTH_VOLUME, "mountPath": MPI_SSH_RAW_PATH, "readOnly": True}
 
 
+def _ssh_keys_mount() -> dict[str, Any]:
+    return {"name": SSH_KEYS_VOLUME, "mountPath": ROOT_SSH_PATH}
+
+
 def _worker(inputs: RuntimeInputs) -> dict[str, Any]:
     container = _workload_container(inputs)
     container = {
@@ -264,8 +270,7 @@ def _worker(inputs: RuntimeInputs) -> dict[str, Any]:
 
 def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
     gang = inputs.gang is not None
-    keys_mount = {"name": SSH_KEYS_VOLUME, "mountPath": ROOT_SSH_PATH}
-    init_mounts = [_ssh_auth_mount(), keys_mount]
+    init_mounts = [_ssh_auth_mount(), _ssh_keys_mount()]
     script = LAUNCHER_FIX_SSH_SCRIPT
     if gang:
         init_mounts.append({"name": MPI_HOSTFILE_VOLUME, "mountPath": MPI_HOSTFILE_DIR, "readOnly": True})
@@ -277,11 +282,11 @@ def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
         "args": [script],
         "volumeMounts": init_mounts,
     }
-    mounts = [_ssh_auth_mount(), keys_mount]
+    mounts = [_ssh_auth_mount(), _ssh_keys_mount()]
     volumes: list[dict[str, Any]] = [{"name": SSH_KEYS_VOLUME, "emptyDir": {}}]
     if inputs.config_set:
         mounts.append(config_mount(read_only=True))
-        volumes.append(next(v for v in inputs.pod.volumes if v["name"] == CONFIG_VOLUME))
+        volumes.append(copy.deepcopy(next(v for v in inputs.pod.volumes if v["name"] == CONFIG_VOLUME)))
     container = {
         "name": WORKLOAD_CONTAINER_NAME,
         "image": inputs.image,
