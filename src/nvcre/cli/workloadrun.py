@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from nvcre.api.v1alpha1.common import NIC_RESOURCE_PATTERN
 from nvcre.api.v1alpha1.constants import Annotation, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.cli.common import UserError, emit, load_resource, output_option, user_errors
-from nvcre.orchestration.discovery import filter_target_nodes, label_selector
+from nvcre.orchestration.discovery import discover
 from nvcre.platform.synthetic import check_architecture, check_platform
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 
@@ -39,9 +38,7 @@ def _with_nic(run: WorkloadRun, name: str) -> WorkloadRun:
     return run.model_copy(update={"spec": spec})
 
 
-def list_target_nodes(
-    run: WorkloadRun, kubeconfig: str | None, context: str | None
-) -> list[Mapping[str, Any]]:
+def list_target_nodes(run: WorkloadRun, kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
     """Nodes the run targets on the cluster of the kubeconfig (the only cluster contact)."""
     from lightkube import Client, KubeConfig
     from lightkube.core.exceptions import ApiError, ConfigError
@@ -51,13 +48,14 @@ def list_target_nodes(
         path = kubeconfig or os.environ.get("KUBECONFIG")
         config = KubeConfig.from_file(path) if path else KubeConfig.from_env()
         client = Client(config=config.get(context_name=context) if context else config)
-        labels: dict[str, Any] = dict(label_selector(run.spec.target))
+        target = run.spec.target.to_dict() if run.spec.target else None
+        labels: dict[str, Any] = dict((target or {}).get("nodeSelector") or {})
         listed = [node.to_dict() for node in client.list(Node, labels=labels or None)]
     except (ConfigError, ApiError, OSError) as error:
         raise UserError(f"cannot list nodes: {error}") from error
     except Exception as error:  # connection errors come from the HTTP library
         raise UserError(f"cannot list nodes: {error}") from error
-    return filter_target_nodes(listed, run.spec.target).nodes
+    return discover(listed, target).nodes
 
 
 def _annotate(rendered: WorkloadRunRender) -> dict[str, Any]:

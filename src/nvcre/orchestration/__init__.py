@@ -1,1 +1,1 @@
-"""Node discovery filters, partitioning, placement and launch waves."""
+"""Pure decisions of the Workflow controller: which nodes, which groups, what runs next."""

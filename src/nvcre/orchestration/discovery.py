@@ -1,98 +1,93 @@
-"""Which nodes a target selects (spec/controllers.md 4.4), as a pure filter over Node objects.
-
-The shell lists Nodes with the target's ``nodeSelector`` as a server-side label selector (see
-``label_selector``) and passes them here; the controller and ``--dry-run`` renders share it.
-"""
+"""Target-node discovery: the filters of a Workflow's target, applied to plain Node dicts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre.api.v1alpha1.common import TargetSpec
-from nvcre.api.v1alpha1.constants import NodeLabel
+GPU_PRESENT = "nvidia.com/gpu.present"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+Node = Mapping[str, Any]
 
 
-def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
-    return (node.get("metadata") or {}).get("labels") or {}
+def name_of(node: Node) -> str:
+    return str(node.get("metadata", {}).get("name", ""))
 
 
-def _name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name") or "")
+def labels_of(node: Node) -> dict[str, str]:
+    return dict(node.get("metadata", {}).get("labels") or {})
 
 
-def label_selector(target: TargetSpec | None) -> dict[str, str]:
-    """The exact-match labels to list Nodes with (empty: all nodes)."""
-    return dict(target.node_selector or {}) if target is not None else {}
-
-
-def _expression_matches(labels: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
-    key = str(expression.get("key", ""))
-    operator = expression.get("operator")
-    values = [str(v) for v in expression.get("values") or []]
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
+def _expression_holds(labels: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
+    key, operator = expression.get("key", ""), expression.get("operator", "")
+    values = list(expression.get("values") or ())
+    match operator:
+        case "In":
+            return key in labels and labels[key] in values
+        case "NotIn":
+            return key not in labels or labels[key] not in values
+        case "Exists":
+            return key in labels
+        case "DoesNotExist":
+            return key not in labels
     return False
 
 
-def _taint_matches(node: Mapping[str, Any], selector: Any) -> bool:
-    for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("key") != selector.key:
+def _carries(node: Node, selector: Mapping[str, Any]) -> bool:
+    for taint in node.get("spec", {}).get("taints") or ():
+        if taint.get("key") != selector.get("key"):
             continue
-        if selector.value and taint.get("value") != selector.value:
+        if selector.get("value") and taint.get("value") != selector["value"]:
             continue
-        if selector.effect and taint.get("effect") != selector.effect:
+        if selector.get("effect") and taint.get("effect") != selector["effect"]:
             continue
         return True
     return False
 
 
+def matches_target(node: Node, target: Mapping[str, Any] | None) -> bool:
+    """nodeSelector AND matchExpressions AND nodeNames AND taintSelectors."""
+    if not target:
+        return True
+    labels = labels_of(node)
+    if any(labels.get(k) != v for k, v in (target.get("nodeSelector") or {}).items()):
+        return False
+    if not all(_expression_holds(labels, e) for e in target.get("matchExpressions") or ()):
+        return False
+    names = target.get("nodeNames") or ()
+    if names and name_of(node) not in names:
+        return False
+    return all(_carries(node, s) for s in target.get("taintSelectors") or ())
+
+
+def cordoned_opt_in(target: Mapping[str, Any] | None) -> bool:
+    """Listing the unschedulable taint in taintSelectors keeps cordoned nodes in the run."""
+    return any(s.get("key") == UNSCHEDULABLE_TAINT for s in (target or {}).get("taintSelectors") or ())
+
+
 @dataclass(frozen=True)
-class DiscoveredNodes:
-    nodes: list[Mapping[str, Any]]
-    """Schedulable GPU nodes of the target, sorted by name."""
+class Discovery:
+    nodes: list[dict[str, Any]]
+    """Eligible GPU nodes, sorted by name."""
     cordoned: list[str]
-    """Names of GPU nodes the target matched but that are cordoned (sorted)."""
+    """GPU nodes that matched the target but are cordoned, sorted."""
 
 
-def filter_target_nodes(nodes: Iterable[Mapping[str, Any]], target: TargetSpec | None) -> DiscoveredNodes:
-    """Apply the target to nodes already listed by its ``nodeSelector``.
-
-    Keep nodes matching every ``matchExpressions`` entry (In, NotIn, Exists, DoesNotExist; any
-    other operator excludes), then only ``nodeNames`` when given, then nodes carrying every
-    ``taintSelectors`` taint; drop cordoned nodes (reported when they are GPU nodes) unless a
-    taint selector opts ``node.kubernetes.io/unschedulable`` in; keep GPU nodes only.
-    """
-    selector = label_selector(target)
-    expressions: Sequence[Mapping[str, Any]] = (target.match_expressions or []) if target else []
-    names = set(target.node_names or []) if target else set()
-    taints = (target.taint_selectors or []) if target else []
-    keep_cordoned = any(t.key == NodeLabel.UNSCHEDULABLE_TAINT for t in taints)
-    kept: list[Mapping[str, Any]] = []
+def discover(all_nodes: Iterable[Node], target: Mapping[str, Any] | None) -> Discovery:
+    keep_cordoned = cordoned_opt_in(target)
+    eligible: list[dict[str, Any]] = []
     cordoned: list[str] = []
-    for node in nodes:
-        labels = _labels(node)
-        if any(labels.get(k) != v for k, v in selector.items()):
+    for node in all_nodes:
+        if not matches_target(node, target):
             continue
-        if not all(_expression_matches(labels, e) for e in expressions):
-            continue
-        if names and _name(node) not in names:
-            continue
-        if not all(_taint_matches(node, t) for t in taints):
-            continue
-        gpu = labels.get(NodeLabel.GPU_PRESENT) == "true"
-        if (node.get("spec") or {}).get("unschedulable") is True and not keep_cordoned:
+        gpu = labels_of(node).get(GPU_PRESENT) == "true"
+        if node.get("spec", {}).get("unschedulable") and not keep_cordoned:
             if gpu:
-                cordoned.append(_name(node))
+                cordoned.append(name_of(node))
             continue
         if gpu:
-            kept.append(node)
-    kept.sort(key=lambda n: _name(n).encode())
-    return DiscoveredNodes(kept, sorted(cordoned, key=str.encode))
+            eligible.append(dict(node))
+    eligible.sort(key=name_of)
+    return Discovery(eligible, sorted(cordoned))
