@@ -39,7 +39,7 @@ UPDATE = os.environ.get("NVCRE_UPDATE_GOLDEN") == "1"
 
 def _input_file(case: dict[str, Any], tmp_path: Path) -> Path:
     if "workloadRunFile" in case:
-        return REPO / case["workloadRunFile"]
+        return REPO / str(case["workloadRunFile"])
     path = tmp_path / "workloadrun.yaml"
     path.write_text(yaml.safe_dump(case["workloadRun"], sort_keys=False))
     return path
