@@ -439,3 +439,29 @@ def test_cli_schema_error_names_the_field(tmp_path: Path) -> None:
 )
 def test_accepted(wr: WorkloadRun) -> None:
     build_workflow(wr, None, resolve=True, platform="aws", gpu_arch="h100")
+
+
+def test_offline_platform_needs_a_known_architecture() -> None:
+    wr = run(target={"nodeSelector": {"nvidia.com/gpu.product": "Tesla-T4"}})
+    assert refuse(wr, platform="aws", gpu_arch=None) == (
+        'spec.target.nodeSelector["nvidia.com/gpu.product"]: GPU architecture "tesla" has no platform '
+        "overrides to resolve offline; known: a100, b200, b300, gb200, gb300, h100, h200, l40, l40s, "
+        "rtxpro6000 (see --gpu-arch)"
+    )
+
+
+def test_dry_run_refuses_a_mixed_platform_fleet() -> None:
+    nodes = [
+        {
+            "metadata": {"name": "a", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            "spec": {"providerID": "aws:///x"},
+        },
+        {
+            "metadata": {"name": "b", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            "spec": {"providerID": "gce://p/z/b"},
+        },
+    ]
+    with pytest.raises(BuildError, match=r"^heterogeneous platforms detected: map\[aws:1 gcp:1\]$"):
+        build_workflow(run(), nodes, resolve=True)
+    # the controller's own build is best effort: the first node's platform
+    assert build_workflow(run(), nodes, resolve=False).platform == "aws"

@@ -14,12 +14,14 @@ from nvcre.api.v1alpha1.constants import (
     Default,
     Kind,
     Label,
+    NodeLabel,
     ReplicatedJob,
     TrainerKind,
 )
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun, WorkloadRunSpec
 from nvcre.naming import checkpoint_pvc_name, runtime_name, workload_run_workflow_name
 from nvcre.platform import (
+    GPU_ARCHITECTURES,
     Event,
     NICDetection,
     architecture_from_node_selector,
@@ -393,13 +395,24 @@ def build_workflow(
         raise BuildError(
             "cannot resolve overrides without a platform: pass --platform, or render with --dry-run"
         )
+    if nodes is not None and platform is None:
+        # Resolving for real nodes is what the Workflow controller does, and it refuses a mixed fleet.
+        consistency = detect_platform(nodes)
+        if consistency.heterogeneous:
+            raise BuildError(consistency.message)
     target_nodes = list(nodes) if nodes is not None else _synthetic(run.spec, detection)
     workflow, applied = resolve_workflow_overrides(parts.workflow, target_nodes, detection)
     return WorkloadRunRender(workflow, detection, True, events, applied)
 
 
 def _synthetic(spec: WorkloadRunSpec, det: Detection) -> list[dict[str, Any]]:
+    """Nodes standing in for the target offline, so overrides resolve as on a real cluster."""
     selector = spec.target.node_selector if spec.target else None
+    if det.gpu_architecture not in GPU_ARCHITECTURES:
+        raise BuildError(
+            f'spec.target.nodeSelector["{NodeLabel.GPU_PRODUCT}"]: GPU architecture "{det.gpu_architecture}" '
+            f"has no platform overrides to resolve offline; known: {', '.join(GPU_ARCHITECTURES)} (see --gpu-arch)"
+        )
     return synthetic_nodes(
         det.platform,
         det.gpu_architecture,
