@@ -465,3 +465,17 @@ def test_dry_run_refuses_a_mixed_platform_fleet() -> None:
         build_workflow(run(), nodes, resolve=True)
     # the controller's own build is best effort: the first node's platform
     assert build_workflow(run(), nodes, resolve=False).platform == "aws"
+
+
+def test_nic_field_off_its_targets_is_reported_not_dropped_silently() -> None:
+    rendered = build_workflow(
+        run(nicResourceName="rdma/ib"), None, resolve=True, platform="aws", gpu_arch="h100"
+    )
+    assert [(e.reason, e.message) for e in rendered.events] == [
+        (
+            "NICResourceDetection",
+            "nicResourceName rdma/ib is requested only on on-prem GB200, GB300, B200 and B300 targets; "
+            "not requested on aws h100",
+        )
+    ]
+    assert "rdma/ib" not in str(rendered.workflow)

@@ -12,6 +12,7 @@ from nvcre.api.v1alpha1.constants import (
     API_VERSION,
     MANAGED_BY_VALUE,
     Default,
+    EventReason,
     Kind,
     Label,
     NodeLabel,
@@ -163,7 +164,17 @@ def _detect(
         enable_mnnvl=defaults.enable_mnnvl,
         nic=nic,
     )
-    return detection, (*defaults.events, *nic.events)
+    events = (*defaults.events, *nic.events)
+    if nic.source == "field" and platform and not detection_applies(platform, arch):
+        # Only the on-prem NVL72/HGX rows request the field; say so rather than drop it silently.
+        events += (
+            Event.normal(
+                EventReason.NIC_RESOURCE_DETECTION,
+                f"nicResourceName {nic.resource_name} is requested only on on-prem GB200, GB300, B200 and "
+                f"B300 targets; not requested on {platform} {arch}",
+            ),
+        )
+    return detection, events
 
 
 # --- assembly -----------------------------------------------------------------------------------
