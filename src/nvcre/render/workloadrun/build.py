@@ -8,34 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre.api.trainer.v1alpha1 import TrainJob
-from nvcre.api.v1alpha1.constants import (
-    API_VERSION,
-    MANAGED_BY_VALUE,
-    Default,
-    EventReason,
-    Kind,
-    Label,
-    NodeLabel,
-    ReplicatedJob,
-    TrainerKind,
-)
+from nvcre.api.v1alpha1.constants import API_VERSION, MANAGED_BY_VALUE, Kind, Label, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun, WorkloadRunSpec
-from nvcre.naming import checkpoint_pvc_name, runtime_name, workload_run_workflow_name
-from nvcre.platform import (
-    GPU_ARCHITECTURES,
-    Event,
-    NICDetection,
-    architecture_from_node_selector,
-    detect_gpu_architecture,
-    detect_platform,
-    resolve_gpu_defaults,
-    synthetic_nodes,
-)
-from nvcre.platform.nic import detection_applies, resolve_nic_resource
-from nvcre.render.gang import GangIntent, GangSchedulingConflict, LabelLayer, merge_workload_labels
+from nvcre.naming import workload_run_workflow_name
+from nvcre.platform import GPU_ARCHITECTURES, Event, NICDetection, detect_platform, synthetic_nodes
+from nvcre.render.gang import GangIntent
 from nvcre.render.overrides import OverrideContext, when_matches
 from nvcre.render.workflow import resolve_workflow
-from nvcre.render.workloadrun import frameworks, placement, volumes
+from nvcre.render.workloadrun import frameworks, jobtemplate, placement, volumes
+from nvcre.render.workloadrun.detection import Detection, detect
 from nvcre.render.workloadrun.env import base_nccl_env, merge_env
 from nvcre.render.workloadrun.errors import BuildError
 from nvcre.render.workloadrun.platform_overrides import (
@@ -47,26 +28,7 @@ from nvcre.render.workloadrun.platform_overrides import (
 )
 from nvcre.render.workloadrun.resources import workload_resources
 
-RUNTIME_PATCH_MANAGER = "nvcre.nvidia.com/workloadrun"
-WORKLOAD_LABELS_FIELD = "spec.workloadMetadata.labels"
-UNKNOWN_ARCHITECTURE_MESSAGE = (
-    "cannot determine GPU architecture: nvidia.com/gpu.product label required in target.nodeSelector"
-)
-
-__all__ = ["RUNTIME_PATCH_MANAGER", "BuildError", "Detection", "WorkloadRunRender", "build_workflow"]
-
-
-@dataclass(frozen=True)
-class Detection:
-    """What the build decided about the target: platform, architecture and per-node resources."""
-
-    platform: str
-    """``""`` when unknown (offline render without ``--platform``)."""
-    gpu_architecture: str
-    gpus_per_node: int
-    mlnx_per_node: int
-    enable_mnnvl: bool
-    nic: NICDetection
+__all__ = ["BuildError", "Detection", "WorkloadRunRender", "build_workflow"]
 
 
 @dataclass(frozen=True)
@@ -99,189 +61,12 @@ class WorkloadRunRender:
         return self.detection.nic
 
 
-# --- detection ----------------------------------------------------------------------------------
-
-
-def _architecture(
-    spec: WorkloadRunSpec, nodes: Sequence[Mapping[str, Any]] | None, forced: str | None
-) -> str:
-    if forced:
-        return forced
-    selector = spec.target.node_selector if spec.target else None
-    if nodes is not None:
-        arch = detect_gpu_architecture(nodes).architecture
-        if arch != "unknown":
-            return arch
-        return architecture_from_node_selector(selector) or arch
-    arch = architecture_from_node_selector(selector)
-    if not arch:
-        raise BuildError(UNKNOWN_ARCHITECTURE_MESSAGE)
-    return arch
-
-
-def _nic(
-    spec: WorkloadRunSpec,
-    nodes: Sequence[Mapping[str, Any]] | None,
-    platform: str,
-    arch: str,
-    mlnx: int,
-) -> NICDetection:
-    if spec.nic_resource_name:
-        return NICDetection(spec.nic_resource_name, mlnx, "field")
-    if mlnx == 0 or not detection_applies(platform, arch):
-        return NICDetection("", mlnx, "not-applicable")
-    if nodes is None:
-        raise BuildError(
-            f"spec.nicResourceName: required to render offline for {platform} {arch}: without a cluster "
-            "there are no nodes to detect the RDMA NIC resource on; set it (for example rdma/ib or "
-            "nvidia.com/mlnxnics), set mlnxPerNode: 0 to request none, or render with --dry-run"
-        )
-    return resolve_nic_resource(nodes, platform=platform, architecture=arch, mlnx_per_node=mlnx)
-
-
-def _detect(
-    spec: WorkloadRunSpec,
-    nodes: Sequence[Mapping[str, Any]] | None,
-    platform: str | None,
-    gpu_arch: str | None,
-) -> tuple[Detection, tuple[Event, ...]]:
-    if platform is None:
-        platform = detect_platform(nodes).platform if nodes is not None else ""
-    arch = _architecture(spec, nodes, gpu_arch)
-    defaults = resolve_gpu_defaults(
-        arch,
-        platform,
-        gpus_per_node=spec.gpus_per_node,
-        mlnx_per_node=spec.mlnx_per_node,
-        enable_mnnvl=spec.enable_mnnvl,
-    )
-    nic = _nic(spec, nodes, platform, arch, defaults.mlnx_per_node)
-    detection = Detection(
-        platform=platform,
-        gpu_architecture=arch,
-        gpus_per_node=defaults.gpus_per_node,
-        mlnx_per_node=defaults.mlnx_per_node,
-        enable_mnnvl=defaults.enable_mnnvl,
-        nic=nic,
-    )
-    events = (*defaults.events, *nic.events)
-    if nic.source == "field" and platform and not detection_applies(platform, arch):
-        # Only the on-prem NVL72/HGX rows request the field; say so rather than drop it silently.
-        events += (
-            Event.normal(
-                EventReason.NIC_RESOURCE_DETECTION,
-                f"nicResourceName {nic.resource_name} is requested only on on-prem GB200, GB300, B200 and "
-                f"B300 targets; not requested on {platform} {arch}",
-            ),
-        )
-    return detection, events
-
-
-# --- assembly -----------------------------------------------------------------------------------
-
-
-def _runtime_patches(spec: WorkloadRunSpec, kind: str) -> list[dict[str, Any]]:
-    """Image pull secrets for every pod the run creates; MPI also names its launcher.
-
-    The launcher entry lets the Workflow pin and tolerate the launcher like the workers.
-    """
-    jobs = [ReplicatedJob.NODE, ReplicatedJob.LAUNCHER] if kind == frameworks.MPI else [ReplicatedJob.NODE]
-    secrets = [s.to_dict() for s in spec.image_pull_secrets or []]
-    if not secrets and kind != frameworks.MPI:
-        return []
-    entries: list[dict[str, Any]] = []
-    for job in jobs:
-        entry: dict[str, Any] = {"name": job}
-        if secrets:
-            entry["template"] = {"spec": {"template": {"spec": {"imagePullSecrets": secrets}}}}
-        entries.append(entry)
-    return [
-        {
-            "manager": RUNTIME_PATCH_MANAGER,
-            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": entries}}},
-        }
-    ]
-
-
-def _train_job(
-    run_name: str,
-    spec: WorkloadRunSpec,
-    kind: str,
-    det: Detection,
-    merged_env: list[dict[str, Any]],
-    pre_command: list[str],
-    platform_mpi_args: list[str],
-) -> dict[str, Any]:
-    command, args = frameworks.command_args(
-        spec.framework, kind, det.gpus_per_node, merged_env, spec.env or [], platform_mpi_args
-    )
-    command, args = frameworks.wrap_pre_command(pre_command, command, args)
-    train_job: dict[str, Any] = {
-        "runtimeRef": {"name": runtime_name(run_name), "kind": TrainerKind.TRAINING_RUNTIME},
-        "trainer": {
-            "image": spec.image,
-            "command": command,
-            "args": args,
-            "numNodes": placement.nodes_per_job(spec),
-            "numProcPerNode": det.gpus_per_node,
-        },
-    }
-    patches = _runtime_patches(spec, kind)
-    if patches:
-        train_job["runtimePatches"] = patches
-    return train_job
-
-
-def _job_spec(
-    run_name: str, spec: WorkloadRunSpec, train_job: dict[str, Any], labels: dict[str, str]
-) -> dict[str, Any]:
-    job: dict[str, Any] = {"workload": {"trainJob": train_job}}
-    if labels:
-        job["workloadMetadata"] = {"labels": labels}
-    job["nodeHealthMonitor"] = {"cel": {"expression": Default.NODE_HEALTH_EXPRESSION}}
-    if spec.checkpoint is not None:
-        job["checkpoint"] = {
-            "pvcName": checkpoint_pvc_name(run_name),
-            "maxRestarts": spec.checkpoint.max_restarts or 0,
-        }
-    if spec.goodput_measurement is not None:
-        job["goodputMeasurement"] = spec.goodput_measurement.to_dict()
-    if spec.bandwidth_measurement is not None:
-        job["bandwidthMeasurement"] = spec.bandwidth_measurement.to_dict()
-    return job
-
-
-def _checkpoint_pvc(run_name: str, spec: WorkloadRunSpec) -> dict[str, Any] | None:
-    if spec.checkpoint is None:
-        return None
-    pvc_spec: dict[str, Any] = {
-        "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": spec.checkpoint.storage_size}},
-    }
-    if spec.checkpoint.storage_class_name is not None:
-        pvc_spec["storageClassName"] = spec.checkpoint.storage_class_name
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": checkpoint_pvc_name(run_name), "labels": {Label.APP: run_name}},
-        "spec": pvc_spec,
-    }
-
-
 def _metadata(run: WorkloadRun) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": workload_run_workflow_name(run.name)}
     if run.namespace:
         metadata["namespace"] = run.namespace
     metadata["labels"] = {Label.MANAGED_BY: MANAGED_BY_VALUE, Label.WORKLOAD_RUN: run.name}
     return metadata
-
-
-def _validation(spec: WorkloadRunSpec) -> dict[str, Any] | None:
-    if not spec.thresholds:
-        return None
-    return {
-        "performance": {"enabled": True, "thresholds": {"thresholds": dict(sorted(spec.thresholds.items()))}}
-    }
 
 
 def _check(run: WorkloadRun) -> str:
@@ -346,21 +131,21 @@ def _assemble(run: WorkloadRun, kind: str, det: Detection) -> _Parts:
             gang=gang,
         )
     )
-    train_job = _train_job(name, spec, kind, det, merged_env, baked.pre_command, baked.mpi_args)
-    labels = workload_labels(spec, gang)
+    train_job = jobtemplate.train_job(name, spec, kind, det, merged_env, baked.pre_command, baked.mpi_args)
+    labels = jobtemplate.workload_labels(spec, gang)
     dependencies = [runtime]
     dependencies += [
-        d for d in (volumes.config_map(name, spec), _checkpoint_pvc(name, spec)) if d is not None
+        d for d in (volumes.config_map(name, spec), jobtemplate.checkpoint_pvc(name, spec)) if d is not None
     ]
     workflow_spec: dict[str, Any] = {
-        "jobTemplate": {"spec": _job_spec(name, spec, train_job, labels)},
+        "jobTemplate": {"spec": jobtemplate.job_spec(name, spec, train_job, labels)},
         "orchestration": placement.orchestration(spec, placement.DEFAULT_TOPOLOGY_KEY),
         "dependencies": dependencies,
     }
     all_overrides = overrides(rows) + [o.to_dict() for o in spec.overrides or []]
     if all_overrides:
         workflow_spec["overrides"] = all_overrides
-    validation = _validation(spec)
+    validation = jobtemplate.validation(spec)
     if validation is not None:
         workflow_spec["validation"] = validation
     if gang is not None:
@@ -398,7 +183,7 @@ def build_workflow(
     dropped and the persisted scheduling contract is checked, as the Workflow controller would.
     """
     kind = _check(run)
-    detection, events = _detect(run.spec, nodes, platform, gpu_arch)
+    detection, events = detect(run.spec, nodes, platform, gpu_arch)
     parts = _assemble(run, kind, detection)
     if not resolve:
         return WorkloadRunRender(parts.workflow, detection, False, events)
@@ -434,17 +219,6 @@ def _synthetic(spec: WorkloadRunSpec, det: Detection) -> list[dict[str, Any]]:
 
 
 # --- gang scheduling contract and override resolution ----------------------------------------
-
-
-def workload_labels(spec: WorkloadRunSpec, gang: GangIntent | None) -> dict[str, str]:
-    """``workloadMetadata.labels`` with the gang queue label inserted (a conflict or > 32 fails)."""
-    user = spec.workload_metadata.labels if spec.workload_metadata else None
-    try:
-        return merge_workload_labels(
-            [LabelLayer(WORKLOAD_LABELS_FIELD, user)], gang, target_path=WORKLOAD_LABELS_FIELD
-        )
-    except GangSchedulingConflict as error:
-        raise BuildError(str(error)) from error
 
 
 def resolve_workflow_overrides(
