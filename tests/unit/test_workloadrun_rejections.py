@@ -479,3 +479,31 @@ def test_nic_field_off_its_targets_is_reported_not_dropped_silently() -> None:
         )
     ]
     assert "rdma/ib" not in str(rendered.workflow)
+
+
+def test_a_trainjob_runtime_patch_is_folded_into_the_contract() -> None:
+    patch = {
+        "manager": "example.com/team",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "launcher",
+                            "template": {
+                                "spec": {
+                                    "template": {"metadata": {"labels": {"kai.scheduler/queue": "team-b"}}}
+                                }
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    override = {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}}}
+    assert refuse(run(gangScheduler=GANG, overrides=[override])) == (
+        'gangScheduler is configured with queue "team-a" but TrainJob runtimePatches[0] (manager '
+        '"example.com/team") sets label "kai.scheduler/queue" to "team-b" for TrainingRuntime "r-runtime" '
+        'replicatedJob "launcher" on template.spec.template.metadata.labels'
+    )
