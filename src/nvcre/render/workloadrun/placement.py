@@ -6,8 +6,8 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.api.v1alpha1.workloadrun import WorkloadRunSpec
+from nvcre.durations import format_duration, parse_duration
 from nvcre.render.workloadrun.errors import BuildError
-from nvcre.render.workloadrun.goduration import format_duration, parse_duration
 
 INTRA_NODE = "intra-node"
 INTRA_RACK = "intra-rack"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nvcre.render.workloadrun.goduration import format_duration, parse_duration
+from nvcre.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(
