@@ -37,7 +37,7 @@ _KEEP_EXTENSIONS = {
     "x-kubernetes-validations",
 }
 _DROP = {"enum"}
-_EMPTY_DEFAULTS = ("", {}, [], 0, False, None)
+_EMPTY_DEFAULTS: tuple[Any, ...] = ("", {}, [], 0, False, None)
 """OpenAPI zero-value defaults; the non-empty ones are real ``+default`` markers (protocol: TCP)."""
 
 
