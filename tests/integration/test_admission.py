@@ -335,6 +335,7 @@ ACCEPTED = [
     ("mlnx-zero", at(RUN, "spec.mlnxPerNode", 0)),
     ("nic-rdma-ib", at(RUN, "spec.nicResourceName", "rdma/ib")),
     ("queue-empty", at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": ""})),
+    ("queue-key-empty", at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": ""})),
     (
         "runai",
         at(

@@ -359,6 +359,7 @@ def test_rejected_with_field_path(document: dict[str, Any], path: str, text: str
         _with(RUN, "spec.mlnxPerNode", 0),
         _with(RUN, "spec.nicResourceName", "rdma/ib"),
         _with(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": ""}),
+        _with(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": ""}),
         _with(
             RUN, "spec.gangScheduler", {"schedulerName": "runai-scheduler", "queueLabelKey": "runai/queue"}
         ),

@@ -96,8 +96,8 @@ class GangSchedulerSpec(NvcreModel):
     queue_label_key: str | None = Field(
         default=None,
         max_length=317,
-        pattern=QUALIFIED_NAME_PATTERN,
-        description="Label key the queue is written under; kai.scheduler/queue when unset.",
+        pattern="^$|" + QUALIFIED_NAME_PATTERN,
+        description="Label key the queue is written under; kai.scheduler/queue when unset or empty.",
         json_schema_extra=cel(
             (
                 "self.contains('/') ? self.split('/')[0].size() <= 253 : true",
