@@ -133,7 +133,7 @@ class Informer:
     # -- list and watch ---------------------------------------------------------------------
 
     def _scope(self) -> dict[str, Any]:
-        if lkr.api_info(self.resource).resource.namespaced:
+        if issubclass(self.resource, lkr.NamespacedResource):
             return {"namespace": self._namespace or "*"}
         return {}
 
@@ -180,4 +180,7 @@ class Informer:
                 log.info("watch of %s expired; re-listing", self.kind)
             except (httpx.HTTPError, OSError) as error:
                 log.warning("list of %s failed (%s); retrying", self.kind, error)
+                await asyncio.sleep(self._retry_delay)
+            except Exception:  # never let one bad object or bug stop the cache for good
+                log.exception("informer of %s failed; re-listing", self.kind)
                 await asyncio.sleep(self._retry_delay)

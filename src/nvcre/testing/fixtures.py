@@ -8,7 +8,9 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 * ``namespace`` (function) — a fresh namespace per test, deleted afterwards;
 * ``kwok`` (session) — kwok running against the control plane;
 * ``gpu_nodes`` (function) — a factory creating fake GPU nodes unique to the test, deleted afterwards;
-* ``async_kube`` (function) — a lightkube ``AsyncClient``.
+* ``async_kube`` (function) — a lightkube ``AsyncClient``;
+* ``manager`` (session) — one ``nvcre-manager`` process against the control plane (tests keep
+  to their own namespaces and node pools, so they can share it).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from lightkube.resources.core_v1 import Namespace, Node
 
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
+from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
 
 GpuNodeFactory = Callable[..., list[Node]]
@@ -91,4 +94,13 @@ def gpu_nodes(kube: Client, kwok: Kwok, request: pytest.FixtureRequest) -> Itera
             kube.delete(Node, name)
 
 
-__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "namespace"]
+@pytest.fixture(scope="session")
+def manager(
+    control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ManagerProcess]:
+    process = ManagerProcess(control_plane, tmp_path_factory.mktemp("manager")).start()
+    yield process
+    process.stop()
+
+
+__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "manager", "namespace"]

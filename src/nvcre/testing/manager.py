@@ -1,0 +1,102 @@
+"""Run ``nvcre-manager`` as a real process against a test control plane (kill it, restart it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.request
+from pathlib import Path
+
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.processes import Process, free_port, wait_until
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+class ManagerProcess:
+    """One manager replica. ``start`` waits until its caches are synced (``/readyz``)."""
+
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        workdir: Path,
+        *,
+        name: str = "manager",
+        leader_elect: bool = False,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.control_plane = control_plane
+        self.name = name
+        self.kubeconfig = control_plane.write_kubeconfig(workdir / f"{name}.kubeconfig")
+        self.log_path = workdir / f"{name}.log"
+        self.leader_elect = leader_elect
+        self.extra_args = extra_args
+        self.probe_port = 0
+        self.process: Process | None = None
+
+    def argv(self) -> list[str]:
+        self.probe_port = free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "nvcre.manager",
+            f"--kubeconfig={self.kubeconfig}",
+            "--log-format=text",
+            "--metrics-bind-address=0",
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
+        ]
+        if self.leader_elect:
+            argv += [
+                "--leader-elect",
+                "--leader-election-namespace=default",
+                f"--leader-election-identity={self.name}",
+                "--lease-duration=4",
+                "--renew-deadline=3",
+                "--retry-period=0.5",
+            ]
+        return argv + list(self.extra_args)
+
+    def _get(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}{path}", timeout=2) as reply:
+            return str(reply.read().decode())
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 60.0) -> ManagerProcess:
+        env = {k: v for k, v in os.environ.items() if k not in PROXY_VARIABLES}
+        self.process = Process(self.name, self.argv(), self.log_path, env=env).start()
+        wait_until(
+            lambda: self._get("/healthz") == "ok",
+            timeout=timeout,
+            what=f"{self.name} /healthz",
+            process=self.process,
+        )
+        if wait_ready:
+            wait_until(
+                lambda: self._get("/readyz") == "ok",
+                timeout=timeout,
+                what=f"{self.name} /readyz",
+                process=self.process,
+            )
+        return self
+
+    def metrics(self) -> str:
+        return self._get("/metrics")
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no lease release — a crash."""
+        if self.process is not None and self.process._popen is not None:
+            self.process._popen.kill()
+            self.process._popen.wait(timeout=10)
+
+    def restart(self) -> ManagerProcess:
+        self.stop()
+        return self.start()
+
+    def log_tail(self, lines: int = 60) -> str:
+        return self.process.log_tail(lines) if self.process else ""

@@ -1,0 +1,215 @@
+"""The Workflow and Job controllers on the real API server, with kwok GPU nodes.
+
+The test plays Kubeflow Trainer: it ends TrainJobs by setting their Complete/Failed condition.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+from lightkube import Client
+from lightkube.resources.events_v1 import Event
+
+from nvcre.controllers import resources
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+
+
+def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
+    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool, **spec.pop("labels", {})}, **spec))
+    return sorted(n.metadata.name for n in nodes)
+
+
+def get(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
+    return dict(kube.get(resource, name, namespace=namespace).to_dict())
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
+
+
+def true_condition(obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    trio = [
+        c
+        for c in (obj.get("status") or {}).get("conditions") or ()
+        if c["type"] in ("InProgress", "Succeeded", "Failed")
+    ]
+    true = [c for c in trio if c["status"] == "True"]
+    assert len(true) <= 1, f"more than one of the trio is True: {trio}"
+    return (true[0]["type"], true[0]["reason"], true[0]["message"]) if true else None
+
+
+def wait_true(
+    kube: Client, resource: Any, name: str, namespace: str, type_: str, timeout: float = 60
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        obj = get(kube, resource, name, namespace)
+        found = true_condition(obj)
+        return obj if found and found[0] == type_ else None
+
+    return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} {type_}=True")
+
+
+def jobs_of(kube: Client, namespace: str, wf: str) -> dict[str, dict[str, Any]]:
+    jobs = kube.list(resources.Job, namespace=namespace, labels={"nvcre.nvidia.com/workflow": wf})
+    return {j.metadata.name: dict(j.to_dict()) for j in jobs}
+
+
+def trainjob_of(kube: Client, namespace: str, job: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: get(kube, resources.TrainJob, f"{job}-workload", namespace),
+        30,
+        what=f"TrainJob {job}-workload",
+        ignore=(Exception,),
+    )
+
+
+def own_patch(trainjob: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    patch = next(
+        p for p in trainjob["spec"]["runtimePatches"] if p["manager"] == "nvcre.nvidia.com/controller"
+    )
+    return {
+        j["name"]: j["template"]["spec"]["template"]
+        for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    }
+
+
+def hostnames(pod_template: dict[str, Any]) -> list[str]:
+    terms = pod_template["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    return next(e["values"] for e in terms[0]["matchExpressions"] if e["key"] == "kubernetes.io/hostname")
+
+
+def events_for(kube: Client, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    return [
+        (e.type or "", e.reason or "", e.note or "")
+        for e in kube.list(Event, namespace=namespace)
+        if e.regarding and e.regarding.name == name
+    ]
+
+
+def config_map_payload(kube: Client, namespace: str, name: str, key: str) -> bytes:
+    from lightkube.resources.core_v1 import ConfigMap
+
+    cm = kube.get(ConfigMap, name, namespace=namespace)
+    return gzip.decompress(base64.b64decode(cm.binaryData[key]))
+
+
+def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """12 nodes, numNodes 2: six groups in name order, six pinned Jobs, success recorded per node."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 12, pool)
+    kube.create(resources.Workflow.from_dict(workflow("nccl", namespace, pool, 2)))
+
+    wf = wait_true(kube, resources.Workflow, "nccl", namespace, "InProgress")
+    orchestration = wait_for(
+        lambda: (
+            get(kube, resources.Workflow, "nccl", namespace)["status"].get("orchestration", {}).get("groups")
+            and get(kube, resources.Workflow, "nccl", namespace)["status"]["orchestration"]
+        ),
+        30,
+        what="groups in status",
+    )
+    assert (orchestration["totalNodes"], orchestration["nodesPerJob"], orchestration["totalGroups"]) == (
+        12,
+        2,
+        6,
+    )
+    assert [g["name"] for g in orchestration["groups"]] == [f"group-{i}" for i in range(6)]
+    assert [g["nodes"] for g in orchestration["groups"]] == [nodes[i : i + 2] for i in range(0, 12, 2)]
+    assert orchestration["detectedPlatform"] == "aws"
+    assert orchestration["detectedGPUArchitecture"] == "h100"
+
+    jobs = wait_for(
+        lambda: len(jobs_of(kube, namespace, "nccl")) == 6 and jobs_of(kube, namespace, "nccl"),
+        60,
+        what="6 Jobs",
+    )
+    assert sorted(jobs) == [f"nccl-group-{i}-iter-1" for i in range(6)]
+    job = jobs["nccl-group-1-iter-1"]
+    assert job["metadata"]["labels"]["nvcre.nvidia.com/group"] == "group-1"
+    assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "nvcre"
+    assert job["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"] == ",".join(nodes[2:4])
+    assert job["spec"]["nodeHealthMonitor"] == {"cel": {"expression": "node.spec.unschedulable == true"}}
+
+    trainjob = trainjob_of(kube, namespace, "nccl-group-1-iter-1")
+    assert trainjob["metadata"]["labels"]["nvcre.nvidia.com/job"] == "nccl-group-1-iter-1"
+    assert trainjob["spec"]["trainer"]["numNodes"] == 2
+    pods = own_patch(trainjob)
+    assert hostnames(pods["node"]) == nodes[2:4]
+    assert pods["node"]["metadata"]["labels"] == {"nvcre.nvidia.com/job": "nccl-group-1-iter-1"}
+    assert "tolerations" not in pods["node"]["spec"], "torch-style runtimes get no blanket toleration"
+    runtime = trainjob["spec"]["runtimeRef"]["name"]
+    assert runtime.startswith("nccl-rt-") and runtime.endswith("-group-1-iter-1"), (
+        "each Job runs its own runtime copy"
+    )
+
+    for name in jobs:
+        finish_trainjob(
+            kube, namespace, trainjob_of(kube, namespace, name)["metadata"]["name"], succeeded=True
+        )
+    wf = wait_true(kube, resources.Workflow, "nccl", namespace, "Succeeded", timeout=90)
+    assert true_condition(wf) == ("Succeeded", "JobCompleted", "All 1 iterations completed successfully")
+    for name in jobs:
+        assert true_condition(get(kube, resources.Job, name, namespace))[:2] == (
+            "Succeeded",
+            "WorkloadCompleted",
+        )
+    ref = wf["status"]["succeededNodesRef"]
+    assert ref["name"] == f"succeeded-nodes-{wf['metadata']['uid'][:8]}"
+    assert config_map_payload(kube, namespace, ref["name"], "succeeded-nodes.csv.gz").decode() == ",".join(
+        nodes
+    )
+    reasons = [r for _, r, _ in events_for(kube, namespace, "nccl")]
+    assert reasons.count("GroupsPartitioned") == 1 and reasons.count("JobCompleted") == 1
+
+
+def test_workload_failure_records_every_group_node(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    kube.create(resources.Workflow.from_dict(workflow("fails", namespace, pool, 0)))
+    jobs = wait_for(lambda: jobs_of(kube, namespace, "fails") or None, 60, what="the Job")
+    assert list(jobs) == ["fails-job"], "one group and one iteration: <workflow>-job"
+    trainjob = trainjob_of(kube, namespace, "fails-job")
+    assert trainjob["metadata"]["name"] == "fails-job-workload"
+    assert trainjob["spec"]["trainer"]["numNodes"] == 2
+    finish_trainjob(
+        kube, namespace, "fails-job-workload", succeeded=False, message="rank 3 exited with code 1"
+    )
+
+    job = wait_true(kube, resources.Job, "fails-job", namespace, "Failed")
+    assert true_condition(job) == (
+        "Failed",
+        "WorkloadFailed",
+        "Workload TrainJob/fails-job-workload failed: rank 3 exited with code 1",
+    )
+    assert job["status"]["failedNodes"] == [
+        {
+            "name": n,
+            "reason": "WorkloadFailed",
+            "message": "Workload TrainJob/fails-job-workload failed: rank 3 exited with code 1",
+        }
+        for n in nodes
+    ]
+    wf = wait_true(kube, resources.Workflow, "fails", namespace, "Failed", timeout=60)
+    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    ref = wf["status"]["failedNodesRef"]
+    assert ref == {"kind": "ConfigMap", "name": f"failed-nodes-{wf['metadata']['uid'][:8]}"}
+    entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
+    assert [e["name"] for e in entries] == nodes and {e["reason"] for e in entries} == {"WorkloadFailed"}
+    wait_for(
+        lambda: not list(kube.list(resources.TrainJob, namespace=namespace)) or None,
+        30,
+        what="the failed TrainJob to be deleted",
+    )
+    assert get(kube, resources.Job, "fails-job", namespace), "the Job stays for the report"
+    assert ("Warning", "IterationsFailed", "1 groups failed across 1 iterations") in events_for(
+        kube, namespace, "fails"
+    )
