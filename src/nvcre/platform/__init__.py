@@ -1,0 +1,61 @@
+"""Platform and GPU detection from nodes, gpu-defaults, NIC resource detection, synthetic nodes.
+
+Every path that decides a platform or an architecture (Certification, Workflow and WorkloadRun
+controllers, offline CLI renders, cluster info) goes through these functions.
+"""
+
+from nvcre.platform.detect import (
+    GPU_ARCHITECTURES,
+    PLATFORMS,
+    UNKNOWN_ARCHITECTURE,
+    GPUArchitectureDetection,
+    HeterogeneousPlatformError,
+    Platform,
+    PlatformDetection,
+    architecture_from_node_selector,
+    detect_gpu_architecture,
+    detect_platform,
+    is_known_architecture,
+    node_architecture,
+    node_name,
+    node_platform,
+    parse_product,
+    sort_nodes,
+    topology_domain_count,
+)
+from nvcre.platform.events import Event
+from nvcre.platform.gpu_defaults import GPUDefaults, gpu_defaults, resolve_gpu_defaults
+from nvcre.platform.nic import NICDetection, detect_nic_resource, detection_applies, resolve_nic_resource
+from nvcre.platform.synthetic import PRODUCT_LABELS, check_architecture, check_platform, synthetic_nodes
+
+__all__ = [
+    "GPU_ARCHITECTURES",
+    "PLATFORMS",
+    "PRODUCT_LABELS",
+    "UNKNOWN_ARCHITECTURE",
+    "Event",
+    "GPUArchitectureDetection",
+    "GPUDefaults",
+    "HeterogeneousPlatformError",
+    "NICDetection",
+    "Platform",
+    "PlatformDetection",
+    "architecture_from_node_selector",
+    "check_architecture",
+    "check_platform",
+    "detect_gpu_architecture",
+    "detect_nic_resource",
+    "detect_platform",
+    "detection_applies",
+    "gpu_defaults",
+    "is_known_architecture",
+    "node_architecture",
+    "node_name",
+    "node_platform",
+    "parse_product",
+    "resolve_gpu_defaults",
+    "resolve_nic_resource",
+    "sort_nodes",
+    "synthetic_nodes",
+    "topology_domain_count",
+]

@@ -1,0 +1,278 @@
+"""Platform from ``spec.providerID`` and GPU architecture from ``nvidia.com/gpu.product``.
+
+Nodes are plain Kubernetes Node dicts. Every decision comes back as a small frozen dataclass that
+carries the explanation (messages, excluded nodes) next to the value, so a controller can turn it
+into events and conditions and the CLI into a line on stderr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from nvcre.api.v1alpha1.constants import EventReason, NodeLabel
+from nvcre.platform.events import Event
+
+
+class Platform:
+    AWS: Final = "aws"
+    GCP: Final = "gcp"
+    AZURE: Final = "azure"
+    OCI: Final = "oci"
+    ONPREM: Final = "onprem"
+    TOGETHERAI: Final = "togetherai"
+    MISTRAL: Final = "mistral"
+    FORGE: Final = "forge"
+    NSCALE: Final = "nscale"
+
+
+PLATFORMS: Final = (
+    Platform.AWS,
+    Platform.GCP,
+    Platform.AZURE,
+    Platform.OCI,
+    Platform.ONPREM,
+    Platform.TOGETHERAI,
+    Platform.MISTRAL,
+    Platform.FORGE,
+    Platform.NSCALE,
+)
+"""Every platform name, in the order CLI messages list them."""
+
+UNKNOWN_ARCHITECTURE: Final = "unknown"
+"""The architecture when no node carries a product label."""
+
+GPU_ARCHITECTURES: Final = (
+    "a100",
+    "b200",
+    "b300",
+    "gb200",
+    "gb300",
+    "h100",
+    "h200",
+    "l40",
+    "l40s",
+    "rtxpro6000",
+)
+"""Architectures with their own gpu-defaults entry (sorted); others fall back with a warning."""
+
+TOGETHERAI_WORKER_LABEL: Final = "node-role.together.ai/worker"
+FORGE_SITE_LABEL: Final = "nke.nvidia.com/site-name"
+NSCALE_RDMA_RESOURCE: Final = "nscale.com/rdmashare"
+
+_PREFIXES: Final = (
+    ("aws://", Platform.AWS),
+    ("gce://", Platform.GCP),
+    ("azure://", Platform.AZURE),
+    ("ocid1.", Platform.OCI),
+    ("openstack://", Platform.ONPREM),
+    ("nscale://", Platform.NSCALE),
+    ("metal3://", Platform.MISTRAL),
+)
+
+
+# --- node accessors ----------------------------------------------------------------------------
+
+
+def _section(node: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = node.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def node_name(node: Mapping[str, Any]) -> str:
+    return str(_section(node, "metadata").get("name") or "")
+
+
+def node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = _section(node, "metadata").get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def node_allocatable(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    allocatable = _section(node, "status").get("allocatable")
+    return allocatable if isinstance(allocatable, Mapping) else {}
+
+
+def sort_nodes(nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Nodes in byte-wise name order, the order every detection rule is defined over."""
+    return sorted(nodes, key=lambda node: node_name(node).encode())
+
+
+# --- platform ----------------------------------------------------------------------------------
+
+
+def node_platform(node: Mapping[str, Any]) -> str:
+    """The platform of one node; the first matching rule of the table wins (case-sensitive)."""
+    provider_id = str(_section(node, "spec").get("providerID") or "")
+    labels = node_labels(node)
+    if not provider_id:
+        if "forge" in str(labels.get(NodeLabel.HOSTNAME, "")) or FORGE_SITE_LABEL in labels:
+            return Platform.FORGE
+        return Platform.ONPREM
+    for prefix, platform in _PREFIXES:
+        if provider_id.startswith(prefix):
+            return platform
+    if provider_id.startswith("kubevirt://"):
+        return Platform.TOGETHERAI if TOGETHERAI_WORKER_LABEL in labels else Platform.ONPREM
+    return Platform.ONPREM
+
+
+class HeterogeneousPlatformError(ValueError):
+    """Target nodes are on more than one platform."""
+
+
+@dataclass(frozen=True)
+class PlatformDetection:
+    """The cluster platform: the platform of the first node in name order (``onprem`` if none)."""
+
+    platform: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """Nodes per platform."""
+
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.counts) > 1
+
+    @property
+    def message(self) -> str:
+        """``heterogeneous platforms detected: map[aws:1 gcp:2]`` when the nodes disagree, else ``""``."""
+        if not self.heterogeneous:
+            return ""
+        pairs = " ".join(f"{name}:{count}" for name, count in sorted(self.counts.items()))
+        return f"heterogeneous platforms detected: map[{pairs}]"
+
+    def require_consistent(self) -> str:
+        """The platform, or ``HeterogeneousPlatformError`` when the nodes disagree."""
+        if self.heterogeneous:
+            raise HeterogeneousPlatformError(self.message)
+        return self.platform
+
+
+def detect_platform(nodes: Iterable[Mapping[str, Any]]) -> PlatformDetection:
+    ordered = sort_nodes(nodes)
+    if not ordered:
+        return PlatformDetection(Platform.ONPREM)
+    counts: dict[str, int] = {}
+    for node in ordered:
+        platform = node_platform(node)
+        counts[platform] = counts.get(platform, 0) + 1
+    return PlatformDetection(node_platform(ordered[0]), counts)
+
+
+# --- GPU architecture --------------------------------------------------------------------------
+
+
+def parse_product(label: str) -> str:
+    """Architecture family of a ``nvidia.com/gpu.product`` value; ``""`` for an empty label.
+
+    ``NVIDIA-H100-80GB-HBM3`` gives ``h100``, ``NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition``
+    gives ``rtxpro6000``, ``Tesla-T4`` gives ``tesla`` (not a known architecture: see
+    ``is_known_architecture``).
+    """
+    if not label:
+        return ""
+    rest = label.removeprefix("NVIDIA-")
+    if rest.upper().startswith("RTX-PRO-6000"):
+        return "rtxpro6000"
+    hyphen = rest.find("-")
+    if hyphen > 0:
+        rest = rest[:hyphen]
+    return rest.lower()
+
+
+def is_known_architecture(arch: str) -> bool:
+    return arch in GPU_ARCHITECTURES
+
+
+def node_architecture(node: Mapping[str, Any]) -> str:
+    """The node's architecture, ``""`` when it has no product label."""
+    return parse_product(str(node_labels(node).get(NodeLabel.GPU_PRODUCT) or ""))
+
+
+def architecture_from_node_selector(node_selector: Mapping[str, str] | None) -> str:
+    """The architecture a target's ``nodeSelector`` pins through ``nvidia.com/gpu.product``, or ``""``."""
+    return parse_product(str((node_selector or {}).get(NodeLabel.GPU_PRODUCT) or ""))
+
+
+@dataclass(frozen=True)
+class GPUArchitectureDetection:
+    """Majority vote over the nodes' product labels.
+
+    ``nodes`` are the names kept (those of the winning architecture, or all of them when no node
+    is labelled); ``excluded`` are the rest, in name order, including unlabelled nodes when a
+    labelled majority exists.
+    """
+
+    architecture: str
+    nodes: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    votes: Mapping[str, int] = field(default_factory=dict)
+    unlabeled: tuple[str, ...] = ()
+
+    @property
+    def heterogeneous(self) -> bool:
+        return bool(self.excluded)
+
+    @property
+    def total(self) -> int:
+        return len(self.nodes) + len(self.excluded)
+
+    @property
+    def message(self) -> str:
+        """The ``HeterogeneousGPU`` warning text, ``""`` when no node was excluded."""
+        if not self.excluded:
+            return ""
+        return (
+            f"Filtered {len(self.nodes)}/{self.total} nodes to primary GPU architecture "
+            f"{self.architecture}; excluded: {', '.join(self.excluded)}"
+        )
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        if not self.excluded:
+            return ()
+        return (Event.warning(EventReason.HETEROGENEOUS_GPU, self.message),)
+
+    def filter(self, nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The given nodes that were kept, in name order."""
+        kept = set(self.nodes)
+        return [node for node in sort_nodes(nodes) if node_name(node) in kept]
+
+
+def detect_gpu_architecture(nodes: Iterable[Mapping[str, Any]]) -> GPUArchitectureDetection:
+    """The architecture with the most labelled nodes (strictly more wins).
+
+    A tie goes to the architecture whose earliest node comes first in name order. Unlabelled
+    nodes do not vote; ``unknown`` wins only when no node is labelled, and then every node is kept.
+    """
+    ordered = sort_nodes(nodes)
+    votes: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    unlabeled: list[str] = []
+    for position, node in enumerate(ordered):
+        arch = node_architecture(node)
+        if not arch:
+            unlabeled.append(node_name(node))
+            continue
+        votes[arch] = votes.get(arch, 0) + 1
+        first_seen.setdefault(arch, position)
+    names = tuple(node_name(node) for node in ordered)
+    if not votes:
+        return GPUArchitectureDetection(UNKNOWN_ARCHITECTURE, names, (), {}, tuple(unlabeled))
+    winner = ""
+    for arch in sorted(votes, key=lambda a: first_seen[a]):
+        if not winner or votes[arch] > votes[winner]:
+            winner = arch
+    kept = tuple(node_name(n) for n in ordered if node_architecture(n) == winner)
+    excluded = tuple(node_name(n) for n in ordered if node_architecture(n) != winner)
+    return GPUArchitectureDetection(winner, kept, excluded, dict(votes), tuple(unlabeled))
+
+
+def topology_domain_count(nodes: Sequence[Mapping[str, Any]], topology_key: str | None) -> int:
+    """Distinct non-empty values of the topology label across the nodes; 0 without a key."""
+    if not topology_key:
+        return 0
+    values = {str(node_labels(node).get(topology_key) or "") for node in nodes}
+    values.discard("")
+    return len(values)

@@ -1,0 +1,1 @@
+"""Rendering: override engine, merge semantics, gang-scheduling contract, Workflow resolution."""
