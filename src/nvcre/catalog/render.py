@@ -82,6 +82,7 @@ class CategoryRender:
     domain: str
     variant: str
     platform: str
+    """The platform the overrides were resolved for; ``""`` when they were left unresolved."""
     gpu_architecture: str
     nodes_per_job: int
     gpus_per_node: int
@@ -101,14 +102,15 @@ class CategoryRender:
         return f"{self.domain}/{self.variant}"
 
     def detection_annotations(self) -> dict[str, str]:
-        """The annotations an offline render records: detected platform, architecture, overrides."""
-        return {
-            Annotation.DETECTED_PLATFORM: self.platform,
-            Annotation.DETECTED_GPU_ARCHITECTURE: self.gpu_architecture,
-            APPLIED_OVERRIDES_ANNOTATION: json.dumps(
+        """The annotations an offline render records: detected architecture, and platform and
+        applied overrides when the overrides were resolved."""
+        out = {Annotation.DETECTED_GPU_ARCHITECTURE: self.gpu_architecture}
+        if self.platform:
+            out[Annotation.DETECTED_PLATFORM] = self.platform
+            out[APPLIED_OVERRIDES_ANNOTATION] = json.dumps(
                 [record.to_summary() for record in self.applied_overrides], separators=(",", ":")
-            ),
-        }
+            )
+        return out
 
 
 # --- detection -----------------------------------------------------------------------------------
@@ -184,11 +186,16 @@ def render_category(
     index: int,
     nodes: Sequence[Mapping[str, Any]],
     *,
+    platform: str | None = None,
     offline: bool = False,
+    resolve_overrides: bool = True,
     catalog: Catalog | None = None,
 ) -> CategoryRender:
     """The Workflow of ``cert.spec.categories[index]`` on the target ``nodes`` (Node objects as dicts).
 
+    ``platform`` forces the platform instead of detecting it from the nodes' providerIDs.
+    ``resolve_overrides=False`` leaves the entry's overrides in the Workflow, unresolved (an
+    offline render whose platform is not known); the platform then counts as unknown.
     ``offline`` marks synthetic nodes (``nvcrectl certification render`` without ``--dry-run``):
     they only carry the platform and architecture, so no GPU-capacity filter runs and
     ``nodesPerJob`` defaults to the smallest count the entry can run on instead of every node.
@@ -205,10 +212,13 @@ def render_category(
     # platform and architecture
     if not nodes:
         raise NoNodesMatch(f"{key}: no nodes match target", field="spec.target")
-    try:
-        platform = detect_platform(nodes).require_consistent()
-    except HeterogeneousPlatformError as exc:
-        raise BuildError(f"{key}: {exc}", field="spec.target") from exc
+    if not resolve_overrides:
+        platform = ""
+    elif platform is None:
+        try:
+            platform = detect_platform(nodes).require_consistent()
+        except HeterogeneousPlatformError as exc:
+            raise BuildError(f"{key}: {exc}", field="spec.target") from exc
     arch_detection = detect_gpu_architecture(nodes)
     events: list[Event] = list(arch_detection.events)
     arch = arch_detection.architecture
@@ -263,7 +273,7 @@ def render_category(
         nodes_per_job=nodes_per_job,
         gpus_per_node=gpus,
         mlnx_per_node=defaults.mlnx_per_node,
-        nic_resource_name=nic.name,
+        nic_resource_name=nic.resource_name,
         enable_mnnvl=defaults.enable_mnnvl,
         enable_checkpoint=bool(options.enable_checkpoint),
         max_steps=DEFAULT_MAX_STEPS if options.max_steps is None else options.max_steps,
@@ -307,15 +317,18 @@ def render_category(
     )
 
     # overrides, resolved against the detected context; none is left for the Workflow
-    try:
-        resolved = apply_overrides(
-            workflow_spec,
-            OverrideContext.for_spec(workflow_spec, platform=platform, gpu_architecture=arch, nodes=kept),
-        )
-    except OverrideError as exc:
-        raise BuildError(f"{key}: {exc}", field=exc.path) from exc
-    workflow_spec = resolved.spec
-    workflow_spec.pop("overrides", None)
+    applied: tuple[AppliedOverride, ...] = ()
+    if resolve_overrides:
+        try:
+            resolved = apply_overrides(
+                workflow_spec,
+                OverrideContext.for_spec(workflow_spec, platform=platform, gpu_architecture=arch, nodes=kept),
+            )
+        except OverrideError as exc:
+            raise BuildError(f"{key}: {exc}", field=exc.path) from exc
+        workflow_spec = resolved.spec
+        workflow_spec.pop("overrides", None)
+        applied = resolved.applied
 
     # resolved transforms
     if options.image:
@@ -336,7 +349,7 @@ def render_category(
         gpus_per_node=gpus,
         nodes=tuple(node_name(n) for n in kept),
         excluded_nodes=tuple(excluded),
-        applied_overrides=resolved.applied,
+        applied_overrides=applied,
         events=tuple(events),
     )
 

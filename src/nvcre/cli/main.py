@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nvcre import __version__
+from nvcre.cli.certification import certification_group
 from nvcre.cli.validate import validate_command
 
 
@@ -15,6 +16,7 @@ def cli() -> None:
 
 
 cli.add_command(validate_command)
+cli.add_command(certification_group)
 
 
 def main() -> None:
