@@ -78,12 +78,13 @@ def merge_labels(*layers: dict[str, str] | None) -> dict[str, str]:
 
 
 def options_field(spec: CertificationSpec, index: int, name: str) -> str:
-    """Field path of the option ``name`` (camelCase) where the category's effective value comes from."""
+    """Field path of the option ``name`` (camelCase): where the category's effective value comes
+    from, or the per-category path when it is set nowhere."""
     own = spec.categories[index].options
     attr = next((k for k, f in CategoryOptions.model_fields.items() if (f.alias or k) == name), name)
-    if own is not None and _is_set(getattr(own, attr, None)):
-        return f"{category_path(index)}.{name}"
-    return f"spec.{name}"
+    if (own is None or not _is_set(getattr(own, attr, None))) and _is_set(getattr(spec, attr, None)):
+        return f"spec.{name}"
+    return f"{category_path(index)}.{name}"
 
 
 def _quantity(value: Any, field: str) -> Decimal:
