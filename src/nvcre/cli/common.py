@@ -141,10 +141,11 @@ def load_object(path: Path | str) -> dict[str, Any]:
     return document
 
 
-def load_resource(path: Path | str, kind: type[K]) -> K:
-    """The single object of a YAML file as ``kind``, checked like ``nvcrectl validate`` does.
+def load_validated(path: Path | str, kind: type[K]) -> tuple[dict[str, Any], K]:
+    """The single object of a YAML file as written, and as ``kind``, checked like ``nvcrectl validate``.
 
-    Every finding is reported in the one error line, each with its field path.
+    Every finding is reported in the one error line, each with its field path. The raw dict
+    keeps what the model cannot (explicit nulls in override patches, unset defaults).
     """
     document = load_object(path)
     found = document.get("kind")
@@ -155,7 +156,12 @@ def load_resource(path: Path | str, kind: type[K]) -> K:
         raise UserError(f"{path}: {'; '.join(str(finding) for finding in report.findings)}")
     if not isinstance(report.resource, kind):
         raise UserError(f"{path}: not a valid {kind.KIND}")
-    return report.resource
+    return document, report.resource
+
+
+def load_resource(path: Path | str, kind: type[K]) -> K:
+    """The single object of a YAML file as ``kind`` (see ``load_validated``)."""
+    return load_validated(path, kind)[1]
 
 
 def load_nodes(path: Path | str) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import click
 from nvcre import __version__
 from nvcre.cli.certification import certification_group
 from nvcre.cli.validate import validate_command
+from nvcre.cli.workflow import workflow_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,6 +17,7 @@ def cli() -> None:
 
 
 cli.add_command(validate_command)
+cli.add_command(workflow_group)
 cli.add_command(certification_group)
 
 

@@ -400,6 +400,19 @@ def apply_overrides(
     return OverrideResult(current, tuple(applied), len(items), ctx)
 
 
+def select_dependencies(
+    dependencies: Iterable[Mapping[str, Any]], ctx: OverrideContext, path: str = "spec.dependencies"
+) -> list[dict[str, Any]]:
+    """The dependencies whose own ``when`` matches (all without one), with ``when`` removed."""
+    selected: list[dict[str, Any]] = []
+    for index, dependency in enumerate(dependencies):
+        item = copy.deepcopy(dict(dependency))
+        when = item.pop("when", None)
+        if when is None or when_matches(when, ctx, path=f"{path}[{index}].when"):
+            selected.append(item)
+    return selected
+
+
 __all__ = [
     "AppliedOverride",
     "OverrideContext",
@@ -408,6 +421,7 @@ __all__ = [
     "apply_override",
     "apply_overrides",
     "parse_overrides",
+    "select_dependencies",
     "summarize_when",
     "when_matches",
 ]

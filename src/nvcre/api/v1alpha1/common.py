@@ -43,7 +43,7 @@ WorkloadLabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PAT
 
 
 class LocalObjectReference(NvcreModel):
-    name: str = ""
+    name: str | None = None
 
 
 class TypedLocalObjectReference(NvcreModel):

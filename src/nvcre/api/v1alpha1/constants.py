@@ -133,6 +133,8 @@ class Annotation:
     DETECTED_GPU_ARCHITECTURE: Final = "nvcrectl.nvidia.com/detected-gpu-architecture"
     DETECTED_PLATFORM: Final = "nvcrectl.nvidia.com/detected-platform"
     """Both only on Workflows rendered offline by ``nvcrectl workloadrun render``."""
+    APPLIED_OVERRIDES: Final = "nvcrectl.nvidia.com/applied-overrides"
+    """Offline renders: JSON list of the matched overrides ({index, when, patches, noOp} summaries)."""
     ARCHIVE_EVIDENCE_VERSION: Final = "nvcre.nvidia.com/archive-evidence-version"
     ARCHIVE_THRESHOLD_DECISION: Final = "nvcre.nvidia.com/archive-threshold-decision"
 

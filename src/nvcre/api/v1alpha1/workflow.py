@@ -123,7 +123,7 @@ class AppliedOverride(NvcreModel):
 
 class ScreeningResult(NvcreModel):
     nodes: list[str] | None = None
-    passed: bool = False
+    passed: bool
 
 
 class InfrastructureFault(NvcreModel):

@@ -1,0 +1,122 @@
+"""Status writes through the status subresource: conflict-safe, skipped when nothing changes,
+with the transition event of the execution trio."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lightkube import AsyncClient
+from lightkube.core import resource as lkr
+
+from nvcre.api.v1alpha1.constants import ConditionStatus, Reason
+from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
+from nvcre.conditions import event_for_transition, is_terminal, set_condition, set_exclusive
+from nvcre.controllers.events import Recorder
+from nvcre.runtime.objects import Obj
+from nvcre.runtime.writes import update_with_retry
+
+StatusChange = Callable[[dict[str, Any]], None]
+"""Mutates ``status`` in place; applied again to a fresh copy after every conflict."""
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def conditions_of(obj: Obj) -> list[Condition]:
+    return [Condition.model_validate(c) for c in (obj.get("status") or {}).get("conditions") or ()]
+
+
+class StatusWriter:
+    def __init__(self, client: AsyncClient, recorder: Recorder) -> None:
+        self.client = client
+        self.recorder = recorder
+
+    async def update(self, resource: type[lkr.Resource], obj: Obj, change: StatusChange) -> Obj | None:
+        """Apply ``change`` to the live object's status and write it if it differs."""
+
+        def mutate(live: Obj) -> Obj:
+            change(live.setdefault("status", {}))
+            return live
+
+        meta = obj["metadata"]
+        return await update_with_retry(
+            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+        )
+
+    async def set_exclusive(
+        self,
+        resource: type[lkr.Resource],
+        obj: Obj,
+        cond_type: str,
+        reason: str,
+        message: str,
+        *,
+        extra: StatusChange | None = None,
+        inactive_reason: str = Reason.NOT_APPLICABLE,
+        unless_terminal: bool = False,
+    ) -> Obj | None:
+        """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
+
+        ``unless_terminal`` aborts when the live object is already Succeeded or Failed, so a late
+        write never overwrites a terminal decision made meanwhile. Emits the transition event.
+        """
+        events: list[tuple[Obj, str, str, str]] = []
+
+        def mutate(live: Obj) -> Obj | None:
+            events.clear()
+            before = conditions_of(live)
+            if unless_terminal and is_terminal(before):
+                return None
+            status = live.setdefault("status", {})
+            if extra is not None:
+                extra(status)
+            after, _ = set_exclusive(
+                before, cond_type, reason, message, live["metadata"].get("generation"), now(), inactive_reason
+            )
+            status["conditions"] = [c.to_dict() for c in after]
+            event = event_for_transition(before, after)
+            if event is not None:
+                events.append((live, event.type, event.reason, event.message))
+            return live
+
+        meta = obj["metadata"]
+        written = await update_with_retry(
+            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+        )
+        if written is not None:
+            for target, type_, event_reason, note in events:
+                await self.recorder.emit(target, type_, event_reason, note)
+        return written
+
+    async def set_condition(
+        self,
+        resource: type[lkr.Resource],
+        obj: Obj,
+        cond_type: str,
+        status_value: ConditionStatusValue,
+        reason: str,
+        message: str,
+        *,
+        extra: StatusChange | None = None,
+    ) -> Obj | None:
+        """Set an additive condition (HardwareFailed, ValidationFailed)."""
+
+        def change(status: dict[str, Any]) -> None:
+            if extra is not None:
+                extra(status)
+            conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
+            generation = obj["metadata"].get("generation")
+            updated = set_condition(conds, cond_type, status_value, reason, message, generation, now())
+            status["conditions"] = [c.to_dict() for c in updated]
+
+        return await self.update(resource, obj, change)
+
+
+def condition_true(obj: Obj, cond_type: str) -> bool:
+    return any(
+        c.get("type") == cond_type and c.get("status") == ConditionStatus.TRUE
+        for c in (obj.get("status") or {}).get("conditions") or ()
+    )

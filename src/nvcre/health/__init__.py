@@ -1,0 +1,1 @@
+"""Node health and workload liveness decisions (pure)."""

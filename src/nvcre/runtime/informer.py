@@ -1,0 +1,183 @@
+"""List+watch informer with a local cache, indexes, bookmarks and re-list after 410 Gone."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpx2 as httpx
+from lightkube import ApiError, AsyncClient
+from lightkube.core import resource as lkr
+from lightkube.core.exceptions import NotReadyError
+from lightkube.types import OnErrorAction, OnErrorResult
+
+from nvcre.runtime.objects import Obj, ObjectKey, key_of, to_plain
+
+log = logging.getLogger(__name__)
+
+EventHandler = Callable[[str, Obj | None, Obj], None]
+"""Called as ``handler(event, old, new)`` with event ADDED, MODIFIED or DELETED."""
+
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+
+class _Relist(Exception):
+    """The watch can no longer continue from its resourceVersion."""
+
+
+class Informer:
+    """Keeps a cache of one resource type in sync with the API server and fans out events."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        resource: type[lkr.Resource],
+        *,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        retry_delay: float = 1.0,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self._namespace = namespace
+        self._labels = labels
+        self._retry_delay = retry_delay
+        self._cache: dict[ObjectKey, Obj] = {}
+        self._handlers: list[EventHandler] = []
+        self._index_funcs: dict[str, IndexFunc] = {}
+        self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    @property
+    def kind(self) -> str:
+        return str(lkr.api_info(self.resource).resource.kind)
+
+    # -- reading the cache ------------------------------------------------------------------
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self._cache.get(ObjectKey(namespace, name))
+
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        return [o for k, o in self._cache.items() if namespace is None or k.namespace == namespace]
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        return [self._cache[k] for k in sorted(self._indexes[index].get(value, ()))]
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def add_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        self._index_funcs[name] = func
+        index: defaultdict[str, set[ObjectKey]] = defaultdict(set)
+        for key, obj in self._cache.items():
+            for value in func(obj):
+                index[value].add(key)
+        self._indexes[name] = index
+
+    # -- cache maintenance ------------------------------------------------------------------
+
+    def _store(self, key: ObjectKey, obj: Obj | None) -> None:
+        old = self._cache.get(key)
+        for name, func in self._index_funcs.items():
+            index = self._indexes[name]
+            if old is not None:
+                for value in func(old):
+                    index[value].discard(key)
+                    if not index[value]:
+                        del index[value]
+            if obj is not None:
+                for value in func(obj):
+                    index[value].add(key)
+        if obj is None:
+            self._cache.pop(key, None)
+        else:
+            self._cache[key] = obj
+
+    def _emit(self, event: str, old: Obj | None, new: Obj) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event, old, new)
+            except Exception:
+                log.exception("event handler failed for %s %s", self.kind, key_of(new))
+
+    def _apply(self, event: str, obj: Obj) -> None:
+        key = key_of(obj)
+        old = self._cache.get(key)
+        if event == "DELETED":
+            self._store(key, None)
+            self._emit("DELETED", old, obj)
+        else:
+            self._store(key, obj)
+            self._emit("ADDED" if old is None else "MODIFIED", old, obj)
+
+    def _replace(self, objects: list[Obj]) -> None:
+        """Adopt a fresh list: emit what appeared, changed or vanished since the last view."""
+        fresh = {key_of(o): o for o in objects}
+        for key in [k for k in self._cache if k not in fresh]:
+            gone = self._cache[key]
+            self._store(key, None)
+            self._emit("DELETED", gone, gone)
+        for key, obj in fresh.items():
+            old = self._cache.get(key)
+            if old is None or old.get("metadata", {}).get("resourceVersion") != obj["metadata"].get(
+                "resourceVersion"
+            ):
+                self._apply("MODIFIED" if old else "ADDED", obj)
+
+    # -- list and watch ---------------------------------------------------------------------
+
+    def _scope(self) -> dict[str, Any]:
+        if lkr.api_info(self.resource).resource.namespaced:
+            return {"namespace": self._namespace or "*"}
+        return {}
+
+    async def _list(self) -> str:
+        iterable = self.client.list(self.resource, labels=self._labels, **self._scope())  # type: ignore[type-var]
+        objects = [to_plain(self.resource, o) async for o in iterable]
+        try:
+            version = str(iterable.resourceVersion)
+        except NotReadyError:
+            version = ""
+        self._replace(objects)
+        return version
+
+    def _on_watch_error(self, error: Exception, count: int) -> OnErrorResult:
+        if isinstance(error, ApiError) and error.status.code == 410:
+            raise _Relist from error
+        log.warning("watch of %s failed (%s); retrying", self.kind, error)
+        return OnErrorResult(OnErrorAction.RETRY, sleep=min(self._retry_delay * count, 30.0))
+
+    async def _watch(self, version: str) -> None:
+        generic = self.client._client
+        params: dict[str, Any] = {"allowWatchBookmarks": "true", "resourceVersion": version or None}
+        if self._labels:
+            from lightkube.core.selector import build_selector
+
+            params["labelSelector"] = build_selector(self._labels)
+        request = generic.prepare_request(
+            "list", res=self.resource, watch=True, params=params, **self._scope()
+        )
+        async for event, obj in generic.watch(request, on_error=self._on_watch_error):
+            if event == "BOOKMARK":
+                continue
+            self._apply(event, to_plain(self.resource, obj))
+
+    async def run(self) -> None:
+        """List, then watch forever; re-list whenever the watch cannot resume."""
+        while True:
+            try:
+                version = await self._list()
+                self.synced.set()
+                await self._watch(version)
+            except _Relist:
+                self.relists += 1
+                log.info("watch of %s expired; re-listing", self.kind)
+            except (httpx.HTTPError, OSError) as error:
+                log.warning("list of %s failed (%s); retrying", self.kind, error)
+                await asyncio.sleep(self._retry_delay)

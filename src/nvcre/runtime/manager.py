@@ -1,0 +1,93 @@
+"""The manager: shared informers, controllers, leader election, probes and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lightkube import AsyncClient
+from lightkube.core import resource as lkr
+
+from nvcre.runtime import probes
+from nvcre.runtime.controller import Controller
+from nvcre.runtime.informer import Informer
+from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
+
+log = logging.getLogger(__name__)
+
+
+class LostLeadership(Exception):
+    """This replica stopped leading; it must exit so that it never writes as a follower."""
+
+
+class Manager:
+    def __init__(
+        self,
+        client: AsyncClient,
+        *,
+        leader_election: LeaderElectionConfig | None = None,
+        metrics_address: str | None = None,
+        probe_address: str | None = None,
+    ) -> None:
+        self.client = client
+        self.leader_election = leader_election
+        self.metrics_address = metrics_address
+        self.probe_address = probe_address
+        self.controllers: list[Controller] = []
+        self._informers: dict[tuple[Any, ...], Informer] = {}
+        self.elector: LeaderElector | None = None
+        self.servers: list[asyncio.Server] = []
+
+    def informer(self, resource: type[lkr.Resource], *, namespace: str | None = None) -> Informer:
+        """The shared informer of a resource type (one watch per type, however many controllers)."""
+        key = (resource, namespace)
+        if key not in self._informers:
+            self._informers[key] = Informer(self.client, resource, namespace=namespace)
+        return self._informers[key]
+
+    def add(self, controller: Controller) -> None:
+        self.controllers.append(controller)
+
+    def ready(self) -> bool:
+        return all(informer.synced.is_set() for informer in self._informers.values())
+
+    async def _serve(self) -> None:
+        for address in {a for a in (self.metrics_address, self.probe_address) if a}:
+            self.servers.append(await probes.serve(address, self.ready))
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership)."""
+        stop = stop or asyncio.Event()
+        await self._serve()
+        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self._informers.values()]
+        stopping = asyncio.create_task(stop.wait(), name="stop")
+        try:
+            if self.leader_election is not None:
+                self.elector = LeaderElector(self.client, self.leader_election)
+                acquiring = asyncio.create_task(self.elector.acquire(), name="acquire")
+                await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if stop.is_set():
+                    acquiring.cancel()
+                    return
+                tasks.append(asyncio.create_task(self.elector.hold(), name="hold-lease"))
+            await asyncio.gather(*(i.synced.wait() for i in self._informers.values()))
+            for controller in self.controllers:
+                controller.start_watching()
+                tasks.append(asyncio.create_task(controller.run(), name=f"controller-{controller.name}"))
+            done, _ = await asyncio.wait({stopping, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+            if stopping not in done:
+                for task in done:
+                    if task.get_name() == "hold-lease":
+                        raise LostLeadership(self.leader_election.name if self.leader_election else "")
+                    task.result()
+        finally:
+            stopping.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.elector is not None:
+                await self.elector.release()
+            for server in self.servers:
+                server.close()
+            log.info("manager stopped")

@@ -1,0 +1,63 @@
+"""Writes that survive conflicts: re-read, re-apply the change, try again."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from lightkube import ApiError, AsyncClient
+from lightkube.core import resource as lkr
+
+from nvcre.runtime.objects import Obj, to_plain
+
+Mutation = Callable[[Obj], Obj | None]
+"""Gets a fresh copy of the object; returns the object to write, or None to write nothing."""
+
+
+class ConflictRetriesExhausted(Exception):
+    pass
+
+
+async def update_with_retry(
+    client: AsyncClient,
+    resource: type[lkr.Resource],
+    name: str,
+    namespace: str | None,
+    mutate: Mutation,
+    *,
+    status: bool = False,
+    attempts: int = 10,
+) -> Obj | None:
+    """Apply ``mutate`` to the live object and write it (the status subresource if ``status``).
+
+    On 409 the object is read again and ``mutate`` applied to the fresh copy, so a change made
+    meanwhile by someone else is never overwritten. Returns the object as written, the live
+    object when ``mutate`` changes nothing, or None when the object is gone.
+    """
+    scope = {"namespace": namespace} if namespace else {}
+    for _ in range(attempts):
+        try:
+            live = to_plain(resource, await client.get(resource, name, **scope))
+        except ApiError as error:
+            if error.status.code == 404:
+                return None
+            raise
+        wanted = mutate(copy.deepcopy(live))
+        if wanted is None or wanted == live:
+            return live
+        try:
+            if status:
+                body = resource.Status.from_dict(wanted)  # type: ignore[attr-defined]
+                written = await client.replace(body, name, **scope)  # type: ignore[call-overload]
+            else:
+                written = await client.replace(resource.from_dict(wanted))  # type: ignore[attr-defined]
+        except ApiError as error:
+            if error.status.code == 409:
+                continue
+            if error.status.code == 404:
+                return None
+            raise
+        return to_plain(resource, written)
+    raise ConflictRetriesExhausted(
+        f"{resource.__name__} {namespace}/{name}: still conflicting after {attempts} attempts"
+    )

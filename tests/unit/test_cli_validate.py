@@ -1,0 +1,85 @@
+"""`nvcrectl validate`: one line per object, the field path for every problem, exit 1 on any."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nvcre.cli.main import cli
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+GOOD = """\
+apiVersion: nvcre.nvidia.com/v1alpha1
+kind: WorkloadRun
+metadata: {name: ok}
+spec:
+  image: img
+  framework: {exec: {command: [nvidia-smi]}}
+  numNodes: 1
+"""
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_examples_directory_is_valid() -> None:
+    code, out, err = run("validate", str(EXAMPLES))
+    assert code == 0, err
+    assert "examples/workloadrun/nccl-all-reduce.yaml: WorkloadRun/nccl-all-reduce: OK" in out
+    assert err == ""
+
+
+def test_every_violation_is_reported_with_its_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("numNodes: 1", "numNodes: 0\n  gpusPerNode: 0") + "---\n" + GOOD)
+    code, out, err = run("validate", str(bad))
+    assert code == 1
+    assert f"{bad}: WorkloadRun/ok: OK" in out
+    assert "spec.numNodes: Invalid value: 0" in err
+    assert "spec.gpusPerNode: Invalid value: 0" in err
+    assert err.strip().endswith("1 of 2 objects invalid")
+
+
+def test_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("kind: [unclosed\n")
+    code, _, err = run("validate", str(bad))
+    assert code == 1
+    assert err.splitlines()[0].startswith(f"{bad}: document 1: not valid YAML (line ")
+    assert "Traceback" not in err
+
+
+def test_unknown_kind_and_api_version(tmp_path: Path) -> None:
+    bad = tmp_path / "kinds.yaml"
+    bad.write_text(
+        "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: Benchmark\nmetadata: {name: a}\n---\n"
+        "apiVersion: cre.nvidia.com/v1alpha1\nkind: WorkloadRun\nmetadata: {name: b}\n"
+    )
+    code, _, err = run("validate", str(bad))
+    assert code == 1
+    assert "Benchmark/a: kind: unknown kind 'Benchmark' in nvcre.nvidia.com/v1alpha1; known kinds:" in err
+    assert "WorkloadRun/b: apiVersion: unsupported apiVersion 'cre.nvidia.com/v1alpha1'" in err
+
+
+def test_missing_required_field(tmp_path: Path) -> None:
+    bad = tmp_path / "missing.yaml"
+    bad.write_text(GOOD.replace("  image: img\n", ""))
+    code, _, err = run("validate", str(bad))
+    assert code == 1
+    assert f"{bad}: WorkloadRun/ok: spec.image: Required value" in err
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+    code, _, err = run("validate", str(tmp_path / "nope.yaml"))
+    assert code == 1
+    assert "cannot read file: No such file or directory" in err
+
+
+def test_version() -> None:
+    code, out, _ = run("--version")
+    assert code == 0
+    assert out.startswith("nvcrectl ")
