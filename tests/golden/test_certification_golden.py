@@ -16,6 +16,7 @@ Update with ``NVCRE_UPDATE_GOLDEN=1 pytest tests/golden`` and review every chang
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,16 @@ def test_golden(case: Path, tmp_path: Path) -> None:
         expected_file.write_text(out)
     assert expected_file.is_file(), f"no expected.yaml for {case.name}; run with NVCRE_UPDATE_GOLDEN=1"
     expected = list(yaml.safe_load_all(expected_file.read_text()))
-    assert list(yaml.safe_load_all(out)) == expected
+    actual = list(yaml.safe_load_all(out))
+    if actual != expected:
+        diff = difflib.unified_diff(
+            yaml.safe_dump_all(expected, sort_keys=True).splitlines(),
+            yaml.safe_dump_all(actual, sort_keys=True).splitlines(),
+            "expected",
+            "actual",
+            lineterm="",
+        )
+        pytest.fail(f"{case.name} differs from expected.yaml:\n" + "\n".join(diff))
 
 
 def test_enough_cases() -> None:

@@ -42,7 +42,6 @@ from nvcre.catalog.options import (
     DEFAULT_TEST_SCALE,
     DIAGNOSE_NUM_CYCLES,
     DIAGNOSE_NUM_ITERATIONS,
-    category_path,
     duration_seconds,
     merge_options,
     options_field,
@@ -64,9 +63,11 @@ from nvcre.platform import (
 )
 from nvcre.platform.detect import HeterogeneousPlatformError, node_allocatable
 from nvcre.platform.nic import parse_quantity
-from nvcre.render.overrides import AppliedOverride, OverrideContext, OverrideError, apply_overrides
+from nvcre.render.gang import GangSchedulingConflict, enforce_gang_contract
+from nvcre.render.overrides import AppliedOverride, OverrideError
+from nvcre.render.workflow import resolve_workflow
 
-APPLIED_OVERRIDES_ANNOTATION: Final = "nvcrectl.nvidia.com/applied-overrides"
+APPLIED_OVERRIDES_ANNOTATION: Final = Annotation.APPLIED_OVERRIDES
 
 
 class NoNodesMatch(BuildError):
@@ -108,7 +109,7 @@ class CategoryRender:
         if self.platform:
             out[Annotation.DETECTED_PLATFORM] = self.platform
             out[APPLIED_OVERRIDES_ANNOTATION] = json.dumps(
-                [record.to_summary() for record in self.applied_overrides], separators=(",", ":")
+                [record.to_summary() for record in self.applied_overrides], ensure_ascii=False
             )
         return out
 
@@ -207,7 +208,6 @@ def render_category(
     category = spec.categories[index]
     entry = (catalog or load_catalog()).lookup(category.domain, category.variant)
     key = entry.key
-    opts_path = category_path(index)
 
     # platform and architecture
     if not nodes:
@@ -268,7 +268,7 @@ def render_category(
     resources = resolve_training_resources(options.resources, options_field(spec, index, "resources"))
     timeout = effective_timeout(entry, options.timeout_per_job, test_scale)
     data = TemplateData(
-        image_pull_secrets=[{"name": s.name} for s in options.image_pull_secrets or []],
+        image_pull_secrets=[{"name": s.name or ""} for s in options.image_pull_secrets or []],
         storage_class_name=options.storage_class_name or "",
         nodes_per_job=nodes_per_job,
         gpus_per_node=gpus,
@@ -316,28 +316,34 @@ def render_category(
         field=nodes_field,
     )
 
-    # overrides, resolved against the detected context; none is left for the Workflow
-    applied: tuple[AppliedOverride, ...] = ()
-    if resolve_overrides:
-        try:
-            resolved = apply_overrides(
-                workflow_spec,
-                OverrideContext.for_spec(workflow_spec, platform=platform, gpu_architecture=arch, nodes=kept),
-            )
-        except OverrideError as exc:
-            raise BuildError(f"{key}: {exc}", field=exc.path) from exc
-        workflow_spec = resolved.spec
-        workflow_spec.pop("overrides", None)
-        applied = resolved.applied
-
-    # resolved transforms
-    if options.image:
-        apply_image(workflow_spec, options.image, entry.variant)
+    # resolved transforms that the overrides and the gang contract build on
     apply_workload_labels(workflow_spec, spec, index, options)
     if options.placement:
         workflow_spec["orchestration"]["placement"] = options.placement
-
     workflow = _workflow_object(cert, entry, workflow_spec, options)
+
+    # overrides, resolved against the detected context (none is left for the Workflow), then the
+    # gang-scheduling contract
+    applied: tuple[AppliedOverride, ...] = ()
+    try:
+        if resolve_overrides:
+            resolved = resolve_workflow(
+                workflow, kept, platform=platform, gpu_architecture=arch, annotate=False
+            )
+            workflow = resolved.workflow
+            applied = resolved.overrides.applied
+        else:
+            workflow["spec"] = enforce_gang_contract(workflow["spec"]).spec
+    except OverrideError as exc:
+        raise BuildError(f"{key}: {exc}", field=exc.path) from exc
+    except GangSchedulingConflict as exc:
+        raise BuildError(str(exc), field="spec.gangScheduler") from exc
+    except ValueError as exc:
+        raise BuildError(f"{key}: {exc}") from exc
+
+    # the user's workload image wins over the catalog's and the overrides'
+    if options.image:
+        apply_image(workflow["spec"], options.image, entry.variant)
     _validate(key, workflow)
     return CategoryRender(
         workflow=workflow,

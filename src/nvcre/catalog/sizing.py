@@ -30,7 +30,7 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
     if min_gpus > 0 and total < min_gpus:
         min_nodes = -(-min_gpus // gpus_per_node)
         raise BuildError(
-            f"{key}: requires at least {min_gpus} GPUs ({min_nodes} nodes × {gpus_per_node} GPUs/node), "
+            f"{key}: requires at least {min_gpus} GPUs ({min_nodes} nodes × {gpus_per_node} GPUs/node), "  # noqa: RUF001
             f"got {total} GPUs ({nodes_per_job} nodes); set nodesPerJob to {min_nodes} or higher",
             field=field,
         )
@@ -41,11 +41,13 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
         below = next(
             (n for n in range(nodes_per_job, 0, -1) if (n * gpus_per_node) % model == 0 and n > 0), 0
         )
-        above = next(n for n in range(nodes_per_job + 1, nodes_per_job + model + 1) if (n * gpus_per_node) % model == 0)
+        above = next(
+            n for n in range(nodes_per_job + 1, nodes_per_job + model + 1) if (n * gpus_per_node) % model == 0
+        )
         hint = f"{below} or {above}" if below else str(above)
         raise BuildError(
-            f"{key}: totalGPUs={total} ({nodes_per_job} nodes × {gpus_per_node} GPUs/node) must be divisible "
-            f"by TP×PP={model} (TP={tp}, PP={pp}); try nodesPerJob={hint}",
+            f"{key}: totalGPUs={total} ({nodes_per_job} nodes × {gpus_per_node} GPUs/node) must be divisible "  # noqa: RUF001
+            f"by TP×PP={model} (TP={tp}, PP={pp}); try nodesPerJob={hint}",  # noqa: RUF001
             field=field,
         )
     if ep > 0 and tp > 0 and pp > 0:
@@ -53,7 +55,7 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
         if dp % ep:
             raise BuildError(
                 f"{key}: totalGPUs={total}, DP={dp} must be divisible by EP={ep}; totalGPUs must be a "
-                f"multiple of {tp * pp * ep} (TP×PP×EP={tp}×{pp}×{ep})",
+                f"multiple of {tp * pp * ep} (TP×PP×EP={tp}×{pp}×{ep})",  # noqa: RUF001
                 field=field,
             )
 

@@ -13,13 +13,21 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre.api.v1alpha1.certification import CategoryOptions, CertificationSpec
-from nvcre.api.v1alpha1.constants import Default
 from nvcre.catalog.errors import BuildError
-from nvcre.catalog.options import category_path, merge_labels
+from nvcre.catalog.options import category_path
+from nvcre.render.gang import (
+    WORKLOAD_LABELS_PATH,
+    GangIntent,
+    GangSchedulingConflict,
+    LabelLayer,
+    merge_workload_labels,
+)
 
 
 def _containers(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for key in ("initContainers", "containers") for c in pod_spec.get(key) or [] if isinstance(c, dict)]
+    return [
+        c for key in ("initContainers", "containers") for c in pod_spec.get(key) or [] if isinstance(c, dict)
+    ]
 
 
 def apply_image(spec: dict[str, Any], image: str, entry_name: str) -> None:
@@ -39,49 +47,63 @@ def apply_image(spec: dict[str, Any], image: str, entry_name: str) -> None:
         for job in template.get("replicatedJobs") or []:
             pod = job.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
             for container in _containers(pod):
-                if "image" in container and not container.get("restartPolicy") == "Always":
+                if "image" in container and container.get("restartPolicy") != "Always":
                     container["image"] = image
-
-
-def _label_source(spec: CertificationSpec, index: int, key: str) -> str:
-    own = spec.categories[index].options
-    if own and own.workload_metadata and key in (own.workload_metadata.labels or {}):
-        return f"{category_path(index)}.workloadMetadata.labels"
-    if spec.workload_metadata and key in (spec.workload_metadata.labels or {}):
-        return "spec.workloadMetadata.labels"
-    return "spec.jobTemplate.spec.workloadMetadata.labels"
 
 
 def apply_workload_labels(
     workflow_spec: dict[str, Any], spec: CertificationSpec, index: int, options: CategoryOptions
 ) -> None:
-    """Merge the workload labels and the gang queue label into the job template; copy gangScheduler."""
+    """Merge the workload labels (catalog, global, per-category, gang queue) into the job template.
+
+    With a gang scheduler, also persist it as ``spec.gangScheduler`` (defaults written out) and
+    place its queue label and scheduler name on the entry's runtime templates.
+    """
+    del options  # the layers are read from the spec, so each keeps its own field path
     job_spec = workflow_spec["jobTemplate"]["spec"]
-    catalog_labels = (job_spec.get("workloadMetadata") or {}).get("labels")
-    labels = merge_labels(catalog_labels, options.workload_metadata.labels if options.workload_metadata else None)
-    gang = spec.gang_scheduler
-    if gang is not None:
-        key = gang.queue_label_key or Default.QUEUE_LABEL_KEY
-        queue = gang.queue or Default.QUEUE
-        current = labels.get(key)
-        if current is not None and current != queue:
-            raise BuildError(
-                f'{_label_source(spec, index, key)}["{key}"]: conflicting label value "{current}", expected '
-                f'"{queue}" (the queue of spec.gangScheduler)',
-                field=f"{_label_source(spec, index, key)}[{key}]",
-            )
-        labels[key] = queue
-        workflow_spec["gangScheduler"] = {
-            "schedulerName": gang.scheduler_name,
-            "queue": queue,
-            "queueLabelKey": key,
-        }
-    if len(labels) > Default.MAX_WORKLOAD_LABELS:
-        path = f"{category_path(index)}.workloadMetadata.labels"
-        raise BuildError(
-            f"{path}: {len(labels)} workload labels after merging (global, per-category and the gang queue "
-            f"label) exceed the maximum of {Default.MAX_WORKLOAD_LABELS}",
-            field=path,
+    own = spec.categories[index].options
+    layers = [
+        LabelLayer(WORKLOAD_LABELS_PATH, (job_spec.get("workloadMetadata") or {}).get("labels")),
+        LabelLayer(
+            "spec.workloadMetadata.labels", spec.workload_metadata.labels if spec.workload_metadata else None
+        ),
+        LabelLayer(
+            f"{category_path(index)}.workloadMetadata.labels",
+            own.workload_metadata.labels if own and own.workload_metadata else None,
+        ),
+    ]
+    intent = GangIntent.resolve(spec.gang_scheduler)
+    try:
+        labels = merge_workload_labels(
+            layers, intent, target_path=f"{category_path(index)}.workloadMetadata.labels"
         )
+    except GangSchedulingConflict as exc:
+        raise BuildError(str(exc), field=layers[-1].path) from exc
     if labels:
         job_spec["workloadMetadata"] = {"labels": dict(sorted(labels.items()))}
+    if intent is not None:
+        workflow_spec["gangScheduler"] = intent.to_spec()
+        runtime_ref = job_spec["workload"]["trainJob"]["runtimeRef"]["name"]
+        for dependency in workflow_spec.get("dependencies") or []:
+            if dependency.get("kind") == "TrainingRuntime" and dependency["metadata"]["name"] == runtime_ref:
+                place_gang_on_runtime(dependency, intent)
+
+
+def place_gang_on_runtime(runtime: dict[str, Any], intent: GangIntent) -> None:
+    """The runtime side of gang scheduling: every replicatedJob's Job and pod templates carry the
+    queue label, every pod names the scheduler, and nothing is held back from the gang (the MPI
+    launcher's dependsOn and a JobSet startupPolicy would keep part of the gang from ever being
+    created while the rest waits for admission)."""
+    template = runtime["spec"]["template"]
+    template.setdefault("spec", {}).pop("startupPolicy", None)
+    for job in template["spec"].get("replicatedJobs") or []:
+        job.pop("dependsOn", None)
+        job_template = job.setdefault("template", {})
+        job_template.setdefault("metadata", {}).setdefault("labels", {})[intent.queue_label_key] = (
+            intent.queue
+        )
+        pod_template = job_template.setdefault("spec", {}).setdefault("template", {})
+        pod_template.setdefault("metadata", {}).setdefault("labels", {})[intent.queue_label_key] = (
+            intent.queue
+        )
+        pod_template.setdefault("spec", {})["schedulerName"] = intent.scheduler_name

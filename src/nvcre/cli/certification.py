@@ -91,7 +91,7 @@ def _discover_nodes(cert: Certification, kubeconfig: str | None, context: str | 
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
         client = Client(config=config.get(context_name=context) if context else config)
         target = cert.spec.target
-        selector = dict((target.node_selector if target else None) or {})
+        selector: dict[str, Any] = dict((target.node_selector if target else None) or {})
         selector[NodeLabel.GPU_PRESENT] = "true"
         found = [node.to_dict() for node in client.list(Node, labels=selector)]
     except (ApiError, ConfigError, OSError) as error:
@@ -117,7 +117,7 @@ def _dry_run_create(workflows: Sequence[dict[str, Any]], kubeconfig: str | None,
     client = Client(config=config.get(context_name=context) if context else config)
     for workflow in workflows:
         try:
-            client.create(workflow_kind(workflow), dry_run=True)
+            client.create(workflow_kind.from_dict(workflow), dry_run=True)
         except ApiError as error:
             raise UserError(f"dry-run create of Workflow {workflow['metadata']['name']}: {error}") from error
         click.echo(f"Dry-run validation: {workflow['metadata']['name']} accepted", err=True)
@@ -126,7 +126,9 @@ def _dry_run_create(workflows: Sequence[dict[str, Any]], kubeconfig: str | None,
 @certification_group.command("render")
 @click.argument("file", type=click.Path(path_type=Path), required=False)
 @click.option("--platform", default="", help="Render for this platform (offline): aws, gcp, azure, ...")
-@click.option("--gpu-arch", "gpu_arch", default="", help="GPU architecture (h100, gb200, ... or a product label).")
+@click.option(
+    "--gpu-arch", "gpu_arch", default="", help="GPU architecture (h100, gb200, ... or a product label)."
+)
 @click.option("--dry-run", is_flag=True, help="Discover the real target nodes and validate server-side.")
 @click.option(
     "--nodes-file",
@@ -134,7 +136,9 @@ def _dry_run_create(workflows: Sequence[dict[str, Any]], kubeconfig: str | None,
     default=None,
     help="Render against these Node objects (YAML) as if discovered; excludes --gpu-arch and --dry-run.",
 )
-@click.option("-n", "--namespace", default="", help="Namespace of the rendered Workflows (default: the file's).")
+@click.option(
+    "-n", "--namespace", default="", help="Namespace of the rendered Workflows (default: the file's)."
+)
 @click.option("--kubeconfig", default=None, help="Kubeconfig file (--dry-run only).")
 @click.option("--context", default=None, help="Kubeconfig context (--dry-run only).")
 @output_option()
