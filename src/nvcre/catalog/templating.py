@@ -34,6 +34,13 @@ import yaml
 
 LIB_DIR = "_lib"
 
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml when it is available (the same result, much faster)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+
 
 class TemplateError(Exception):
     """A template could not be rendered (syntax, undefined variable, missing fragment, bad data)."""
@@ -55,7 +62,7 @@ def _quote(value: Any) -> str:
 def parse_env(text: str) -> list[dict[str, str]]:
     """Parse an env fragment (a YAML list of ``{name, value}``) into a list of plain pairs."""
     try:
-        items = yaml.safe_load(text) or []
+        items = load_yaml(text) or []
     except yaml.YAMLError as exc:
         raise TemplateError(f"env fragment is not YAML: {exc}") from exc
     if not isinstance(items, list):

@@ -12,7 +12,7 @@ import click
 from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.catalog import BuildError, CategoryNotFound, CategoryRender, load_catalog, render_category
-from nvcre.cli.common import UserError, emit, load_nodes, load_resource, output_option, render, user_errors
+from nvcre.cli.common import UserError, load_nodes, load_resource, output_option, render, to_yaml, user_errors
 from nvcre.platform import (
     GPU_ARCHITECTURES,
     Event,
@@ -41,7 +41,8 @@ def list_categories(extra: tuple[str, ...], output: str) -> None:
         raise UserError(f"list-categories takes no arguments, got {' '.join(extra)}")
     entries = load_catalog().list()
     if output != "table":
-        emit([entry.to_dict() for entry in entries], output)
+        items = [entry.to_dict() for entry in entries]
+        click.echo(json.dumps(items, indent=2) if output == "json" else to_yaml(items), nl=output == "json")
         return
     click.echo(f"{'DOMAIN':<20} {'VARIANT':<24} {'FRAMEWORK':<10} {'TIMEOUT':<8} DESCRIPTION")
     for entry in entries:
