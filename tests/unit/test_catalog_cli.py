@@ -86,7 +86,9 @@ def test_render_offline_yaml_stream(cert: Path) -> None:
 
 
 def test_render_with_platform_json_records_detection(cert: Path) -> None:
-    code, out, _ = _run("certification", "render", "--platform", "oci", "-o", "json", "-n", "other", str(cert))
+    code, out, _ = _run(
+        "certification", "render", "--platform", "oci", "-o", "json", "-n", "other", str(cert)
+    )
     assert code == 0
     docs = json.loads(out)
     annotations = docs[1]["metadata"]["annotations"]
@@ -98,7 +100,9 @@ def test_render_with_platform_json_records_detection(cert: Path) -> None:
 
 
 def test_render_gpu_arch_flag_wins_over_the_selector(cert: Path) -> None:
-    code, out, _ = _run("certification", "render", "--platform", "aws", "--gpu-arch", "NVIDIA-GB200", str(cert))
+    code, out, _ = _run(
+        "certification", "render", "--platform", "aws", "--gpu-arch", "NVIDIA-GB200", str(cert)
+    )
     assert code == 0
     first = next(yaml.safe_load_all(out))
     assert first["metadata"]["annotations"]["nvcrectl.nvidia.com/detected-gpu-architecture"] == "gb200"

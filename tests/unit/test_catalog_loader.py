@@ -86,7 +86,9 @@ GOOD = "jobTemplate: {}\norchestration:\n  iterations: 3\n"
 
 
 def test_loader_reads_iterations_and_meta(tmp_path: Path) -> None:
-    catalog = load_catalog_from(_catalog(tmp_path, GOOD, "minGPUs: 8\nparallelism: {default: {tp: 2, pp: 2}}\n"))
+    catalog = load_catalog_from(
+        _catalog(tmp_path, GOOD, "minGPUs: 8\nparallelism: {default: {tp: 2, pp: 2}}\n")
+    )
     (entry,) = catalog.list()
     assert (entry.key, entry.iterations, entry.meta.min_gpus) == ("demo/one", 3, 8)
     assert entry.parallelism("h100").pp == 2
@@ -114,7 +116,7 @@ def test_broken_entry_fails_at_load(tmp_path: Path, text: str, message: str) -> 
 
 
 def test_bad_meta_fails_at_load(tmp_path: Path) -> None:
-    with pytest.raises(CatalogError, match="meta.yaml"):
+    with pytest.raises(CatalogError, match=r"meta\.yaml"):
         load_catalog_from(_catalog(tmp_path, GOOD, "parallelism: {h100: 3}\n"))
 
 
@@ -139,7 +141,7 @@ def test_template_functions(tmp_path: Path) -> None:
 
 
 def test_mpi_args_escapes_quotes_and_rejects_bad_items() -> None:
-    text = '- {name: X, value: \'say "hi"\'}\n'
+    text = "- {name: X, value: 'say \"hi\"'}\n"
     assert yaml.safe_load(mpi_args(text)) == ["-x", 'X=say "hi"']
     with pytest.raises(TemplateError):
         mpi_args("- {value: 1}\n")

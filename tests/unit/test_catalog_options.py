@@ -59,7 +59,11 @@ def test_workload_labels_merge_per_key() -> None:
     )
     merged = merge_options(spec, 0)
     assert merged.workload_metadata is not None
-    assert merged.workload_metadata.labels == {"env": "burn-in", "team": "net", "kueue.x-k8s.io/queue-name": "q"}
+    assert merged.workload_metadata.labels == {
+        "env": "burn-in",
+        "team": "net",
+        "kueue.x-k8s.io/queue-name": "q",
+    }
     assert merge_labels({"a": "1"}, None, {"a": ""}) == {"a": ""}  # an empty value is a real label
 
 
@@ -75,7 +79,11 @@ def _resources(raw: dict[str, Any]) -> TrainingResources:
 
 
 def test_resources_default_to_dgx_class() -> None:
-    assert resolve_training_resources(None, "x") == DGX_RESOURCES == TrainingResources("128", "800Gi", "64", "500Gi")
+    assert (
+        resolve_training_resources(None, "x")
+        == DGX_RESOURCES
+        == TrainingResources("128", "800Gi", "64", "500Gi")
+    )
 
 
 def test_each_resource_falls_back_on_its_own() -> None:
@@ -84,7 +92,9 @@ def test_each_resource_falls_back_on_its_own() -> None:
 
 def test_defaulted_values_never_contradict_user_values() -> None:
     # a 6-CPU limit lowers the defaulted 64-CPU request; a 200-CPU request raises the defaulted limit
-    assert _resources({"limits": {"cpu": "6", "memory": "48Gi"}}) == TrainingResources("6", "48Gi", "6", "48Gi")
+    assert _resources({"limits": {"cpu": "6", "memory": "48Gi"}}) == TrainingResources(
+        "6", "48Gi", "6", "48Gi"
+    )
     assert _resources({"requests": {"cpu": 200}}) == TrainingResources("200", "800Gi", "200", "500Gi")
 
 
@@ -99,11 +109,13 @@ def test_request_above_limit_names_both() -> None:
 
 def test_millicores_compare_as_quantities() -> None:
     assert _resources({"limits": {"cpu": "1500m"}, "requests": {"cpu": "1"}}).cpu_request == "1"
-    with pytest.raises(BuildError, match="requests.cpu must not exceed"):
+    with pytest.raises(BuildError, match=r"requests\.cpu must not exceed"):
         _resources({"limits": {"cpu": "500m"}, "requests": {"cpu": "1"}})
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("1h", 3600), ("15m", 900), ("1h30m", 5400), ("90s", 90), ("1500ms", 1.5)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("1h", 3600), ("15m", 900), ("1h30m", 5400), ("90s", 90), ("1500ms", 1.5)]
+)
 def test_duration_seconds(text: str, seconds: float) -> None:
     assert duration_seconds(text) == seconds
 

@@ -13,14 +13,20 @@ from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catal
 from nvcre.platform import GPU_ARCHITECTURES, PLATFORMS, synthetic_nodes
 
 
-def _cert(*categories: dict[str, Any], name: str = "c1", uid: str | None = None, **spec: Any) -> Certification:
+def _cert(
+    *categories: dict[str, Any], name: str = "c1", uid: str | None = None, **spec: Any
+) -> Certification:
     metadata: dict[str, Any] = {"name": name, "namespace": "team"}
     if uid:
         metadata["uid"] = uid
     return Certification.model_validate(
         {
             "metadata": metadata,
-            "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, "categories": list(categories), **spec},
+            "spec": {
+                "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+                "categories": list(categories),
+                **spec,
+            },
         }
     )
 
@@ -30,7 +36,9 @@ def _cat(key: str, **options: Any) -> dict[str, Any]:
     return {"domain": domain, "variant": variant, **({"options": options} if options else {})}
 
 
-def _node(name: str, product: str | None, gpus: str = "8", provider: str = "", **alloc: str) -> dict[str, Any]:
+def _node(
+    name: str, product: str | None, gpus: str = "8", provider: str = "", **alloc: str
+) -> dict[str, Any]:
     labels = {"nvidia.com/gpu.present": "true"}
     if product:
         labels["nvidia.com/gpu.product"] = product
@@ -55,7 +63,9 @@ def test_workflow_identity_labels_and_owner() -> None:
         _cert(_cat(AR, testScale="intra-rack"), uid="u-1"), 0, [_node("a", H100), _node("b", H100)]
     )
     meta = result.workflow["metadata"]
-    assert meta["name"] == "c1-communication-nccl-all-16989"  # Truncate("c1-communication-nccl-all-reduce", 31)
+    assert (
+        meta["name"] == "c1-communication-nccl-all-16989"
+    )  # Truncate("c1-communication-nccl-all-reduce", 31)
     assert len(meta["name"]) <= 31
     assert meta["namespace"] == "team"
     assert meta["labels"] == {
@@ -92,7 +102,12 @@ def test_capacity_filter_excludes_nodes_with_too_few_gpus() -> None:
 
 
 def test_majority_vote_and_events() -> None:
-    nodes = [_node("a", H100), _node("b", "NVIDIA-A100-SXM4-40GB"), _node("c", "NVIDIA-A100-SXM4-40GB"), _node("d", None)]
+    nodes = [
+        _node("a", H100),
+        _node("b", "NVIDIA-A100-SXM4-40GB"),
+        _node("c", "NVIDIA-A100-SXM4-40GB"),
+        _node("d", None),
+    ]
     result = render_category(_cert(_cat(AR)), 0, nodes)
     assert result.gpu_architecture == "a100"
     assert result.nodes == ("b", "c")
@@ -114,7 +129,10 @@ def test_architecture_from_the_target_selector_when_no_node_is_labelled() -> Non
     cert = Certification.model_validate(
         {
             "metadata": {"name": "c1"},
-            "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-GB200"}}, "categories": [_cat(AR)]},
+            "spec": {
+                "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-GB200"}},
+                "categories": [_cat(AR)],
+            },
         }
     )
     assert render_category(cert, 0, [_node("a", None, gpus="4")]).gpu_architecture == "gb200"
@@ -130,7 +148,9 @@ def test_errors() -> None:
 
 
 def test_unresolved_render_keeps_the_overrides() -> None:
-    result = render_category(_cert(_cat(AR)), 0, synthetic_nodes("aws", "h100"), offline=True, resolve_overrides=False)
+    result = render_category(
+        _cert(_cat(AR)), 0, synthetic_nodes("aws", "h100"), offline=True, resolve_overrides=False
+    )
     assert len(result.workflow["spec"]["overrides"]) == 18
     assert result.platform == ""
     assert Annotation.DETECTED_PLATFORM not in result.detection_annotations()

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - messages keep the multiplication sign of the reference
 """Minimum GPUs, model-parallel divisibility, valid node counts and timeout precedence."""
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def test_minimum_gpus_message() -> None:
 
 
 def test_divisibility_message_offers_the_neighbours() -> None:
-    with pytest.raises(BuildError, match=r"must be divisible by TP×PP=4 \(TP=4, PP=1\); try nodesPerJob=4 or 6$"):
+    with pytest.raises(
+        BuildError, match=r"must be divisible by TP×PP=4 \(TP=4, PP=1\); try nodesPerJob=4 or 6$"
+    ):
         validate_sizing(_n8b(), 5, 2, "l40s", field="f")
 
 

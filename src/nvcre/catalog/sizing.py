@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - messages keep the multiplication sign of the reference
 """Sizing rules of catalog entries: minimum GPUs, model parallelism, valid node counts, timeouts."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
     if min_gpus > 0 and total < min_gpus:
         min_nodes = -(-min_gpus // gpus_per_node)
         raise BuildError(
-            f"{key}: requires at least {min_gpus} GPUs ({min_nodes} nodes × {gpus_per_node} GPUs/node), "  # noqa: RUF001
+            f"{key}: requires at least {min_gpus} GPUs ({min_nodes} nodes × {gpus_per_node} GPUs/node), "
             f"got {total} GPUs ({nodes_per_job} nodes); set nodesPerJob to {min_nodes} or higher",
             field=field,
         )
@@ -46,8 +47,8 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
         )
         hint = f"{below} or {above}" if below else str(above)
         raise BuildError(
-            f"{key}: totalGPUs={total} ({nodes_per_job} nodes × {gpus_per_node} GPUs/node) must be divisible "  # noqa: RUF001
-            f"by TP×PP={model} (TP={tp}, PP={pp}); try nodesPerJob={hint}",  # noqa: RUF001
+            f"{key}: totalGPUs={total} ({nodes_per_job} nodes × {gpus_per_node} GPUs/node) must be divisible "
+            f"by TP×PP={model} (TP={tp}, PP={pp}); try nodesPerJob={hint}",
             field=field,
         )
     if ep > 0 and tp > 0 and pp > 0:
@@ -55,7 +56,7 @@ def validate_sizing(entry: Entry, nodes_per_job: int, gpus_per_node: int, arch: 
         if dp % ep:
             raise BuildError(
                 f"{key}: totalGPUs={total}, DP={dp} must be divisible by EP={ep}; totalGPUs must be a "
-                f"multiple of {tp * pp * ep} (TP×PP×EP={tp}×{pp}×{ep})",  # noqa: RUF001
+                f"multiple of {tp * pp * ep} (TP×PP×EP={tp}×{pp}×{ep})",
                 field=field,
             )
 
