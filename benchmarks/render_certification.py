@@ -55,8 +55,12 @@ def _render_all(cert: Certification, nodes: Sequence[Mapping[str, Any]], offline
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=10, help="renders of the whole Certification per scenario")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=10, help="renders of the whole Certification per scenario"
+    )
     args = parser.parse_args()
 
     load_samples = _time(lambda: load_catalog_from(ENTRIES_DIR), 3)

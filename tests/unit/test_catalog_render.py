@@ -11,6 +11,7 @@ from nvcre.api.v1alpha1.constants import Annotation, EventReason, Label
 from nvcre.api.v1alpha1.workflow import Workflow
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
 from nvcre.platform import GPU_ARCHITECTURES, PLATFORMS, synthetic_nodes
+from nvcre.render.workflow import resolve_workflow
 
 
 def _cert(
@@ -172,3 +173,30 @@ def test_every_category_renders_on_every_platform_and_architecture(key: str) -> 
             Workflow.model_validate(result.workflow)
             trainer = _trainer(result.workflow)
             assert trainer["numProcPerNode"] in (1, result.gpus_per_node)
+
+
+@pytest.mark.parametrize(
+    ("platform", "arch"),
+    [("aws", "gb300"), ("gcp", "h100"), ("azure", "h100"), ("mistral", "gb300"), ("forge", "l40")],
+)
+def test_controller_resolution_of_an_unresolved_render_matches_the_resolved_render(
+    platform: str, arch: str
+) -> None:
+    """The Workflow controller resolving the overrides later gives what the Certification render gives now.
+
+    (Not on OCI: its gpu-defaults platform overrides change the template data itself, which a
+    render that does not know the platform cannot anticipate.)
+    """
+    cert = _cert(
+        *(_cat(e.key) for e in load_catalog().list()), gangScheduler={"schedulerName": "kai-scheduler"}
+    )
+    nodes = synthetic_nodes(platform, arch)
+    for index in range(len(cert.spec.categories)):
+        now = render_category(cert, index, nodes, offline=True)
+        later = render_category(cert, index, nodes, offline=True, resolve_overrides=False)
+        resolved = resolve_workflow(later.workflow, nodes, annotate=False)
+        assert resolved.workflow["spec"] == now.workflow["spec"]
+        # and resolving an already resolved Workflow changes nothing
+        again = resolve_workflow(now.workflow, nodes, annotate=False)
+        assert again.workflow["spec"] == now.workflow["spec"]
+        assert not again.gang.restored
