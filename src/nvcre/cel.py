@@ -78,7 +78,10 @@ class Program:
 
     def evaluate(self, variables: Mapping[str, Any] | None = None) -> Any:
         """The result as plain Python (bool, int, float, str, list, dict, None)."""
-        activation = {name: to_cel(value) for name, value in (variables or {}).items()}
+        try:
+            activation = {name: to_cel(value) for name, value in (variables or {}).items()}
+        except (TypeError, ValueError) as error:
+            raise CELError(self.expression, f"unsupported variable value: {error}", "evaluate") from error
         try:
             result = self._runner.evaluate(activation)
         except CELEvalError as error:

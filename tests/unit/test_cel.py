@@ -75,3 +75,8 @@ def test_compile_is_cached() -> None:
     cel.check("1 == 1")
     with pytest.raises(cel.CELError):
         cel.check("(")
+
+
+def test_unsupported_variable_is_a_cel_error() -> None:
+    with pytest.raises(cel.CELError, match="unsupported variable value"):
+        cel.evaluate("x == 1", {"x": object()})

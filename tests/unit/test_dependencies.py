@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.orchestration.dependencies import copy_suffix, creation_order, job_scoped, job_scoped_copies
+from nvcre.naming import dependency_copy_suffix
+from nvcre.orchestration.dependencies import creation_order, job_scoped, job_scoped_copies
 
 RUNTIME = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -66,7 +67,7 @@ def test_referenced_objects_are_created_first() -> None:
 
 
 def test_copies_are_renamed_and_references_rewritten() -> None:
-    suffix = copy_suffix("nccl-all-reduce", "group-1", 2, single=False)
+    suffix = dependency_copy_suffix("nccl-all-reduce", "group-1", 2, single=False)
     assert suffix.endswith("-group-1-iter-2")
     copies = job_scoped_copies([CONFIG, RUNTIME], JOB_SPEC, suffix)
     assert [c["metadata"]["name"] for c in copies.objects] == [f"nccl-runtime{suffix}"]
@@ -76,4 +77,4 @@ def test_copies_are_renamed_and_references_rewritten() -> None:
 
 
 def test_single_job_suffix() -> None:
-    assert copy_suffix("wf", "group-0", 1, single=True).endswith("-job")
+    assert dependency_copy_suffix("wf", "group-0", 1, single=True).endswith("-job")

@@ -862,3 +862,49 @@ def test_patch_values_win(base: dict[str, Any], patch: dict[str, Any]) -> None:
             assert merged[key] == value
     for key in base.keys() - patch.keys():
         assert merged[key] == base[key]
+
+
+def test_override_error_condition() -> None:
+    with pytest.raises(OverrideError) as error:
+        apply_overrides(spec([{"when": {"expression": "nosuch"}}]), AWS_H100)
+    assert error.value.reason == "OverrideError"
+    assert error.value.condition_message.startswith(
+        "Failed to apply overrides: spec.overrides[0].when.expression: evaluating CEL expression 'nosuch'"
+    )
+
+
+@given(_OBJECTS, _KEYS, _JSON)
+def test_json_patch_add_then_remove_restores(base: dict[str, Any], key: str, value: Any) -> None:
+    if key in base:
+        return
+    added = json_patch(base, [{"op": "add", "path": f"/{key}", "value": value}])
+    assert added[key] == value
+    assert json_patch(added, [{"op": "test", "path": f"/{key}", "value": value}]) == added
+    assert json_patch(added, [{"op": "remove", "path": f"/{key}"}]) == base
+
+
+@given(st.lists(_SCALARS, max_size=5), st.data())
+def test_json_patch_array_insert_positions(items: list[Any], data: st.DataObject) -> None:
+    position = data.draw(st.integers(0, len(items)))
+    doc = {"a": items}
+    inserted = json_patch(doc, [{"op": "add", "path": f"/a/{position}", "value": "new"}])
+    assert inserted["a"] == [*items[:position], "new", *items[position:]]
+    appended = json_patch(doc, [{"op": "add", "path": "/a/-", "value": "new"}])
+    assert appended["a"] == [*items, "new"]
+    if items:
+        moved = json_patch(doc, [{"op": "move", "from": "/a/0", "path": "/a/-"}])
+        assert moved["a"] == [*items[1:], items[0]]
+
+
+def test_problems_already_in_the_base_are_not_blamed_on_an_override() -> None:
+    base = spec(
+        [{"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"image": "x"}}}}}}]
+    )
+    base["jobTemplate"]["spec"]["workload"]["trainJob"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "node"}]}
+    ]
+    result = apply_overrides(base, AWS_H100)
+    assert trainer(result.spec)["image"] == "x"
+    base["overrides"].append({"when": {}, "jobTemplate": {"spec": {"bogus": 1}}})
+    with pytest.raises(OverrideError, match=r"jobTemplate\.spec\.bogus: unknown field$"):
+        apply_overrides(base, AWS_H100)

@@ -18,8 +18,10 @@ from nvcre.platform import (
     check_platform,
     detect_gpu_architecture,
     detect_platform,
+    gpus_from_resource_slices,
     node_platform,
     parse_product,
+    products_from_resource_slices,
     synthetic_nodes,
     topology_domain_count,
 )
@@ -319,3 +321,61 @@ def test_check_architecture_accepts_short_and_product_names() -> None:
     )
     with pytest.raises(ValueError):
         check_architecture("Tesla-T4")
+
+
+# --- DRA ResourceSlices ------------------------------------------------------------------------
+
+
+def resource_slice(
+    node_name: str, *devices: dict[str, Any], driver: str = "gpu.nvidia.com"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "spec": {"driver": driver, "nodeName": node_name, "devices": list(devices)},
+    }
+
+
+def gpu_device(name: str, product: str, kind: str = "gpu", beta: bool = False) -> dict[str, Any]:
+    attributes = {"productName": {"string": product}, "type": {"string": kind}}
+    return (
+        {"name": name, "basic": {"attributes": attributes}}
+        if beta
+        else {"name": name, "attributes": attributes}
+    )
+
+
+def test_products_and_counts_from_resource_slices() -> None:
+    slices = [
+        resource_slice(
+            "a", gpu_device("gpu-0", "NVIDIA H100 80GB HBM3"), gpu_device("gpu-1", "NVIDIA H100 80GB HBM3")
+        ),
+        resource_slice("a", gpu_device("mig-0", "NVIDIA H100 80GB HBM3", kind="mig")),
+        resource_slice("b", gpu_device("gpu-0", "NVIDIA GB200", beta=True)),
+        resource_slice("c", gpu_device("nic-0", "ConnectX-7"), driver="rdma.example.com"),
+    ]
+    assert products_from_resource_slices(slices) == {"a": "NVIDIA-H100-80GB-HBM3", "b": "NVIDIA-GB200"}
+    assert gpus_from_resource_slices(slices) == {"a": 2, "b": 1}
+
+
+def test_dra_products_vote_for_unlabelled_nodes_only() -> None:
+    nodes = [node("a"), node("b"), node("c", product="NVIDIA-H100")]
+    products = {"a": "NVIDIA-GB200", "b": "NVIDIA-GB200", "c": "NVIDIA-GB200"}
+    detection = detect_gpu_architecture(nodes, products)
+    assert detection.architecture == "gb200"
+    assert detection.nodes == ("a", "b")
+    assert detection.excluded == ("c",)
+    assert detection.unlabeled == ()
+    assert detect_gpu_architecture(nodes).architecture == "h100"
+
+
+def test_heterogeneous_platform_reason() -> None:
+    assert HeterogeneousPlatformError.reason == "HeterogeneousPlatform"
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_synthetic_nodes_ignore_selector_labels_that_would_change_the_platform(platform: str) -> None:
+    labels = {"nke.nvidia.com/site-name": "s1", "node-role.together.ai/worker": "", "team": "a"}
+    nodes = synthetic_nodes(platform, "h100", labels=labels)
+    assert detect_platform(nodes).platform == platform
+    assert nodes[0]["metadata"]["labels"]["team"] == "a"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from lightkube.core import resource as lkr
+from typing import Any
+
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
 from nvcre.api.v1alpha1 import KINDS
 from nvcre.api.v1alpha1.constants import TRAINER_GROUP, TRAINER_VERSION
 
 
-def _nvcre(kind: str) -> type[lkr.Resource]:
+def _nvcre(kind: str) -> Any:
     model = KINDS[kind]
     make = create_namespaced_resource if model.NAMESPACED else create_global_resource
     return make(model.GROUP, model.VERSION, model.KIND, model.PLURAL)
@@ -23,7 +24,7 @@ GoodputMeasurement = _nvcre("GoodputMeasurement")
 BandwidthMeasurement = _nvcre("BandwidthMeasurement")
 LogProfile = _nvcre("LogProfile")
 
-TrainJob = create_namespaced_resource(TRAINER_GROUP, TRAINER_VERSION, "TrainJob", "trainjobs")
-TrainingRuntime = create_namespaced_resource(
+TrainJob: Any = create_namespaced_resource(TRAINER_GROUP, TRAINER_VERSION, "TrainJob", "trainjobs")
+TrainingRuntime: Any = create_namespaced_resource(
     TRAINER_GROUP, TRAINER_VERSION, "TrainingRuntime", "trainingruntimes"
 )

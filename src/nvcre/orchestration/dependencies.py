@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre.naming import MAX_K8S_NAME_LEN, extract_hash, truncate
+from nvcre.naming import MAX_K8S_NAME_LEN, truncate
 
 _NAME_SHAPE = re.compile(r"^[a-z0-9][-a-z0-9.]*[a-z0-9]$")
 PROTECTED = ("workloadMetadata",)
@@ -97,12 +97,6 @@ def creation_order(dependencies: Sequence[Mapping[str, Any]], indexes: Iterable[
     return ordered + [i for i in chosen if i not in ordered]
 
 
-def copy_suffix(workflow: str, group: str, iteration: int, *, single: bool) -> str:
-    return (
-        f"-{extract_hash(workflow)}-job" if single else f"-{extract_hash(workflow)}-{group}-iter-{iteration}"
-    )
-
-
 @dataclass(frozen=True)
 class JobScopedCopies:
     objects: list[dict[str, Any]]
@@ -125,6 +119,7 @@ def job_scoped_copies(
 ) -> JobScopedCopies:
     """Renamed copies of the Job-scoped dependencies and the Job spec pointing at them.
 
+    ``suffix`` comes from :func:`nvcre.naming.dependency_copy_suffix`.
     Every quoted occurrence of an old name is replaced (workload metadata labels excepted, so a
     queue label that happens to equal a name is never rewritten).
     """

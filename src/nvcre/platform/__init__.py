@@ -23,6 +23,7 @@ from nvcre.platform.detect import (
     sort_nodes,
     topology_domain_count,
 )
+from nvcre.platform.dra import gpus_from_resource_slices, products_from_resource_slices
 from nvcre.platform.events import Event
 from nvcre.platform.gpu_defaults import GPUDefaults, gpu_defaults, resolve_gpu_defaults
 from nvcre.platform.nic import NICDetection, detect_nic_resource, detection_applies, resolve_nic_resource
@@ -48,11 +49,13 @@ __all__ = [
     "detect_platform",
     "detection_applies",
     "gpu_defaults",
+    "gpus_from_resource_slices",
     "is_known_architecture",
     "node_architecture",
     "node_name",
     "node_platform",
     "parse_product",
+    "products_from_resource_slices",
     "resolve_gpu_defaults",
     "resolve_nic_resource",
     "sort_nodes",

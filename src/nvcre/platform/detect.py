@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import EventReason, NodeLabel
+from nvcre.api.v1alpha1.constants import EventReason, NodeLabel, WorkflowReason
 from nvcre.platform.events import Event
 
 
@@ -121,6 +121,8 @@ def node_platform(node: Mapping[str, Any]) -> str:
 class HeterogeneousPlatformError(ValueError):
     """Target nodes are on more than one platform."""
 
+    reason: Final = WorkflowReason.HETEROGENEOUS_PLATFORM
+
 
 @dataclass(frozen=True)
 class PlatformDetection:
@@ -185,9 +187,16 @@ def is_known_architecture(arch: str) -> bool:
     return arch in GPU_ARCHITECTURES
 
 
-def node_architecture(node: Mapping[str, Any]) -> str:
-    """The node's architecture, ``""`` when it has no product label."""
-    return parse_product(str(node_labels(node).get(NodeLabel.GPU_PRODUCT) or ""))
+def node_architecture(node: Mapping[str, Any], products: Mapping[str, str] | None = None) -> str:
+    """The node's architecture, ``""`` when it has no product label.
+
+    ``products`` (node name -> product, e.g. from DRA ResourceSlices) is used for a node
+    without the label.
+    """
+    label = str(node_labels(node).get(NodeLabel.GPU_PRODUCT) or "")
+    if not label and products:
+        label = products.get(node_name(node), "")
+    return parse_product(label)
 
 
 def architecture_from_node_selector(node_selector: Mapping[str, str] | None) -> str:
@@ -240,18 +249,22 @@ class GPUArchitectureDetection:
         return [node for node in sort_nodes(nodes) if node_name(node) in kept]
 
 
-def detect_gpu_architecture(nodes: Iterable[Mapping[str, Any]]) -> GPUArchitectureDetection:
+def detect_gpu_architecture(
+    nodes: Iterable[Mapping[str, Any]], products: Mapping[str, str] | None = None
+) -> GPUArchitectureDetection:
     """The architecture with the most labelled nodes (strictly more wins).
 
     A tie goes to the architecture whose earliest node comes first in name order. Unlabelled
     nodes do not vote; ``unknown`` wins only when no node is labelled, and then every node is kept.
+    ``products`` supplies the product of nodes without the label (see ``nvcre.platform.dra``).
     """
     ordered = sort_nodes(nodes)
+    archs = {node_name(node): node_architecture(node, products) for node in ordered}
     votes: dict[str, int] = {}
     first_seen: dict[str, int] = {}
     unlabeled: list[str] = []
     for position, node in enumerate(ordered):
-        arch = node_architecture(node)
+        arch = archs[node_name(node)]
         if not arch:
             unlabeled.append(node_name(node))
             continue
@@ -264,8 +277,8 @@ def detect_gpu_architecture(nodes: Iterable[Mapping[str, Any]]) -> GPUArchitectu
     for arch in sorted(votes, key=lambda a: first_seen[a]):
         if not winner or votes[arch] > votes[winner]:
             winner = arch
-    kept = tuple(node_name(n) for n in ordered if node_architecture(n) == winner)
-    excluded = tuple(node_name(n) for n in ordered if node_architecture(n) != winner)
+    kept = tuple(name for name, arch in archs.items() if arch == winner)
+    excluded = tuple(name for name, arch in archs.items() if arch != winner)
     return GPUArchitectureDetection(winner, kept, excluded, dict(votes), tuple(unlabeled))
 
 

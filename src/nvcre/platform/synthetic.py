@@ -104,7 +104,11 @@ def synthetic_nodes(
     for index in range(count):
         name = f"{name_prefix}-{index}"
         hostname = f"{name_prefix}-forge-{index}" if platform == Platform.FORGE else name
-        node_labels: dict[str, str] = dict(labels or {})
+        node_labels: dict[str, str] = {
+            key: value
+            for key, value in (labels or {}).items()
+            if key not in (TOGETHERAI_WORKER_LABEL, FORGE_SITE_LABEL)  # they would change the platform
+        }
         node_labels.update(
             {
                 NodeLabel.HOSTNAME: hostname,

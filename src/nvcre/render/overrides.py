@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from nvcre import cel
 from nvcre.api.v1alpha1.common import OverrideSpec, StringMatchSpec, WhenSpec
-from nvcre.api.v1alpha1.constants import EventReason, TrainerKind
+from nvcre.api.v1alpha1.constants import EventReason, TrainerKind, WorkflowReason
 from nvcre.api.v1alpha1.workflow import JobTemplate, WorkflowSpec
 from nvcre.platform.detect import topology_domain_count
 from nvcre.platform.events import Event
@@ -41,10 +41,17 @@ EXPRESSION_SUMMARY_LIMIT: Final = 40
 class OverrideError(ValueError):
     """An override could not be parsed, matched or applied; ``path`` names the field."""
 
+    reason: Final = WorkflowReason.OVERRIDE_ERROR
+
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}")
+
+    @property
+    def condition_message(self) -> str:
+        """The Workflow's ``Failed`` condition message."""
+        return f"Failed to apply overrides: {self}"
 
 
 # --- context -----------------------------------------------------------------------------------
@@ -282,12 +289,16 @@ class OverrideResult:
 # --- application -------------------------------------------------------------------------------
 
 
-def _validation_error(error: ValidationError, prefix: str) -> tuple[str, str]:
-    """(field path, message) of the first pydantic error, the path rooted at ``prefix``."""
-    item = error.errors()[0]
+def _describe(item: Mapping[str, Any], prefix: str) -> tuple[str, str]:
+    """(field path, message) of one pydantic error, the path rooted at ``prefix``."""
     loc = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in item["loc"])
     message = "unknown field" if item["type"] == "extra_forbidden" else str(item["msg"])
     return f"{prefix}{loc}", message
+
+
+def _validation_error(error: ValidationError, prefix: str) -> tuple[str, str]:
+    """(field path, message) of the first pydantic error."""
+    return _describe(error.errors()[0], prefix)
 
 
 def _parse(model: type[Any], raw: Any, path: str) -> Any:
@@ -301,12 +312,20 @@ def _canonical(spec: Mapping[str, Any]) -> str:
     return json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _check_job_template(job_template: Any, path: str) -> None:
+def _job_template_problems(job_template: Any) -> list[tuple[str, str]]:
     try:
         JobTemplate.model_validate(job_template)
     except ValidationError as error:
-        where, message = _validation_error(error, "jobTemplate")
-        raise OverrideError(path, f"the result is not a valid job template: {where}: {message}") from error
+        return [_describe(item, "jobTemplate") for item in error.errors()]
+    return []
+
+
+def _check_job_template(before: Any, after: Any, path: str) -> None:
+    """Fail when the override made the job template invalid (problems it did not add are not its fault)."""
+    existing = set(_job_template_problems(before))
+    for where, message in _job_template_problems(after):
+        if (where, message) not in existing:
+            raise OverrideError(path, f"the result is not a valid job template: {where}: {message}")
 
 
 def _split_spec(spec: Mapping[str, Any] | WorkflowSpec) -> tuple[dict[str, Any], list[Any]]:
@@ -342,7 +361,7 @@ def apply_override(
             )
         except MergeError as error:
             raise OverrideError(f"{path}.jobTemplate.{error.path}".rstrip("."), error.message) from error
-        _check_job_template(merged, f"{path}.jobTemplate")
+        _check_job_template(result.get("jobTemplate"), merged, f"{path}.jobTemplate")
         result["jobTemplate"] = merged
     if override.job_template_patch is not None:
         patches.append("jobTemplatePatch")
@@ -356,7 +375,7 @@ def apply_override(
             patched = json_patch(result.get("jobTemplate") or {}, operations)
         except JSONPatchError as error:
             raise OverrideError(f"{path}.jobTemplatePatch[{error.index}]", error.message) from error
-        _check_job_template(patched, f"{path}.jobTemplatePatch")
+        _check_job_template(result.get("jobTemplate"), patched, f"{path}.jobTemplatePatch")
         result["jobTemplate"] = patched
     if override.dependencies is not None:
         patches.append(f"{len(override.dependencies)} dependencies")
@@ -385,6 +404,8 @@ def apply_overrides(
     """Apply every override of ``spec`` (or the given ``overrides``) whose ``when`` matches ``ctx``.
 
     Pure: ``spec`` is not modified. The returned spec keeps its ``overrides`` list unchanged.
+    Always apply to the spec as stored, never to a result of this function: a JSON patch that
+    appends (``/-``) would append again.
     """
     base, own = _split_spec(spec)
     items = parse_overrides(own if overrides is None else overrides)

@@ -1,0 +1,159 @@
+"""Wiring and the reconcile state machine of the Workflow controller."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Node, Pod
+
+from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
+from nvcre.conditions import is_terminal
+from nvcre.controllers import resources
+from nvcre.controllers.context import Context
+from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.status import conditions_of
+from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency, delete_refs
+from nvcre.controllers.workflow.groups import TERMINAL_GROUP_PHASES, follow, iteration_complete, launch
+from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition, resolve
+from nvcre.controllers.workflow.state import Caches, WorkflowState
+from nvcre.orchestration.dependencies import creation_order, job_scoped
+from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.objects import Obj, ObjectKey, to_plain
+
+log = logging.getLogger(__name__)
+
+
+class WorkflowController:
+    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+        self.ctx = ctx
+        manager = ctx.manager
+        self.workflows = manager.informer(resources.Workflow)
+        pods = manager.informer(Pod)
+        if "job" not in pods._index_funcs:
+            pods.add_index(
+                "job", lambda p: [v] if (v := (p["metadata"].get("labels") or {}).get(Label.JOB)) else []
+            )
+        self.caches = Caches(jobs=manager.informer(resources.Job), nodes=manager.informer(Node), pods=pods)
+        self.controller = Controller("workflow", self.reconcile, workers=workers)
+        self.controller.watch(self.workflows)
+        self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))
+        manager.add(self.controller)
+
+    async def _live(self, key: ObjectKey) -> Obj | None:
+        try:
+            return to_plain(
+                resources.Workflow,
+                await self.ctx.client.get(resources.Workflow, key.name, namespace=key.namespace),
+            )
+        except ApiError as error:
+            if error.status.code == 404:
+                return None
+            raise
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        workflow = await self._live(key)
+        if workflow is None:
+            return None
+        state = WorkflowState.of(self.ctx, self.caches, workflow)
+        if workflow["metadata"].get("deletionTimestamp"):
+            return await self._delete(state)
+        if await ensure_finalizer(self.ctx.client, resources.Workflow, workflow, Finalizer.WORKFLOW):
+            return None
+        if is_terminal(conditions_of(workflow)):
+            return None
+        try:
+            return await self._step(state)
+        except Failure as failure:
+            await self.ctx.status.set_exclusive(
+                resources.Workflow,
+                workflow,
+                ConditionType.FAILED,
+                failure.reason,
+                failure.message,
+                extra=state.apply,
+            )
+            return None
+
+    async def _step(self, state: WorkflowState) -> Result | None:
+        if not state.orchestration.get("totalGroups"):
+            return await discover_and_partition(state)
+        nodes = [
+            n
+            for n in (self.caches.nodes.get("", name) for g in state.groups for name in g.get("nodes") or ())
+            if n
+        ]
+        resolved = resolve(state, nodes, cached=True)
+        self._check_checkpoint(resolved.spec)
+        await self._ensure_workflow_dependencies(state, resolved.spec)
+        phases = [g.get("phase") for g in state.groups]
+        if "Running" in phases:
+            return await follow(state)
+        if all(p in TERMINAL_GROUP_PHASES for p in phases):
+            return await iteration_complete(state)
+        return await launch(state, resolved)
+
+    @staticmethod
+    def _check_checkpoint(spec: dict[str, Any]) -> None:
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        checkpoint = job_spec.get("checkpoint")
+        if not checkpoint:
+            return
+        pvc = checkpoint.get("pvcName")
+        if not any(
+            d.get("kind") == "PersistentVolumeClaim" and (d.get("metadata") or {}).get("name") == pvc
+            for d in spec.get("dependencies") or ()
+        ):
+            raise Failure(
+                WorkflowReason.CHECKPOINT_PVC_MISSING, f'Checkpoint requires PVC "{pvc}" in dependencies'
+            )
+
+    async def _ensure_workflow_dependencies(self, state: WorkflowState, spec: dict[str, Any]) -> None:
+        dependencies = list(spec.get("dependencies") or ())
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        scoped = set(job_scoped(dependencies, job_spec))
+        order = creation_order(dependencies, [i for i in range(len(dependencies)) if i not in scoped])
+        done = sum(1 for r in state.dependency_refs if r.get("scope", "workflow") == "workflow")
+        for index in order[done:]:
+            try:
+                ref = await create_dependency(state, dependencies[index], owner=True)
+            except DependencyError as error:
+                reason = (
+                    WorkflowReason.DEPENDENCY_NAME_COLLISION
+                    if error.collision
+                    else WorkflowReason.DEPENDENCY_CREATION_ERROR
+                )
+                raise Failure(reason, f"Failed to create dependency: {error}") from error
+            state.dependency_refs.append({**ref, "scope": "workflow"})
+            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+
+    async def _delete(self, state: WorkflowState) -> Result | None:
+        finalizers = state.workflow["metadata"].get("finalizers") or ()
+        if Finalizer.WORKFLOW not in finalizers:
+            return None
+        jobs = [
+            j
+            for j in self.caches.jobs.items(state.namespace)
+            if (j["metadata"].get("labels") or {}).get(Label.WORKFLOW) == state.name
+        ]
+        live_jobs = []
+        for job in jobs:
+            live_jobs.append(job)
+            if not job["metadata"].get("deletionTimestamp"):
+                try:
+                    await self.ctx.client.delete(
+                        resources.Job, job["metadata"]["name"], namespace=state.namespace
+                    )
+                except ApiError as error:
+                    if error.status.code not in (404, 409):
+                        raise
+        if live_jobs:
+            return Result(requeue_after=Default.REQUEUE_SECONDS)
+        keep = await delete_refs(state, list(state.dependency_refs))
+        if keep:
+            state.dependency_refs = keep
+            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+            return Result(requeue_after=5.0)
+        await remove_finalizer(self.ctx.client, resources.Workflow, state.workflow, Finalizer.WORKFLOW)
+        return None

@@ -1,0 +1,117 @@
+"""Creating, adopting and cleaning up a Workflow's dependency objects."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from lightkube import ApiError
+from lightkube.codecs import from_dict
+
+from nvcre.api.v1alpha1.constants import Annotation, Label
+from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
+from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.runtime.objects import Obj, to_plain
+
+log = logging.getLogger(__name__)
+
+
+class DependencyError(Exception):
+    """Creating a dependency failed; ``collision`` when a foreign object holds its name."""
+
+    def __init__(self, message: str, *, collision: bool = False) -> None:
+        super().__init__(message)
+        self.collision = collision
+
+
+class DependencyNotReady(Exception):
+    """A ComputeDomain was just created; give its driver time before the Job starts."""
+
+
+def _owned(obj: Obj, state: WorkflowState) -> bool:
+    meta = obj.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(Annotation.WORKFLOW_UID) == state.uid:
+        return True
+    return any(ref.get("uid") == state.uid for ref in meta.get("ownerReferences") or ())
+
+
+async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: bool) -> dict[str, Any]:
+    """Create (or adopt our own earlier copy of) one dependency; returns its status ref."""
+    body = copy.deepcopy(dependency)
+    body.pop("when", None)
+    api_version, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))
+    name = str((body.get("metadata") or {}).get("name", ""))
+    try:
+        resource = await resource_of(state.ctx.client, api_version, kind)
+    except UnknownKind as error:
+        raise DependencyError(f"{kind}/{name}: {error}") from error
+    meta = body.setdefault("metadata", {})
+    scoped = namespaced(resource)
+    if scoped:
+        meta["namespace"] = meta.get("namespace") or state.namespace
+        if owner:
+            meta.setdefault("ownerReferences", []).append(state.owner_reference(controller=False))
+    else:
+        meta.pop("namespace", None)
+    meta.setdefault("labels", {})[Label.WORKFLOW] = state.name
+    meta.setdefault("annotations", {})[Annotation.WORKFLOW_UID] = state.uid
+    scope = {"namespace": meta["namespace"]} if scoped else {}
+    try:
+        await state.ctx.client.create(from_dict(body))
+    except ApiError as error:
+        if error.status.code != 409:
+            raise DependencyError(f"{kind}/{name}: {error.status.message}") from error
+        existing = to_plain(resource, await state.ctx.client.get(resource, name, **scope))
+        if not _owned(existing, state):
+            raise DependencyError(
+                f'{kind} "{name}" already exists and is not owned by Workflow "{state.name}"; refusing to adopt it',
+                collision=True,
+            ) from error
+    ref = {"apiVersion": api_version, "kind": kind, "name": name}
+    if scoped:
+        ref["namespace"] = meta["namespace"]
+    return ref
+
+
+async def add_job_owner(state: WorkflowState, ref: dict[str, Any], job: Obj) -> None:
+    """Make a namespaced Job-scoped copy cascade with its Job."""
+    if not ref.get("namespace"):
+        return
+    resource = await resource_of(state.ctx.client, ref["apiVersion"], ref["kind"])
+    live = await state.ctx.client.get(resource, ref["name"], namespace=ref["namespace"])
+    owners = live.metadata.ownerReferences or []
+    if any(o.uid == job["metadata"]["uid"] for o in owners):
+        return
+    data = to_plain(resource, live)
+    data["metadata"].setdefault("ownerReferences", []).append(
+        {
+            "apiVersion": job["apiVersion"],
+            "kind": job["kind"],
+            "name": job["metadata"]["name"],
+            "uid": job["metadata"]["uid"],
+        }
+    )
+    try:
+        await state.ctx.client.replace(from_dict(data))
+    except ApiError as error:
+        log.info("could not add the Job owner to %s/%s: %s", ref["kind"], ref["name"], error)
+
+
+async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Delete our objects among ``refs`` in reverse creation order; returns the refs to keep
+    (deletions that failed, to retry). Objects that are not ours are skipped and forgotten."""
+    keep: list[dict[str, Any]] = []
+    for ref in reversed(refs):
+        try:
+            resource = await resource_of(state.ctx.client, ref["apiVersion"], ref["kind"])
+            scope = {"namespace": ref["namespace"]} if ref.get("namespace") else {}
+            live = to_plain(resource, await state.ctx.client.get(resource, ref["name"], **scope))
+            if _owned(live, state):
+                await state.ctx.client.delete(resource, ref["name"], **scope)
+        except ApiError as error:
+            if error.status.code != 404:
+                keep.insert(0, ref)
+        except UnknownKind:
+            continue
+    return keep

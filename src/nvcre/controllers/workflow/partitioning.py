@@ -1,0 +1,168 @@
+"""The first pass of a Workflow: discover nodes, detect, resolve overrides, partition into groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre.api.v1alpha1.constants import ConditionType, EventReason, WorkflowReason
+from nvcre.controllers import resources
+from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
+from nvcre.orchestration.discovery import discover, labels_of, name_of
+from nvcre.orchestration.partition import PartitionError, partition
+from nvcre.orchestration.placement import PlacementError, check_placement
+from nvcre.platform.detect import HeterogeneousPlatformError, detect_platform
+from nvcre.render.gang import GangSchedulingConflict
+from nvcre.render.overrides import OverrideError
+from nvcre.render.workflow import ResolvedWorkflow, resolve_workflow
+from nvcre.runtime.controller import Result
+from nvcre.workload import trainjob
+
+PRODUCT = "nvidia.com/gpu.product"
+
+
+class Failure(Exception):
+    """A terminal decision: the Workflow fails with this reason and message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def resolve(state: WorkflowState, nodes: list[dict[str, Any]], *, cached: bool) -> ResolvedWorkflow:
+    """Overrides resolved against ``nodes`` (with the stored detection when ``cached``)."""
+    orchestration = state.orchestration
+    try:
+        return resolve_workflow(
+            state.workflow,
+            nodes,
+            platform=orchestration.get("detectedPlatform") if cached else None,
+            gpu_architecture=orchestration.get("detectedGPUArchitecture") if cached else None,
+            annotate=False,
+        )
+    except HeterogeneousPlatformError as error:
+        raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, str(error)) from error
+    except GangSchedulingConflict as error:
+        raise Failure(WorkflowReason.GANG_SCHEDULING_CONFLICT, str(error)) from error
+    except (OverrideError, ValueError) as error:
+        raise Failure(WorkflowReason.OVERRIDE_ERROR, f"Failed to apply overrides: {error}") from error
+
+
+def _nodes_per_job(resolved: ResolvedWorkflow, available: int, exclusions: Exclusions) -> int:
+    workload = (resolved.spec.get("jobTemplate") or {}).get("spec") or {}
+    try:
+        npj = trainjob.nodes_required(trainjob.trainjob_spec(workload))
+    except trainjob.AdapterError as error:
+        prefix = (
+            "Failed to detect nodesPerJob"
+            if "NumNodes" in str(error)
+            else "Failed to determine workload adapter"
+        )
+        raise Failure(WorkflowReason.PARTITION_ERROR, f"{prefix}: {error}") from error
+    if npj < 1:
+        npj = available
+    if npj > available:
+        raise Failure(WorkflowReason.PARTITION_ERROR, exclusions.not_enough_nodes(npj, available))
+    return npj
+
+
+async def discover_and_partition(state: WorkflowState) -> Result:
+    """Decide the groups of the whole run, once; raises :class:`Failure` when it cannot run."""
+    recorder = state.ctx.recorder
+    orchestration_spec = state.spec.get("orchestration") or {}
+    found = discover(state.caches.nodes.items(), orchestration_spec.get("target"))
+    if not found.nodes:
+        raise Failure(
+            WorkflowReason.NODE_DISCOVERY_ERROR, "No target nodes found matching orchestration target"
+        )
+    platform = detect_platform(found.nodes)
+    if platform.heterogeneous:
+        raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, platform.message)
+    if found.cordoned:
+        await recorder.warning(
+            state.workflow,
+            EventReason.CORDONED_NODES_EXCLUDED,
+            f"Excluded {len(found.cordoned)} cordoned node(s) from certification: {', '.join(found.cordoned)}",
+        )
+    resolved = resolve(state, found.nodes, cached=False)
+    gpu = resolved.gpu
+    architecture_excluded = sorted(set(map(name_of, found.nodes)) - set(map(name_of, resolved.nodes)))
+    request = requested_gpus(resolved.spec.get("jobTemplate"), resolved.spec.get("dependencies"))
+    capacity = filter_capacity(resolved.nodes, request)
+    exclusions = Exclusions(
+        found.cordoned, architecture_excluded, gpu.architecture, capacity.excluded, request
+    )
+    orchestration = state.orchestration
+    orchestration.update(
+        detectedPlatform=platform.platform,
+        detectedGPUArchitecture=gpu.architecture,
+        appliedOverrides=resolved.overrides.status_records(),
+    )
+    if exclusions.nodes:
+        orchestration.update(excludedNodes=exclusions.nodes, exclusionReason=exclusions.reason)
+    for event in resolved.events:
+        await recorder.emit(state.workflow, event.type, event.reason, event.message)
+    if capacity.excluded:
+        detail = ", ".join(f"{n} has {c}" for n, c in capacity.excluded)
+        await recorder.warning(
+            state.workflow,
+            EventReason.INSUFFICIENT_GPU_CAPACITY,
+            f"Excluded {len(capacity.excluded)} node(s) with fewer than {request} allocatable nvidia.com/gpu: {detail}",
+        )
+    if not capacity.kept:
+        raise Failure(WorkflowReason.PARTITION_ERROR, no_capacity_message(request, capacity.excluded))
+    effective_orchestration = resolved.spec.get("orchestration") or {}
+    topology = effective_orchestration.get("topology") or {}
+    placement = effective_orchestration.get("placement") or "Pinned"
+    try:
+        check_placement(
+            placement,
+            diagnose=bool(effective_orchestration.get("diagnose")),
+            strict_domain=bool(topology.get("strictDomain")),
+        )
+    except PlacementError as error:
+        raise Failure(WorkflowReason.PARTITION_ERROR, str(error)) from error
+    nodes = capacity.kept
+    npj = _nodes_per_job(resolved, len(nodes), exclusions)
+    if placement == "Unpinned":
+        groups = [{"name": "group-0", "nodes": [], "phase": "Pending"}]
+    else:
+        try:
+            parts = partition(
+                {name_of(n): labels_of(n) for n in nodes},
+                npj,
+                topology.get("topologyKey"),
+                bool(topology.get("strictDomain")),
+            )
+        except PartitionError as error:
+            raise Failure(WorkflowReason.PARTITION_ERROR, f"Failed to partition nodes: {error}") from error
+        groups = []
+        for part in parts:
+            group: dict[str, Any] = {"name": part.name, "nodes": list(part.nodes), "phase": "Pending"}
+            if part.domains and topology.get("topologyKey"):
+                group["domains"] = list(part.domains)
+            if part.overflow:
+                group["overflow"] = True
+            if part.domain_node_counts:
+                group["domainNodeCounts"] = dict(part.domain_node_counts)
+            groups.append(group)
+    orchestration.update(
+        totalNodes=len(nodes),
+        nodesPerJob=npj,
+        totalGroups=len(groups),
+        currentIteration=1,
+        completedIterations=0,
+        groups=groups,
+        placement=placement,
+        gpuProducts=sorted({labels_of(n).get(PRODUCT, "") for n in nodes} - {""}),
+    )
+    await state.ctx.status.set_exclusive(
+        resources.Workflow,
+        state.workflow,
+        ConditionType.IN_PROGRESS,
+        WorkflowReason.GROUPS_PARTITIONED,
+        f"Discovered {len(nodes)} nodes, partitioned into {len(groups)} groups ({npj} nodes/job)",
+        extra=state.apply,
+    )
+    return Result(requeue_after=0.05)

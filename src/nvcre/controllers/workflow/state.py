@@ -1,0 +1,91 @@
+"""One reconcile's view of a Workflow and the status it will write."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvcre.controllers.context import Context
+from nvcre.controllers.status import now
+from nvcre.runtime.informer import Informer
+from nvcre.runtime.objects import Obj
+
+
+@dataclass
+class Caches:
+    jobs: Informer
+    nodes: Informer
+    pods: Informer
+
+
+@dataclass
+class WorkflowState:
+    """The live Workflow plus the status changes this reconcile decided.
+
+    Changes are collected here and written once, inside the conflict-retry closure, so a 409
+    re-applies exactly the same decision to the fresh object.
+    """
+
+    ctx: Context
+    caches: Caches
+    workflow: Obj
+    orchestration: dict[str, Any] = field(default_factory=dict)
+    dependency_refs: list[dict[str, Any]] = field(default_factory=list)
+    refs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, ctx: Context, caches: Caches, workflow: Obj) -> WorkflowState:
+        status = workflow.get("status") or {}
+        return cls(
+            ctx,
+            caches,
+            workflow,
+            copy.deepcopy(status.get("orchestration") or {}),
+            copy.deepcopy(status.get("dependencyRefs") or []),
+        )
+
+    @property
+    def name(self) -> str:
+        return str(self.workflow["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.workflow["metadata"]["namespace"])
+
+    @property
+    def uid(self) -> str:
+        return str(self.workflow["metadata"].get("uid", ""))
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.workflow["spec"]
+        return spec
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        groups: list[dict[str, Any]] = self.orchestration.setdefault("groups", [])
+        return groups
+
+    def owner_reference(self, *, controller: bool) -> dict[str, Any]:
+        ref = {
+            "apiVersion": self.workflow["apiVersion"],
+            "kind": self.workflow["kind"],
+            "name": self.name,
+            "uid": self.uid,
+        }
+        if controller:
+            ref.update(controller=True, blockOwnerDeletion=True)
+        return ref
+
+    def apply(self, status: dict[str, Any]) -> None:
+        """The status extras of this reconcile (used inside every status write)."""
+        status["orchestration"] = copy.deepcopy(self.orchestration)
+        if self.dependency_refs:
+            status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
+        status["namespace"] = self.namespace
+        status.update(copy.deepcopy(self.refs))
+
+
+def timestamp() -> str:
+    return now().strftime("%Y-%m-%dT%H:%M:%SZ")

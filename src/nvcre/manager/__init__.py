@@ -1,0 +1,1 @@
+"""nvcre-manager: the controller manager process."""

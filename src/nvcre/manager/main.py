@@ -1,0 +1,123 @@
+"""``nvcre-manager``: run nvcre's controllers against a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+
+from lightkube import AsyncClient, KubeConfig
+
+from nvcre import __version__
+from nvcre.api.v1alpha1.constants import Default
+from nvcre.controllers.context import Context
+from nvcre.controllers.job import JobController
+from nvcre.controllers.workflow import WorkflowController
+from nvcre.manager import logs
+from nvcre.runtime.leader import LeaderElectionConfig
+from nvcre.runtime.manager import LostLeadership, Manager
+
+log = logging.getLogger("nvcre.manager")
+
+LEADER_ELECTION_ID = "240fe9c6.nvidia.com"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="nvcre-manager", description="Run the nvcre controllers.")
+    parser.add_argument("--kubeconfig", help="path to a kubeconfig (default: in-cluster, then $KUBECONFIG)")
+    parser.add_argument("--context", help="kubeconfig context to use")
+    parser.add_argument("--leader-elect", action="store_true", help="elect one leader among replicas")
+    parser.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=os.environ.get("POD_NAMESPACE", "nvcre"),
+        help="namespace of the Lease",
+    )
+    parser.add_argument(
+        "--leader-election-identity", default=None, help="this replica's name (default: host + uuid)"
+    )
+    parser.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
+    parser.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
+    parser.add_argument(
+        "--metrics-bind-address", default=":8080", help='host:port for /metrics ("0" disables)'
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default=":8081",
+        help='host:port for /healthz and /readyz ("0" disables)',
+    )
+    parser.add_argument("--max-concurrent-reconciles", type=int, default=Default.MAX_CONCURRENT_RECONCILES)
+    parser.add_argument(
+        "--measurement-max-concurrent-reconciles",
+        type=int,
+        default=Default.MEASUREMENT_MAX_CONCURRENT_RECONCILES,
+    )
+    parser.add_argument("--log-format", choices=("json", "text"), default="json")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument("--version", action="version", version=f"nvcre-manager {__version__}")
+    args = parser.parse_args(argv)
+    for flag in ("max_concurrent_reconciles", "measurement_max_concurrent_reconciles"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be greater than 0")
+    return args
+
+
+def _address(value: str) -> str | None:
+    return None if value in ("", "0") else value
+
+
+def client_for(args: argparse.Namespace) -> AsyncClient:
+    config = KubeConfig.from_file(args.kubeconfig) if args.kubeconfig else KubeConfig.from_env()
+    return AsyncClient(config=config.get(context_name=args.context), field_manager="nvcre-manager")
+
+
+def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
+    election = None
+    if args.leader_elect:
+        identity = args.leader_election_identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        election = LeaderElectionConfig(
+            args.leader_election_id,
+            args.leader_election_namespace,
+            identity,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+    manager = Manager(
+        client,
+        leader_election=election,
+        metrics_address=_address(args.metrics_bind_address),
+        probe_address=_address(args.health_probe_bind_address),
+    )
+    ctx = Context.for_manager(manager)
+    WorkflowController(ctx, workers=args.max_concurrent_reconciles)
+    JobController(ctx, workers=args.max_concurrent_reconciles)
+    return manager
+
+
+async def run(args: argparse.Namespace) -> int:
+    client = client_for(args)
+    manager = build(args, client)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("nvcre-manager %s starting", __version__)
+    try:
+        await manager.run(stop)
+    except LostLeadership:
+        log.error("leadership lost; exiting so that a follower never writes")
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logs.configure(args.log_format, args.log_level)
+    sys.exit(asyncio.run(run(args)))
