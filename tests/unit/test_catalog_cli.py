@@ -132,3 +132,67 @@ def test_render_rejects_a_non_certification(tmp_path: Path) -> None:
     code, _, err = _run("certification", "render", str(path))
     assert code == 1
     assert 'expected kind Certification, got "Workflow"' in err
+
+
+def test_dry_run_with_an_unusable_kubeconfig_is_one_line(cert: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\nkind: Config\n")
+    code, out, err = _run("certification", "render", "--dry-run", "--kubeconfig", str(bad), str(cert))
+    assert code == 1 and out == ""
+    assert err.startswith("Error: cannot load kubeconfig:") and len(err.strip().splitlines()) == 1
+
+
+class _Client:
+    """Stands in for a lightkube client: serves a node list and records dry-run creates."""
+
+    def __init__(self, nodes: list[dict[str, object]]) -> None:
+        self.nodes = nodes
+        self.listed: list[dict[str, object]] = []
+        self.created: list[tuple[object, bool]] = []
+
+    def list(self, res: object, *, labels: dict[str, object]) -> list[object]:
+        self.listed.append(labels)
+
+        class _Obj:
+            def __init__(self, data: dict[str, object]) -> None:
+                self.data = data
+
+            def to_dict(self) -> dict[str, object]:
+                return self.data
+
+        return [_Obj(n) for n in self.nodes]
+
+    def create(self, obj: object, *, dry_run: bool) -> None:
+        self.created.append((obj, dry_run))
+
+
+def test_dry_run_discovers_schedulable_target_nodes_and_validates_server_side(
+    cert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nvcre.cli import certification as command
+
+    def node(name: str, unschedulable: bool = False) -> dict[str, object]:
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "nvidia.com/gpu.present": "true",
+                    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                },
+            },
+            "spec": {"providerID": "aws:///us-east-1a/i-" + name, "unschedulable": unschedulable},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+        }
+
+    client = _Client([node("b"), node("a"), node("c", unschedulable=True)])
+    monkeypatch.setattr(command, "_client", lambda kubeconfig, context: client)
+    code, out, err = _run("certification", "render", "--dry-run", str(cert))
+    assert code == 0, err
+    assert client.listed == [
+        {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.present": "true"}
+    ]
+    docs = list(yaml.safe_load_all(out))
+    assert docs[0]["metadata"]["annotations"]["nvcrectl.nvidia.com/detected-platform"] == "aws"
+    assert docs[0]["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["numNodes"] == 2  # a, b
+    assert [dry for _, dry in client.created] == [True, True]
+    assert "Dry-run validation: c1-communication-nccl-all-16989 accepted" in err

@@ -82,20 +82,27 @@ def _offline_nodes(cert: Certification, platform: str, gpu_arch: str) -> list[di
     return nodes
 
 
-def _discover_nodes(cert: Certification, kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
-    """Schedulable GPU nodes matching the target, from the cluster (read-only)."""
+def _client(kubeconfig: str | None, context: str | None) -> Any:
+    """A lightkube client for the kubeconfig (flag, then KUBECONFIG, ~/.kube/config, in-cluster)."""
     from lightkube import Client, KubeConfig
-    from lightkube.core.exceptions import ApiError, ConfigError
-    from lightkube.resources.core_v1 import Node
 
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        client = Client(config=config.get(context_name=context) if context else config)
-        target = cert.spec.target
-        selector: dict[str, Any] = dict((target.node_selector if target else None) or {})
-        selector[NodeLabel.GPU_PRESENT] = "true"
+        return Client(config=config.get(context_name=context) if context else config)
+    except Exception as error:  # lightkube raises several types for unusable configs
+        raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
+
+
+def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
+    """Schedulable GPU nodes matching the target, from the cluster (read-only)."""
+    from lightkube.resources.core_v1 import Node
+
+    target = cert.spec.target
+    selector: dict[str, Any] = dict((target.node_selector if target else None) or {})
+    selector[NodeLabel.GPU_PRESENT] = "true"
+    try:
         found = [node.to_dict() for node in client.list(Node, labels=selector)]
-    except (ApiError, ConfigError, OSError) as error:
+    except Exception as error:  # API errors and transport errors alike end the command
         raise UserError(f"cannot list nodes: {error}") from error
     names = set((target.node_names if target else None) or [])
     nodes = [
@@ -106,20 +113,16 @@ def _discover_nodes(cert: Certification, kubeconfig: str | None, context: str | 
     return sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
 
 
-def _dry_run_create(workflows: Sequence[dict[str, Any]], kubeconfig: str | None, context: str | None) -> None:
-    from lightkube import Client, KubeConfig
-    from lightkube.core.exceptions import ApiError
+def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
     from lightkube.generic_resource import create_namespaced_resource
 
     from nvcre.api.v1alpha1.constants import GROUP, VERSION
 
     workflow_kind = create_namespaced_resource(GROUP, VERSION, "Workflow", "workflows")
-    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-    client = Client(config=config.get(context_name=context) if context else config)
     for workflow in workflows:
         try:
             client.create(workflow_kind.from_dict(workflow), dry_run=True)
-        except ApiError as error:
+        except Exception as error:
             raise UserError(f"dry-run create of Workflow {workflow['metadata']['name']}: {error}") from error
         click.echo(f"Dry-run validation: {workflow['metadata']['name']} accepted", err=True)
 
@@ -180,10 +183,11 @@ def render_command(
     if namespace:
         cert.metadata["namespace"] = namespace
     real_nodes = dry_run or nodes_file is not None
+    client = _client(kubeconfig, context) if dry_run else None
     if nodes_file is not None:
         nodes = load_nodes(nodes_file)
     elif dry_run:
-        nodes = _discover_nodes(cert, kubeconfig, context)
+        nodes = _discover_nodes(cert, client)
     else:
         nodes = _offline_nodes(cert, platform, gpu_arch)
     resolve = bool(platform) or real_nodes
@@ -212,7 +216,7 @@ def render_command(
         annotations.update(result.detection_annotations())
         workflows.append(workflow)
     if dry_run:
-        _dry_run_create(workflows, kubeconfig, context)
+        _dry_run_create(workflows, client)
     if output == "json":
         click.echo(json.dumps(workflows, indent=2))
     else:
