@@ -22,7 +22,6 @@ from nvcre.api.v1alpha1.constants import (
     MANAGED_BY_VALUE,
     Annotation,
     Label,
-    NodeLabel,
 )
 from nvcre.api.v1alpha1.workflow import Workflow
 from nvcre.catalog.build import build_spec
@@ -51,6 +50,7 @@ from nvcre.catalog.sizing import effective_timeout, max_valid_nodes, min_valid_n
 from nvcre.catalog.template_data import TemplateData
 from nvcre.catalog.transforms import apply_image, apply_workload_labels
 from nvcre.naming import certification_workflow_name
+from nvcre.orchestration.capacity import filter_capacity
 from nvcre.platform import (
     UNKNOWN_ARCHITECTURE,
     Event,
@@ -61,8 +61,7 @@ from nvcre.platform import (
     resolve_gpu_defaults,
     resolve_nic_resource,
 )
-from nvcre.platform.detect import HeterogeneousPlatformError, node_allocatable
-from nvcre.platform.nic import parse_quantity
+from nvcre.platform.detect import HeterogeneousPlatformError
 from nvcre.render.gang import GangSchedulingConflict, enforce_gang_contract
 from nvcre.render.overrides import AppliedOverride, OverrideError
 from nvcre.render.workflow import resolve_workflow
@@ -117,35 +116,20 @@ class CategoryRender:
 # --- detection -----------------------------------------------------------------------------------
 
 
-def _gpu_capacity(node: Mapping[str, Any]) -> int | None:
-    value = parse_quantity(node_allocatable(node).get(NodeLabel.GPU_RESOURCE))
-    if value is None or value != value.to_integral_value():
-        return None
-    return int(value)
-
-
 def _capacity_filter(
     key: str, nodes: list[Mapping[str, Any]], gpus: int
 ) -> tuple[list[Mapping[str, Any]], list[str]]:
     """Drop nodes reporting a positive GPU count below the per-node request (0 or absent is kept)."""
-    kept: list[Mapping[str, Any]] = []
-    dropped: list[str] = []
-    best = 0
-    for node in nodes:
-        count = _gpu_capacity(node)
-        if count is not None and 0 < count < gpus:
-            dropped.append(node_name(node))
-            best = max(best, count)
-        else:
-            kept.append(node)
-    if not kept:
+    result = filter_capacity(nodes, gpus)
+    if not result.kept:
+        best = max(count for _, count in result.excluded)
         raise BuildError(
             f"{key}: no node can supply the {gpus} nvidia.com/gpu the workload requests per node; best "
             f"available is {best} across {len(nodes)} matching node(s). Lower gpusPerNode or target "
             "nodes with more GPUs",
             field="gpusPerNode",
         )
-    return kept, dropped
+    return list(result.kept), [name for name, _ in result.excluded]
 
 
 def _nodes_per_job(

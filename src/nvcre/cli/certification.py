@@ -13,6 +13,7 @@ from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.catalog import BuildError, CategoryNotFound, CategoryRender, load_catalog, render_category
 from nvcre.cli.common import UserError, load_nodes, load_resource, output_option, render, to_yaml, user_errors
+from nvcre.orchestration.discovery import discover
 from nvcre.platform import (
     GPU_ARCHITECTURES,
     Event,
@@ -94,23 +95,17 @@ def _client(kubeconfig: str | None, context: str | None) -> Any:
 
 
 def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
-    """Schedulable GPU nodes matching the target, from the cluster (read-only)."""
+    """GPU nodes matching the target, from the cluster (read-only), filtered as the controllers do."""
     from lightkube.resources.core_v1 import Node
 
-    target = cert.spec.target
-    selector: dict[str, Any] = dict((target.node_selector if target else None) or {})
+    target = cert.spec.target.to_dict() if cert.spec.target else {}
+    selector: dict[str, Any] = dict(target.get("nodeSelector") or {})
     selector[NodeLabel.GPU_PRESENT] = "true"
     try:
         found = [node.to_dict() for node in client.list(Node, labels=selector)]
     except Exception as error:  # API errors and transport errors alike end the command
         raise UserError(f"cannot list nodes: {error}") from error
-    names = set((target.node_names if target else None) or [])
-    nodes = [
-        n
-        for n in found
-        if not (n.get("spec") or {}).get("unschedulable") and (not names or n["metadata"]["name"] in names)
-    ]
-    return sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
+    return discover(found, target).nodes
 
 
 def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
