@@ -22,8 +22,12 @@ class TemplateData:
     gpus_per_node: int = 0
     mlnx_per_node: int = 0
     nic_resource_name: str = ""
+    rdma_device_access: str = ""
+    """``hostPath`` (device nodes from the host) or ``devicePlugin``/empty (the default)."""
     gke_tcpxo_networks: list[str] = field(default_factory=list)
     enable_mnnvl: bool = False
+    gang_scheduler: bool = False
+    """A gang scheduler admits the workload; runtimes start every pod at once."""
     # training
     enable_checkpoint: bool = False
     max_steps: int = 0
