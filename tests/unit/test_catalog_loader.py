@@ -145,3 +145,25 @@ def test_mpi_args_escapes_quotes_and_rejects_bad_items() -> None:
     assert yaml.safe_load(mpi_args(text)) == ["-x", 'X=say "hi"']
     with pytest.raises(TemplateError):
         mpi_args("- {value: 1}\n")
+
+
+def test_every_catalog_file_is_package_data() -> None:
+    """A file the package-data globs miss would be absent from an installed nvcre."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "nvcre"
+    ]
+    package = root / "src" / "nvcre"
+    files = [
+        p.relative_to(package).as_posix() for p in (package / "catalog" / "entries").rglob("*") if p.is_file()
+    ]
+    missed = [
+        f
+        for f in files
+        if "__pycache__" not in f
+        and not any(fnmatch.fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)
+    ]
+    assert files and missed == []
