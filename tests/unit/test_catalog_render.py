@@ -200,3 +200,12 @@ def test_controller_resolution_of_an_unresolved_render_matches_the_resolved_rend
         again = resolve_workflow(now.workflow, nodes, annotate=False)
         assert again.workflow["spec"] == now.workflow["spec"]
         assert not again.gang.restored
+
+
+def test_unpinned_uses_the_requested_size_exactly() -> None:
+    nodes = [_node(f"n{i}", H100) for i in range(3)]
+    assert render_category(_cert(_cat(AR, placement="Unpinned", nodesPerJob=2)), 0, nodes).nodes_per_job == 2
+    with pytest.raises(BuildError, match=r"options\.nodesPerJob: 4 nodes requested but only 3 matching node"):
+        render_category(_cert(_cat(AR, placement="Unpinned", nodesPerJob=4)), 0, nodes)
+    with pytest.raises(BuildError, match="requires at least 32 GPUs"):  # not snapped to a valid count either
+        render_category(_cert(_cat("training/nemotron5-56b", placement="Unpinned", nodesPerJob=3)), 0, nodes)

@@ -147,6 +147,12 @@ def _nodes_per_job(
     if options.placement == "Unpinned":
         if requested is None:
             raise BuildError(f"{field_path}: required when placement is Unpinned", field=field_path)
+        if not offline and requested > available:
+            raise BuildError(
+                f"{field_path}: {requested} nodes requested but only {available} matching node(s) can run "
+                f"{entry.key}; placement Unpinned runs exactly nodesPerJob nodes and never clamps it",
+                field=field_path,
+            )
         return requested
     if offline:
         return requested if requested is not None else max(min_valid_nodes(entry, gpus, arch), 1)
