@@ -309,7 +309,7 @@ def render_category(
     )
 
     # resolved transforms that the overrides and the gang contract build on
-    apply_workload_labels(workflow_spec, spec, index, options)
+    apply_workload_labels(workflow_spec, spec, index)
     if options.placement:
         workflow_spec["orchestration"]["placement"] = options.placement
     workflow = _workflow_object(cert, entry, workflow_spec, options)

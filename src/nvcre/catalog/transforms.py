@@ -1,18 +1,20 @@
-"""Resolved transforms applied to a category's Workflow spec after its overrides.
+"""Resolved transforms of a category's Workflow spec.
 
-* ``options.image`` replaces the workload image everywhere the entry runs it.
+* ``options.image`` replaces the workload image everywhere the entry runs it (after the
+  overrides: the user's image wins over a platform's).
 * Workload-object labels (``jobTemplate.spec.workloadMetadata.labels``) merge per key, in the
   order of the Certification contract: labels of the catalog job spec, global
   ``spec.workloadMetadata.labels``, per-category ``options.workloadMetadata.labels``, then the
   resolved ``gangScheduler`` queue label, which is only ever inserted: the same value is
-  accepted, a different one fails naming the key, both values and the field path.
+  accepted, a different one fails naming the key, both values and the field path. They are
+  placed before the overrides resolve, so the shared gang-scheduling contract checks the result.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nvcre.api.v1alpha1.certification import CategoryOptions, CertificationSpec
+from nvcre.api.v1alpha1.certification import CertificationSpec
 from nvcre.catalog.errors import BuildError
 from nvcre.catalog.options import category_path
 from nvcre.render.gang import (
@@ -51,15 +53,12 @@ def apply_image(spec: dict[str, Any], image: str, entry_name: str) -> None:
                     container["image"] = image
 
 
-def apply_workload_labels(
-    workflow_spec: dict[str, Any], spec: CertificationSpec, index: int, options: CategoryOptions
-) -> None:
+def apply_workload_labels(workflow_spec: dict[str, Any], spec: CertificationSpec, index: int) -> None:
     """Merge the workload labels (catalog, global, per-category, gang queue) into the job template.
 
     With a gang scheduler, also persist it as ``spec.gangScheduler`` (defaults written out) and
     place its queue label and scheduler name on the entry's runtime templates.
     """
-    del options  # the layers are read from the spec, so each keeps its own field path
     job_spec = workflow_spec["jobTemplate"]["spec"]
     own = spec.categories[index].options
     layers = [
