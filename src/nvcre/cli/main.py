@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nvcre import __version__
+from nvcre.cli.certification import certification_group
 from nvcre.cli.validate import validate_command
 from nvcre.cli.workflow import workflow_group
 from nvcre.cli.workloadrun import workloadrun_group
@@ -19,6 +20,7 @@ def cli() -> None:
 cli.add_command(validate_command)
 cli.add_command(workflow_group)
 cli.add_command(workloadrun_group)
+cli.add_command(certification_group)
 
 
 def main() -> None:

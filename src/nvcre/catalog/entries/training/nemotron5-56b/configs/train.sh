@@ -1,0 +1,1 @@
+{{ lib("training/megatron-train.sh", model_name="56B", num_layers=118, hidden_size=8192, ffn_hidden_size=32768, attention_heads=64, mamba_heads=256, seq_length=8192, global_batch_size=256, hybrid_pattern="M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-") }}

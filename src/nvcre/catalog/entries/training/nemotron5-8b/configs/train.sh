@@ -1,0 +1,1 @@
+{{ lib("training/megatron-train.sh", model_name="8B", num_layers=52, hidden_size=4096, ffn_hidden_size=21504, attention_heads=32, mamba_heads=128, seq_length=8192, global_batch_size=128, hybrid_pattern="M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-M-M-M-*-M-M-") }}

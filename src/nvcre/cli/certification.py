@@ -1,0 +1,218 @@
+"""``nvcrectl certification``: the catalog's categories, and a Certification rendered to Workflows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nvcre.api.v1alpha1.certification import Certification
+from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.catalog import BuildError, CategoryNotFound, CategoryRender, load_catalog, render_category
+from nvcre.cli.common import UserError, load_nodes, load_resource, output_option, render, to_yaml, user_errors
+from nvcre.orchestration.discovery import discover
+from nvcre.platform import (
+    GPU_ARCHITECTURES,
+    Event,
+    architecture_from_node_selector,
+    check_architecture,
+    check_platform,
+    synthetic_nodes,
+)
+from nvcre.platform.detect import Platform
+
+TABLE_COLUMNS = ("DOMAIN", "VARIANT", "FRAMEWORK", "TIMEOUT", "DESCRIPTION")
+
+
+@click.group("certification")
+def certification_group() -> None:
+    """Certification categories and offline renders."""
+
+
+@certification_group.command("list-categories")
+@click.argument("extra", nargs=-1)
+@output_option(default="table", formats=("table", "yaml", "json"))
+@user_errors
+def list_categories(extra: tuple[str, ...], output: str) -> None:
+    """List the catalog's categories (no cluster needed)."""
+    if extra:
+        raise UserError(f"list-categories takes no arguments, got {' '.join(extra)}")
+    entries = load_catalog().list()
+    if output != "table":
+        items = [entry.to_dict() for entry in entries]
+        click.echo(json.dumps(items, indent=2) if output == "json" else to_yaml(items), nl=output == "json")
+        return
+    click.echo(f"{'DOMAIN':<20} {'VARIANT':<24} {'FRAMEWORK':<10} {'TIMEOUT':<8} DESCRIPTION")
+    for entry in entries:
+        click.echo(
+            f"{entry.domain:<20} {entry.variant:<24} {entry.meta.framework:<10} "
+            f"{entry.default_timeout('full-scale'):<8} {entry.meta.description}"
+        )
+
+
+def _warn(events: Sequence[Event], seen: set[tuple[str, str]]) -> None:
+    for event in events:
+        if (event.reason, event.message) in seen:
+            continue
+        seen.add((event.reason, event.message))
+        click.echo(f"{event.type}: {event.reason}: {event.message}", err=True)
+
+
+def _offline_nodes(cert: Certification, platform: str, gpu_arch: str) -> list[dict[str, Any]]:
+    """One synthetic node standing for the target: the nodeSelector labels on the given platform."""
+    selector: Mapping[str, str] = (cert.spec.target.node_selector if cert.spec.target else None) or {}
+    if gpu_arch:
+        arch = check_architecture(gpu_arch)
+        return synthetic_nodes(platform or Platform.ONPREM, arch, labels=selector, name_prefix=cert.name)
+    arch = architecture_from_node_selector(selector)
+    if not arch:
+        raise UserError(
+            "cannot determine GPU architecture from target nodeSelector "
+            "(nvidia.com/gpu.product label is required)"
+        )
+    if arch in GPU_ARCHITECTURES:
+        return synthetic_nodes(platform or Platform.ONPREM, arch, labels=selector, name_prefix=cert.name)
+    # An architecture without gpu-defaults: a node with the target's own product label (the
+    # render falls back to the default sizes and says so).
+    nodes = synthetic_nodes(platform or Platform.ONPREM, "h100", labels=selector, name_prefix=cert.name)
+    for node in nodes:
+        node["metadata"]["labels"][NodeLabel.GPU_PRODUCT] = selector[NodeLabel.GPU_PRODUCT]
+    return nodes
+
+
+def _client(kubeconfig: str | None, context: str | None) -> Any:
+    """A lightkube client for the kubeconfig (flag, then KUBECONFIG, ~/.kube/config, in-cluster)."""
+    from lightkube import Client, KubeConfig
+
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        return Client(config=config.get(context_name=context) if context else config)
+    except Exception as error:  # lightkube raises several types for unusable configs
+        raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
+
+
+def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
+    """GPU nodes matching the target, from the cluster (read-only), filtered as the controllers do."""
+    from lightkube.resources.core_v1 import Node
+
+    target = cert.spec.target.to_dict() if cert.spec.target else {}
+    selector: dict[str, Any] = dict(target.get("nodeSelector") or {})
+    selector[NodeLabel.GPU_PRESENT] = "true"
+    try:
+        found = [node.to_dict() for node in client.list(Node, labels=selector)]
+    except Exception as error:  # API errors and transport errors alike end the command
+        raise UserError(f"cannot list nodes: {error}") from error
+    return discover(found, target).nodes
+
+
+def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
+    from lightkube.generic_resource import create_namespaced_resource
+
+    from nvcre.api.v1alpha1.constants import GROUP, VERSION
+
+    workflow_kind = create_namespaced_resource(GROUP, VERSION, "Workflow", "workflows")
+    for workflow in workflows:
+        try:
+            client.create(workflow_kind.from_dict(workflow), dry_run=True)
+        except Exception as error:
+            raise UserError(f"dry-run create of Workflow {workflow['metadata']['name']}: {error}") from error
+        click.echo(f"Dry-run validation: {workflow['metadata']['name']} accepted", err=True)
+
+
+@certification_group.command("render")
+@click.argument("file", type=click.Path(path_type=Path), required=False)
+@click.option("--platform", default="", help="Render for this platform (offline): aws, gcp, azure, ...")
+@click.option(
+    "--gpu-arch", "gpu_arch", default="", help="GPU architecture (h100, gb200, ... or a product label)."
+)
+@click.option("--dry-run", is_flag=True, help="Discover the real target nodes and validate server-side.")
+@click.option(
+    "--nodes-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Render against these Node objects (YAML) as if discovered; excludes --gpu-arch and --dry-run.",
+)
+@click.option(
+    "-n", "--namespace", default="", help="Namespace of the rendered Workflows (default: the file's)."
+)
+@click.option("--kubeconfig", default=None, help="Kubeconfig file (--dry-run only).")
+@click.option("--context", default=None, help="Kubeconfig context (--dry-run only).")
+@output_option()
+@user_errors
+def render_command(
+    file: Path | None,
+    platform: str,
+    gpu_arch: str,
+    dry_run: bool,
+    nodes_file: Path | None,
+    namespace: str,
+    kubeconfig: str | None,
+    context: str | None,
+    output: str,
+) -> None:
+    """Render FILE (a Certification) into one Workflow per category.
+
+    Offline (the default), the target is one synthetic node carrying the target's nodeSelector
+    labels: --platform (or the nodeSelector's platform-neutral default, on-prem) and --gpu-arch (or
+    the nodeSelector's nvidia.com/gpu.product) decide which catalog overrides apply. Without
+    --platform the overrides are left in the Workflow for the controller to resolve on the real
+    nodes. --dry-run discovers the real nodes through the kubeconfig instead.
+    """
+    if file is None:
+        raise UserError("requires a certification YAML file as argument")
+    try:
+        if platform:
+            check_platform(platform)
+        if gpu_arch:
+            check_architecture(gpu_arch)
+    except ValueError as error:
+        raise UserError(str(error)) from error
+    if dry_run and gpu_arch:
+        raise UserError("--gpu-arch cannot be combined with --dry-run (the cluster's nodes decide)")
+    if nodes_file is not None and (gpu_arch or dry_run):
+        raise UserError("--nodes-file cannot be combined with --gpu-arch or --dry-run")
+    cert = load_resource(file, Certification)
+    if namespace:
+        cert.metadata["namespace"] = namespace
+    real_nodes = dry_run or nodes_file is not None
+    client = _client(kubeconfig, context) if dry_run else None
+    if nodes_file is not None:
+        nodes = load_nodes(nodes_file)
+    elif dry_run:
+        nodes = _discover_nodes(cert, client)
+    else:
+        nodes = _offline_nodes(cert, platform, gpu_arch)
+    resolve = bool(platform) or real_nodes
+    seen: set[tuple[str, str]] = set()
+    renders: list[CategoryRender] = []
+    for index in range(len(cert.spec.categories)):
+        try:
+            result = render_category(
+                cert,
+                index,
+                nodes,
+                platform=platform or None,
+                offline=not real_nodes,
+                resolve_overrides=resolve,
+            )
+        except CategoryNotFound as error:
+            raise UserError(f"{error} (available categories: {', '.join(error.known)})") from error
+        except BuildError as error:
+            raise UserError(str(error)) from error
+        _warn(result.events, seen)
+        renders.append(result)
+    workflows: list[dict[str, Any]] = []
+    for result in renders:
+        workflow = result.workflow
+        annotations = workflow["metadata"].setdefault("annotations", {})
+        annotations.update(result.detection_annotations())
+        workflows.append(workflow)
+    if dry_run:
+        _dry_run_create(workflows, client)
+    if output == "json":
+        click.echo(json.dumps(workflows, indent=2))
+    else:
+        click.echo(render(workflows, output), nl=False)
