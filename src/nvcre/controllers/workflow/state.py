@@ -80,7 +80,10 @@ class WorkflowState:
 
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
-        status["orchestration"] = copy.deepcopy(self.orchestration)
+        if self.orchestration:
+            # An empty block fails the CRD schema (totalNodes & co. are required within it), which
+            # would crash-loop a Workflow that fails before partitioning (NodeDiscoveryError).
+            status["orchestration"] = copy.deepcopy(self.orchestration)
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
         status["namespace"] = self.namespace
