@@ -81,9 +81,13 @@ class WorkflowState:
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
         if self.orchestration:
-            # An empty block fails the CRD schema (totalNodes & co. are required within it), which
-            # would crash-loop a Workflow that fails before partitioning (NodeDiscoveryError).
-            status["orchestration"] = copy.deepcopy(self.orchestration)
+            # totalNodes, nodesPerJob and totalGroups are required within the block: a Workflow
+            # failing before partitioning (PartitionError after detection) records them as 0, as
+            # the reference's integer fields do, instead of being rejected with 422 forever.
+            orchestration = copy.deepcopy(self.orchestration)
+            for required in ("totalNodes", "nodesPerJob", "totalGroups"):
+                orchestration.setdefault(required, 0)
+            status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
         status["namespace"] = self.namespace
