@@ -15,9 +15,11 @@ from lightkube import AsyncClient, KubeConfig
 
 from nvcre import __version__
 from nvcre.api.v1alpha1.constants import Default
+from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
 from nvcre.controllers.workflow import WorkflowController
+from nvcre.controllers.workloadrun import WorkloadRunController
 from nvcre.manager import logs
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import LostLeadership, Manager
@@ -98,6 +100,8 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
+    WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
+    CertificationController(ctx, workers=args.max_concurrent_reconciles)
     return manager
 
 

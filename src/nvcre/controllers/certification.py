@@ -1,0 +1,410 @@
+"""The Certification controller: one Workflow per category, strictly one at a time (spec §2).
+
+Each reconcile reads the Certification live and takes one step:
+
+* deleting: delete the Workflows it controls, wait until they are gone, release the finalizer;
+* terminal: only the stale-failure check (a category marked Failed whose Workflow still runs);
+* otherwise: start the first Pending category (``nvcre.catalog.render_category`` renders its
+  Workflow from the node cache; no matching node yet means ``WaitingForNodes`` for up to five
+  minutes), follow the InProgress one, or, when every category is done, decide the outcome.
+
+A failed category never stops the ones after it. Workflows of finished categories stay until
+the Certification is deleted, for the report.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from datetime import datetime
+from typing import Any
+
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Node
+from pydantic import ValidationError
+
+from nvcre.api.v1alpha1.certification import Certification
+from nvcre.api.v1alpha1.constants import (
+    GROUP,
+    CertificationReason,
+    ConditionType,
+    Default,
+    EventReason,
+    Finalizer,
+    Kind,
+    Label,
+)
+from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
+from nvcre.conditions import is_terminal
+from nvcre.controllers import resources
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    controlled_by,
+    create_controlled,
+    get_live,
+)
+from nvcre.controllers.context import Context
+from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.status import condition_true, conditions_of, now
+from nvcre.durations import format_duration
+from nvcre.orchestration.discovery import cordoned_opt_in, discover
+from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.objects import Obj, ObjectKey
+
+log = logging.getLogger(__name__)
+
+REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+IMMEDIATE = Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
+DELETE_POLL = Result(requeue_after=2.0)
+
+PENDING, IN_PROGRESS, SUCCEEDED, FAILED = "Pending", "InProgress", "Succeeded", "Failed"
+DONE = (SUCCEEDED, FAILED)
+
+
+def selector_text(target: dict[str, Any] | None) -> str:
+    """``k=v,...`` of the target's nodeSelector, sorted; ``any node`` when it has none."""
+    selector = (target or {}).get("nodeSelector") or {}
+    return ",".join(f"{k}={selector[k]}" for k in sorted(selector)) or "any node"
+
+
+def waiting_message(target: dict[str, Any] | None, remaining_seconds: float) -> str:
+    remaining = format_duration(max(int(remaining_seconds), 0) * 1_000_000_000)
+    if cordoned_opt_in(target):
+        return f"No nodes (including unschedulable) match {selector_text(target)}; retrying for up to {remaining} more."
+    return (
+        f"No schedulable nodes match {selector_text(target)}; retrying for up to {remaining} more. "
+        "Nodes that are cordoned or unschedulable do not count."
+    )
+
+
+def initial_statuses(cert: Obj) -> list[dict[str, Any]]:
+    return [
+        {"domain": c["domain"], "variant": c["variant"], "status": PENDING}
+        for c in cert["spec"].get("categories") or ()
+    ]
+
+
+def copy_node_refs(entry: dict[str, Any], workflow: Obj) -> None:
+    status = workflow.get("status") or {}
+    for ref in ("succeededNodesRef", "failedNodesRef"):
+        if status.get(ref):
+            entry[ref] = dict(status[ref])
+
+
+class CertificationController:
+    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+        self.ctx = ctx
+        manager = ctx.manager
+        self.certifications = manager.informer(resources.Certification)
+        self.workflows = manager.informer(resources.Workflow)
+        self.nodes = manager.informer(Node)
+        self.controller = Controller("certification", self.reconcile, workers=workers)
+        self.controller.watch(self.certifications)
+        self.controller.watch(self.workflows, owned_by(Kind.CERTIFICATION, GROUP))
+        self.controller.watch(self.nodes, self._node_to_waiting)
+        manager.add(self.controller)
+
+    def _node_to_waiting(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        """A node that appears or changes may end a wait for nodes: look again at once."""
+        if old is not None and (old["metadata"].get("labels"), old.get("spec")) == (
+            new["metadata"].get("labels"),
+            new.get("spec"),
+        ):
+            return []
+        keys = []
+        for cert in self.certifications.items():
+            for c in (cert.get("status") or {}).get("conditions") or ():
+                if c.get("type") == ConditionType.IN_PROGRESS and c.get("reason") == (
+                    CertificationReason.WAITING_FOR_NODES
+                ):
+                    keys.append(ObjectKey(cert["metadata"]["namespace"], cert["metadata"]["name"]))
+        return keys
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        cert = await get_live(self.ctx.client, resources.Certification, key.name, key.namespace)
+        if cert is None:
+            return None
+        if cert["metadata"].get("deletionTimestamp"):
+            return await self._delete(cert)
+        if await ensure_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION):
+            return None
+        if is_terminal(conditions_of(cert)):
+            return await self._recover_stale_failure(cert)
+        statuses = copy.deepcopy((cert.get("status") or {}).get("categoryStatuses") or [])
+        if not statuses:
+            unknown = self._unknown_category(cert)
+            if unknown is not None:
+                await self._set(
+                    cert,
+                    ConditionType.FAILED,
+                    CertificationReason.CATEGORY_NOT_FOUND,
+                    f"Unknown certification category: {unknown}",
+                )
+                return None
+            statuses = initial_statuses(cert)
+        return await self._process(cert, statuses)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def _set(
+        self,
+        cert: Obj,
+        cond_type: str,
+        reason: str,
+        message: str,
+        statuses: list[dict[str, Any]] | None = None,
+    ) -> Obj | None:
+        extra = None
+        if statuses is not None:
+            fixed = copy.deepcopy(statuses)
+
+            def extra(status: dict[str, Any]) -> None:
+                status["categoryStatuses"] = copy.deepcopy(fixed)
+
+        return await self.ctx.status.set_exclusive(
+            resources.Certification, cert, cond_type, reason, message, extra=extra
+        )
+
+    # -- the state machine --------------------------------------------------------------------
+
+    @staticmethod
+    def _unknown_category(cert: Obj) -> str | None:
+        catalog = load_catalog()
+        for category in cert["spec"].get("categories") or ():
+            try:
+                catalog.lookup(category["domain"], category["variant"])
+            except CategoryNotFound:
+                return f"{category['domain']}/{category['variant']}"
+        return None
+
+    async def _process(self, cert: Obj, statuses: list[dict[str, Any]]) -> Result | None:
+        index = next((i for i, s in enumerate(statuses) if s.get("status") not in DONE), None)
+        if index is None:
+            if any(s.get("status") == FAILED for s in statuses):
+                await self._set(
+                    cert,
+                    ConditionType.FAILED,
+                    CertificationReason.WORKFLOW_FAILED,
+                    "One or more certification categories failed",
+                    statuses,
+                )
+            else:
+                await self._set(
+                    cert,
+                    ConditionType.SUCCEEDED,
+                    CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
+                    "All certification categories completed successfully",
+                    statuses,
+                )
+            return None
+        if statuses[index].get("status") == IN_PROGRESS and statuses[index].get("workflowRef"):
+            return await self._follow(cert, statuses, index)
+        return await self._start(cert, statuses, index)
+
+    async def _start(self, cert: Obj, statuses: list[dict[str, Any]], index: int) -> Result | None:
+        entry = statuses[index]
+        key = f"{entry['domain']}/{entry['variant']}"
+        total = len(statuses)
+        try:
+            model = Certification.model_validate(cert)
+            target = model.spec.target.to_dict() if model.spec.target else None
+            found = discover(self.nodes.items(), target)
+            render = render_category(model, index, found.nodes)
+        except CategoryNotFound:
+            await self._set(
+                cert,
+                ConditionType.FAILED,
+                CertificationReason.CATEGORY_NOT_FOUND,
+                f"Unknown certification category: {key}",
+                statuses,
+            )
+            return None
+        except NoNodesMatch as error:
+            remaining = Default.NODE_DISCOVERY_TIMEOUT_SECONDS - self._age(cert)
+            if remaining > 0:
+                await self._set(
+                    cert,
+                    ConditionType.IN_PROGRESS,
+                    CertificationReason.WAITING_FOR_NODES,
+                    waiting_message(target, remaining),
+                    statuses,
+                )
+                return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))
+            await self._set(
+                cert,
+                ConditionType.FAILED,
+                CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                str(error),
+                statuses,
+            )
+            return None
+        except (BuildError, ValidationError, ValueError) as error:
+            await self._set(
+                cert,
+                ConditionType.FAILED,
+                CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                str(error),
+                statuses,
+            )
+            return None
+        name = render.name
+        namespace = cert["metadata"]["namespace"]
+        try:
+            created = await create_controlled(self.ctx.client, resources.Workflow, render.workflow, cert)
+        except HolderTerminating:
+            return Result(requeue_after=1.0)
+        except NameTaken:
+            await self._set(
+                cert,
+                ConditionType.FAILED,
+                CertificationReason.WORKFLOW_NAME_COLLISION,
+                f'Workflow "{name}" already exists in namespace "{namespace}" and is not controlled by '
+                f'Certification "{cert["metadata"]["name"]}"; refusing to adopt it',
+                statuses,
+            )
+            return None
+        except ApiError as error:
+            if error.status.code is not None and error.status.code >= 500:
+                raise
+            message = f"Failed to create Workflow {name}: {error.status.message or error}"
+            await self.ctx.recorder.warning(cert, EventReason.WORKFLOW_CREATION_ERROR, message)
+            await self._set(
+                cert, ConditionType.FAILED, CertificationReason.WORKFLOW_FAILED, message, statuses
+            )
+            return None
+        entry["status"] = IN_PROGRESS
+        entry["workflowRef"] = {"name": created.obj["metadata"]["name"], "namespace": namespace}
+        written = await self._set(
+            cert,
+            ConditionType.IN_PROGRESS,
+            CertificationReason.WORKFLOW_CREATED,
+            f"Created Workflow for category {key} ({index + 1} of {total})",
+            statuses,
+        )
+        if written is not None and not created.adopted:
+            for event in render.events:
+                await self.ctx.recorder.emit(cert, event.type, event.reason, event.message)
+        return REQUEUE
+
+    async def _workflow(self, namespace: str, name: str) -> Obj | None:
+        workflow = self.workflows.get(namespace, name)
+        if workflow is None:
+            # A cache miss is no proof of deletion: ask the API server.
+            workflow = await get_live(self.ctx.client, resources.Workflow, name, namespace)
+        return workflow
+
+    async def _follow(self, cert: Obj, statuses: list[dict[str, Any]], index: int) -> Result | None:
+        entry = statuses[index]
+        key = f"{entry['domain']}/{entry['variant']}"
+        ref = entry["workflowRef"]
+        workflow = await self._workflow(ref.get("namespace") or cert["metadata"]["namespace"], ref["name"])
+        if workflow is None:
+            entry["status"] = FAILED
+            await self._set(
+                cert,
+                ConditionType.IN_PROGRESS,
+                CertificationReason.WORKFLOW_RUNNING,
+                f"Workflow for category {key} not found",
+                statuses,
+            )
+            return IMMEDIATE
+        copy_node_refs(entry, workflow)
+        if condition_true(workflow, ConditionType.FAILED):
+            entry["status"] = FAILED
+            message = f"Workflow for category {key} failed, advancing to next category"
+        elif condition_true(workflow, ConditionType.SUCCEEDED):
+            entry["status"] = SUCCEEDED
+            message = f"Workflow for category {key} succeeded, advancing to next category"
+        elif not condition_true(workflow, ConditionType.IN_PROGRESS):
+            return REQUEUE  # not started yet: "Created Workflow ..." still says it all
+        else:
+            await self._set(
+                cert,
+                ConditionType.IN_PROGRESS,
+                CertificationReason.WORKFLOW_RUNNING,
+                "Certification in progress",
+                statuses,
+            )
+            return REQUEUE
+        await self._set(
+            cert, ConditionType.IN_PROGRESS, CertificationReason.WORKFLOW_RUNNING, message, statuses
+        )
+        return IMMEDIATE
+
+    @staticmethod
+    def _age(cert: Obj) -> float:
+        created = cert["metadata"].get("creationTimestamp")
+        try:
+            start = parse_time(created) if isinstance(created, str) else created
+        except ValueError:
+            return 0.0
+        if not isinstance(start, datetime):
+            return 0.0
+        return (now() - start).total_seconds()
+
+    # -- terminal: stale failures -------------------------------------------------------------
+
+    async def _recover_stale_failure(self, cert: Obj) -> Result | None:
+        statuses = copy.deepcopy((cert.get("status") or {}).get("categoryStatuses") or [])
+        recovered = False
+        for entry in statuses:
+            ref = entry.get("workflowRef") or {}
+            if entry.get("status") != FAILED or not ref.get("name"):
+                continue
+            workflow = self.workflows.get(ref.get("namespace") or cert["metadata"]["namespace"], ref["name"])
+            if (
+                workflow is not None
+                and not workflow["metadata"].get("deletionTimestamp")
+                and not is_terminal(conditions_of(workflow))
+            ):
+                entry["status"] = IN_PROGRESS
+                recovered = True
+        if not recovered:
+            return None
+        await self._set(
+            cert,
+            ConditionType.IN_PROGRESS,
+            CertificationReason.WORKFLOW_RUNNING,
+            "Recovered: Workflow still running",
+            statuses,
+        )
+        return REQUEUE
+
+    # -- deletion -----------------------------------------------------------------------------
+
+    def _owned_workflows(self, cert: Obj) -> set[tuple[str, str]]:
+        namespace = cert["metadata"]["namespace"]
+        names = {
+            (namespace, w["metadata"]["name"])
+            for w in self.workflows.items(namespace)
+            if (w["metadata"].get("labels") or {}).get(Label.CERTIFICATION) == cert["metadata"]["name"]
+            and controlled_by(w, cert)
+        }
+        for entry in (cert.get("status") or {}).get("categoryStatuses") or ():
+            ref = entry.get("workflowRef") or {}
+            if ref.get("name"):
+                names.add((ref.get("namespace") or namespace, ref["name"]))
+        return names
+
+    async def _delete(self, cert: Obj) -> Result | None:
+        if Finalizer.CERTIFICATION not in (cert["metadata"].get("finalizers") or ()):
+            return None
+        remaining = 0
+        for namespace, name in sorted(self._owned_workflows(cert)):
+            workflow = await get_live(self.ctx.client, resources.Workflow, name, namespace)
+            if workflow is None or not controlled_by(workflow, cert):
+                continue  # gone, or someone else's: never touched
+            remaining += 1
+            if workflow["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                await self.ctx.client.delete(resources.Workflow, name, namespace=namespace)
+            except ApiError as error:
+                if error.status.code not in (404, 409):
+                    raise
+        if remaining:
+            return DELETE_POLL
+        await remove_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION)
+        return None

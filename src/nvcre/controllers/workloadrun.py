@@ -1,0 +1,232 @@
+"""The WorkloadRun controller: build the run's one Workflow, then only mirror it (spec §3).
+
+A reconcile reads the run live. A terminal run (Succeeded or Failed) is never touched again.
+Without ``status.workflowRef`` the run's target nodes are discovered from the node cache and
+``nvcre.render.workloadrun.build_workflow`` (the render ``nvcrectl workloadrun render`` uses)
+turns the run into its Workflow, created under the run's name with a controller owner
+reference. Every render error is ``Failed``/``BuildFailed``. Once the ref is recorded the
+controller never builds again: it copies the Workflow's outcome, detection and node-result refs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Node
+from pydantic import ValidationError
+
+from nvcre.api.v1alpha1.constants import (
+    GROUP,
+    ConditionType,
+    Default,
+    EventReason,
+    Kind,
+    Reason,
+    WorkflowReason,
+    WorkloadRunReason,
+)
+from nvcre.api.v1alpha1.workloadrun import WorkloadRun
+from nvcre.conditions import is_terminal
+from nvcre.controllers import resources
+from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
+from nvcre.controllers.context import Context
+from nvcre.controllers.status import StatusChange, condition_true, conditions_of
+from nvcre.orchestration.discovery import discover
+from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
+from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.objects import Obj, ObjectKey
+
+log = logging.getLogger(__name__)
+
+REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+
+
+def _condition(obj: Obj, cond_type: str) -> dict[str, Any]:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == cond_type:
+            return dict(c)
+    return {}
+
+
+def mirrored_fields(workflow: Obj) -> dict[str, Any]:
+    """What a WorkloadRun copies from its Workflow's status (only the fields that are set)."""
+    status = workflow.get("status") or {}
+    orchestration = status.get("orchestration") or {}
+    out: dict[str, Any] = {}
+    if orchestration.get("detectedPlatform"):
+        out["detectedPlatform"] = orchestration["detectedPlatform"]
+    if orchestration.get("detectedGPUArchitecture"):
+        out["detectedGPUArchitecture"] = orchestration["detectedGPUArchitecture"]
+    for ref in ("succeededNodesRef", "failedNodesRef"):
+        if status.get(ref):
+            out[ref] = dict(status[ref])
+    return out
+
+
+def outcome(workflow: Obj) -> tuple[str, str, str] | None:
+    """The run's terminal condition (type, reason, message) for a terminal Workflow."""
+    if condition_true(workflow, ConditionType.SUCCEEDED):
+        return (
+            ConditionType.SUCCEEDED,
+            WorkloadRunReason.WORKFLOW_SUCCEEDED,
+            "Workflow completed successfully",
+        )
+    if condition_true(workflow, ConditionType.FAILED):
+        failed = _condition(workflow, ConditionType.FAILED)
+        reason = (
+            WorkloadRunReason.WORKFLOW_VALIDATION_FAILED
+            if failed.get("reason") == WorkflowReason.JOB_VALIDATION_FAILED
+            else WorkloadRunReason.WORKFLOW_FAILED
+        )
+        return ConditionType.FAILED, reason, str(failed.get("message") or "")
+    return None
+
+
+class WorkloadRunController:
+    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+        self.ctx = ctx
+        manager = ctx.manager
+        self.runs = manager.informer(resources.WorkloadRun)
+        self.workflows = manager.informer(resources.Workflow)
+        self.nodes = manager.informer(Node)
+        self.controller = Controller("workloadrun", self.reconcile, workers=workers)
+        self.controller.watch(self.runs)
+        self.controller.watch(self.workflows, owned_by(Kind.WORKLOAD_RUN, GROUP))
+        manager.add(self.controller)
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        run = await get_live(self.ctx.client, resources.WorkloadRun, key.name, key.namespace)
+        if run is None or is_terminal(conditions_of(run)):
+            return None
+        if ((run.get("status") or {}).get("workflowRef") or {}).get("name"):
+            return await self._mirror(run)
+        return await self._build(run)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def _set(
+        self, run: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
+    ) -> Obj | None:
+        return await self.ctx.status.set_exclusive(
+            resources.WorkloadRun,
+            run,
+            cond_type,
+            reason,
+            message,
+            extra=extra,
+            inactive_reason=Reason.SUPERSEDED,
+            unless_terminal=True,
+        )
+
+    async def _fail(self, run: Obj, reason: str, message: str) -> None:
+        try:
+            await self._set(run, ConditionType.FAILED, reason, message)
+        except ApiError as error:
+            if reason == WorkloadRunReason.BUILD_FAILED:
+                await self.ctx.recorder.warning(
+                    run, EventReason.BUILD_FAILED_STATUS_UPDATE_FAILED, f"{message}: {error}"
+                )
+            raise
+
+    # -- first pass: build and create ---------------------------------------------------------
+
+    def _render(self, run: Obj) -> WorkloadRunRender:
+        model = WorkloadRun.model_validate(run)
+        target = model.spec.target.to_dict() if model.spec.target else None
+        # Best effort: with no matching node the Workflow is still created and fails with
+        # NodeDiscoveryError, which the run then mirrors (the reference behaves the same).
+        nodes = discover(self.nodes.items(), target).nodes
+        return build_workflow(model, nodes, resolve=False)
+
+    async def _build(self, run: Obj) -> Result | None:
+        name = run["metadata"]["name"]
+        namespace = run["metadata"]["namespace"]
+        try:
+            render = self._render(run)
+        except (BuildError, ValidationError, ValueError) as error:
+            await self._fail(run, WorkloadRunReason.BUILD_FAILED, f"workloadrun {name}: {error}")
+            return None
+        body = render.workflow
+        try:
+            created = await create_controlled(self.ctx.client, resources.Workflow, body, run)
+        except HolderTerminating:
+            return Result(requeue_after=1.0)
+        except NameTaken:
+            await self._fail(
+                run,
+                WorkloadRunReason.WORKFLOW_NAME_COLLISION,
+                f'Workflow "{name}" already exists in namespace "{namespace}" and is not controlled by '
+                f'WorkloadRun "{name}"; refusing to adopt it',
+            )
+            return None
+        except ApiError as error:
+            message = f"Failed to create Workflow {name}: {error.status.message or error}"
+            await self.ctx.recorder.warning(run, EventReason.WORKFLOW_CREATION_ERROR, message)
+            if error.status.code is not None and 400 <= error.status.code < 500:
+                # Rejected by the API server: retrying the same object cannot succeed.
+                await self._fail(run, WorkloadRunReason.WORKFLOW_FAILED, message)
+                return None
+            raise
+        workflow_name = created.obj["metadata"]["name"]
+
+        def record(status: dict[str, Any]) -> None:
+            status["workflowRef"] = {"name": workflow_name, "namespace": namespace}
+            status["resolvedGpusPerNode"] = render.gpus_per_node
+
+        written = await self._set(
+            run,
+            ConditionType.IN_PROGRESS,
+            WorkloadRunReason.WORKFLOW_CREATED,
+            f"Workflow {workflow_name} created",
+            record,
+        )
+        if written is not None and not created.adopted:
+            for event in render.events:
+                await self.ctx.recorder.emit(run, event.type, event.reason, event.message)
+        return REQUEUE
+
+    # -- afterwards: mirror -------------------------------------------------------------------
+
+    async def _mirror(self, run: Obj) -> Result | None:
+        ref = run["status"]["workflowRef"]
+        namespace = ref.get("namespace") or run["metadata"]["namespace"]
+        workflow = self.workflows.get(namespace, ref["name"])
+        if workflow is None:
+            # A cache miss is no proof: only a live read may declare the Workflow gone.
+            workflow = await get_live(self.ctx.client, resources.Workflow, ref["name"], namespace)
+        if workflow is None:
+            await self._set(
+                run, ConditionType.FAILED, WorkloadRunReason.WORKFLOW_DELETED, "Workflow was deleted"
+            )
+            return None
+        fields = mirrored_fields(workflow)
+
+        def mirror(status: dict[str, Any]) -> None:
+            status.update(fields)
+
+        if condition_true(workflow, ConditionType.VALIDATION_FAILED):
+            validation = _condition(workflow, ConditionType.VALIDATION_FAILED)
+            await self.ctx.status.set_condition(
+                resources.WorkloadRun,
+                run,
+                ConditionType.VALIDATION_FAILED,
+                "True",
+                WorkloadRunReason.THRESHOLD_VIOLATION,
+                str(validation.get("message") or ""),
+                extra=mirror,
+            )
+        terminal = outcome(workflow)
+        if terminal is not None:
+            await self._set(run, *terminal, mirror)
+            return None
+        current = _condition(run, ConditionType.IN_PROGRESS)
+        await self._set(
+            run,
+            ConditionType.IN_PROGRESS,
+            str(current.get("reason") or WorkloadRunReason.WORKFLOW_CREATED),
+            str(current.get("message") or f"Workflow {ref['name']} created"),
+            mirror,
+        )
+        return REQUEUE

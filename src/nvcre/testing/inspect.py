@@ -1,0 +1,107 @@
+"""Reading what the controllers wrote, for integration tests: conditions, children, events, node results."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from typing import Any
+
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
+from lightkube.resources.events_v1 import Event
+
+from nvcre.controllers import resources
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import finish_trainjob
+
+TRIO = ("InProgress", "Succeeded", "Failed")
+
+
+def get(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
+    return dict(kube.get(resource, name, namespace=namespace).to_dict())
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
+
+
+def true_condition(obj: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(type, reason, message) of the True trio member; asserts at most one is True."""
+    trio = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] in TRIO]
+    true = [c for c in trio if c["status"] == "True"]
+    assert len(true) <= 1, f"more than one of the trio is True: {trio}"
+    return (true[0]["type"], true[0]["reason"], true[0]["message"]) if true else None
+
+
+def wait_true(
+    kube: Client, resource: Any, name: str, namespace: str, type_: str, timeout: float = 60
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        obj = get(kube, resource, name, namespace)
+        found = true_condition(obj)
+        return obj if found and found[0] == type_ else None
+
+    return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} {type_}=True")
+
+
+def jobs_of(kube: Client, namespace: str, workflow: str) -> dict[str, dict[str, Any]]:
+    jobs = kube.list(resources.Job, namespace=namespace, labels={"nvcre.nvidia.com/workflow": workflow})
+    return {str(j.metadata.name if j.metadata else ""): dict(j.to_dict()) for j in jobs}
+
+
+def trainjob_of(kube: Client, namespace: str, job: str, timeout: float = 30) -> dict[str, Any]:
+    return wait_for(
+        lambda: get(kube, resources.TrainJob, f"{job}-workload", namespace),
+        timeout,
+        what=f"TrainJob {job}-workload",
+        ignore=(Exception,),
+    )
+
+
+def own_patch(trainjob: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The pod templates of the Job controller's runtime patch, by replicated job name."""
+    patch = next(
+        p for p in trainjob["spec"]["runtimePatches"] if p["manager"] == "nvcre.nvidia.com/controller"
+    )
+    return {
+        j["name"]: j["template"]["spec"]["template"]
+        for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    }
+
+
+def events_for(
+    kube: Client, namespace: str, name: str, kind: str | None = None
+) -> list[tuple[str, str, str]]:
+    return [
+        (e.type or "", e.reason or "", e.note or "")
+        for e in kube.list(Event, namespace=namespace)
+        if e.regarding and e.regarding.name == name and (kind is None or e.regarding.kind == kind)
+    ]
+
+
+def config_map_payload(kube: Client, namespace: str, name: str, key: str) -> bytes:
+    cm = kube.get(ConfigMap, name, namespace=namespace)
+    return gzip.decompress(base64.b64decode((cm.binaryData or {})[key]))
+
+
+def finish_workflow_jobs(
+    kube: Client,
+    namespace: str,
+    workflow: str,
+    count: int,
+    *,
+    failing: frozenset[str] = frozenset(),
+    timeout: float = 60,
+) -> list[str]:
+    """Wait for ``count`` Jobs of ``workflow`` and end their TrainJobs (the ``failing`` Jobs fail)."""
+
+    def enough() -> dict[str, dict[str, Any]] | None:
+        found = jobs_of(kube, namespace, workflow)
+        return found if len(found) >= count else None
+
+    jobs = wait_for(enough, timeout, what=f"{count} Jobs of Workflow {workflow}")
+    names = sorted(jobs)
+    for name in names:
+        trainjob = trainjob_of(kube, namespace, name)
+        finish_trainjob(kube, namespace, trainjob["metadata"]["name"], succeeded=name not in failing)
+    return names

@@ -1,0 +1,297 @@
+"""The WorkloadRun controller on the real API server, with kwok GPU nodes.
+
+The test plays Kubeflow Trainer: it ends TrainJobs by setting their Complete/Failed condition.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from lightkube import Client
+
+from nvcre.controllers import resources
+from nvcre.testing.inspect import (
+    condition,
+    config_map_payload,
+    events_for,
+    finish_workflow_jobs,
+    get,
+    jobs_of,
+    own_patch,
+    trainjob_of,
+    true_condition,
+    wait_true,
+)
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+
+MPI = {
+    "mpi": {
+        "mpirunPath": "/usr/local/mpi/bin/mpirun",
+        "binary": "/usr/local/bin/all_reduce_perf_mpi",
+        "args": ["-b", "8", "-e", "32G", "-f", "2", "-n", "100"],
+    }
+}
+
+
+def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
+    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool, **spec.pop("labels", {})}, **spec))
+    return sorted(n.metadata.name for n in nodes)
+
+
+def workload_run(name: str, namespace: str, pool: str, num_nodes: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "WorkloadRun",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
+            "framework": MPI,
+            "numNodes": num_nodes,
+            "target": {"nodeSelector": {POOL_LABEL: pool}},
+            **spec,
+        },
+    }
+
+
+def create_run(kube: Client, run: dict[str, Any]) -> None:
+    kube.create(resources.WorkloadRun.from_dict(run))
+
+
+def run_status(kube: Client, name: str, namespace: str) -> dict[str, Any]:
+    return get(kube, resources.WorkloadRun, name, namespace).get("status") or {}
+
+
+def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """§13.12: the run creates its Workflow, the Workflow succeeds, the run mirrors it."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 4, pool)
+    create_run(
+        kube,
+        workload_run("allreduce", namespace, pool, 4, imagePullSecrets=[{"name": "ngc-pull"}]),
+    )
+    run = wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "InProgress")
+    assert true_condition(run) == ("InProgress", "WorkflowCreated", "Workflow allreduce created")
+    assert run["status"]["workflowRef"] == {"name": "allreduce", "namespace": namespace}
+    assert run["status"]["resolvedGpusPerNode"] == 8
+    assert {c["type"]: (c["status"], c["reason"]) for c in run["status"]["conditions"]} == {
+        "InProgress": ("True", "WorkflowCreated"),
+        "Succeeded": ("False", "Superseded"),
+        "Failed": ("False", "Superseded"),
+    }
+
+    wf = get(kube, resources.Workflow, "allreduce", namespace)
+    assert wf["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "nvcre",
+        "nvcre.nvidia.com/workload-run": "allreduce",
+    }
+    (owner,) = wf["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "WorkloadRun",
+        "allreduce",
+        run["metadata"]["uid"],
+        True,
+    )
+
+    (job,) = finish_workflow_jobs(kube, namespace, "allreduce", 1)
+    assert job == "allreduce-job"
+    trainjob = get(kube, resources.TrainJob, "allreduce-job-workload", namespace)
+    patches = {
+        j["name"]: j.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+        for p in trainjob["spec"]["runtimePatches"]
+        if p["manager"] == "nvcre.nvidia.com/workloadrun"
+        for j in p["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    }
+    assert patches["node"]["imagePullSecrets"] == [{"name": "ngc-pull"}]
+    assert patches["launcher"]["imagePullSecrets"] == [{"name": "ngc-pull"}], "the MPI launcher pulls too"
+
+    run = wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "Succeeded", timeout=90)
+    assert true_condition(run) == ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")
+    assert condition(run, "InProgress")["reason"] == "Superseded"  # type: ignore[index]
+    status = run["status"]
+    wf = get(kube, resources.Workflow, "allreduce", namespace)
+    assert status["succeededNodesRef"] == wf["status"]["succeededNodesRef"]
+    assert status["detectedPlatform"] == "aws"
+    assert status["detectedGPUArchitecture"] == "h100"
+    payload = config_map_payload(
+        kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+    )
+    assert payload.decode() == ",".join(nodes)
+    events = events_for(kube, namespace, "allreduce", "WorkloadRun")
+    assert ("Normal", "WorkflowCreated", "Workflow allreduce created") in events
+    assert ("Normal", "WorkflowSucceeded", "Workflow completed successfully") in events
+
+
+def test_failure_is_mirrored_with_the_workflow_message(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    create_run(kube, workload_run("breaks", namespace, pool, 2))
+    finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
+    run = wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
+    assert true_condition(run) == ("Failed", "WorkflowFailed", "1 groups failed across 1 iterations")
+    ref = run["status"]["failedNodesRef"]
+    entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
+    assert [e["name"] for e in entries] == nodes
+    assert ("Warning", "WorkflowFailed", "1 groups failed across 1 iterations") in events_for(
+        kube, namespace, "breaks", "WorkloadRun"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"orchestration": {"placement": "Unpinned", "testScale": "intra-node"}},
+            'workloadrun bad: orchestration.placement: Unpinned is incompatible with orchestration.testScale "intra-node": '
+            "intra-node runs one job per target node, Unpinned runs exactly one job; drop one of the two",
+        ),
+        (
+            {
+                "gangScheduler": {"schedulerName": "kai-scheduler", "queue": "team-a"},
+                "workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}},
+            },
+            'workloadrun bad: spec.workloadMetadata.labels["kai.scheduler/queue"]: conflicting label value '
+            '"team-b", expected "team-a"',
+        ),
+        (
+            {
+                "volumes": [{"name": "dshm", "emptyDir": {}}],
+                "volumeMounts": [{"name": "dshm", "mountPath": "/scratch"}],
+            },
+            'workloadrun bad: spec.volumes[0].name: "dshm" is reserved for the built-in /dev/shm volume',
+        ),
+    ],
+    ids=["unpinned-intra-node", "queue-conflict", "reserved-volume"],
+)
+def test_render_errors_are_build_failed(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, spec: dict[str, Any], message: str
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    create_run(kube, workload_run("bad", namespace, pool, 1, **spec))
+    run = wait_true(kube, resources.WorkloadRun, "bad", namespace, "Failed")
+    found = true_condition(run)
+    assert found is not None and found[:2] == ("Failed", "BuildFailed")
+    assert found[2] == message
+    assert "workflowRef" not in run["status"]
+    assert not list(kube.list(resources.Workflow, namespace=namespace)), "no Workflow for a broken run"
+
+
+def test_foreign_workflow_is_never_adopted(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    # targets no node, so the foreign Workflow fails on its own and starts no Job
+    foreign = workflow("taken", namespace, "nobody", 1)
+    kube.create(resources.Workflow.from_dict(foreign))
+    create_run(kube, workload_run("taken", namespace, pool, 1))
+    run = wait_true(kube, resources.WorkloadRun, "taken", namespace, "Failed")
+    assert true_condition(run) == (
+        "Failed",
+        "WorkflowNameCollision",
+        f'Workflow "taken" already exists in namespace "{namespace}" and is not controlled by '
+        'WorkloadRun "taken"; refusing to adopt it',
+    )
+    assert "ownerReferences" not in get(kube, resources.Workflow, "taken", namespace)["metadata"]
+
+
+def test_deleted_workflow_fails_the_run(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    create_run(kube, workload_run("gone", namespace, pool, 1))
+    wait_true(kube, resources.WorkloadRun, "gone", namespace, "InProgress")
+    trainjob_of(kube, namespace, "gone-job")
+    kube.delete(resources.Workflow, "gone", namespace=namespace)
+    run = wait_true(kube, resources.WorkloadRun, "gone", namespace, "Failed", timeout=90)
+    assert true_condition(run) == ("Failed", "WorkflowDeleted", "Workflow was deleted")
+    wait_for(
+        lambda: not list(kube.list(resources.Workflow, namespace=namespace)) or None,
+        10,
+        what="no Workflow rebuilt for a terminal run",
+    )
+
+
+def test_no_matching_node_fails_through_the_workflow(kube: Client, namespace: str, manager: Any) -> None:
+    """§13.8: the run builds anyway; its Workflow fails NodeDiscoveryError and the run mirrors it."""
+    create_run(kube, workload_run("lonely", namespace, pool_name(), 2))
+    run = wait_true(kube, resources.WorkloadRun, "lonely", namespace, "Failed")
+    assert true_condition(run) == (
+        "Failed",
+        "WorkflowFailed",
+        "No target nodes found matching orchestration target",
+    )
+    wf = get(kube, resources.Workflow, "lonely", namespace)
+    assert true_condition(wf)[:2] == ("Failed", "NodeDiscoveryError")  # type: ignore[index]
+
+
+def test_unpinned_runs_exactly_one_job_of_num_nodes(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 12, pool)
+    create_run(kube, workload_run("four", namespace, pool, 4, orchestration={"placement": "Unpinned"}))
+    jobs = wait_for(lambda: jobs_of(kube, namespace, "four") or None, 60, what="the Job")
+    assert list(jobs) == ["four-job"]
+    trainjob = trainjob_of(kube, namespace, "four-job")
+    assert trainjob["spec"]["trainer"]["numNodes"] == 4
+    for name, pod in own_patch(trainjob).items():
+        terms = (
+            pod["spec"]
+            .get("affinity", {})
+            .get("nodeAffinity", {})
+            .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+            .get("nodeSelectorTerms", [])
+        )
+        keys = {e["key"] for t in terms for e in t.get("matchExpressions", [])}
+        assert "kubernetes.io/hostname" not in keys, f"{name} is pinned: {terms}"
+    wf = get(kube, resources.Workflow, "four", namespace)
+    assert wf["status"]["orchestration"]["totalGroups"] == 1
+    assert len(jobs_of(kube, namespace, "four")) == 1
+
+    create_run(kube, workload_run("thirteen", namespace, pool, 13, orchestration={"placement": "Unpinned"}))
+    run = wait_true(kube, resources.WorkloadRun, "thirteen", namespace, "Failed")
+    assert true_condition(run) == (
+        "Failed",
+        "WorkflowFailed",
+        "Not enough schedulable nodes: need 13, found 12",
+    )
+    assert not jobs_of(kube, namespace, "thirteen"), "never clamped to the 12 nodes there are"
+
+
+def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    create_run(kube, workload_run("done", namespace, pool, 1))
+    finish_workflow_jobs(kube, namespace, "done", 1)
+    run = wait_true(kube, resources.WorkloadRun, "done", namespace, "Succeeded")
+    version = run["metadata"]["resourceVersion"]
+    # Deleting the Workflow of a finished run is not "Workflow was deleted": the run is done.
+    kube.delete(resources.Workflow, "done", namespace=namespace)
+    wait_for(
+        lambda: not list(kube.list(resources.Workflow, namespace=namespace)) or None,
+        60,
+        what="the Workflow to go",
+    )
+    assert get(kube, resources.WorkloadRun, "done", namespace)["metadata"]["resourceVersion"] == version
+
+
+def test_nic_resource_detection_event(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """On-prem GB200 without an RDMA resource: nothing requested, and a Normal event says why."""
+    pool = pool_name()
+    make_nodes(gpu_nodes, 2, pool, platform="onprem", product="NVIDIA-GB200", gpus=4)
+    create_run(kube, workload_run("nic", namespace, pool, 2))
+    wait_true(kube, resources.WorkloadRun, "nic", namespace, "InProgress")
+    events = wait_for(
+        lambda: [
+            e for e in events_for(kube, namespace, "nic", "WorkloadRun") if e[1] == "NICResourceDetection"
+        ],
+        10,
+        what="a NICResourceDetection event",
+    )
+    assert events[0][0] == "Normal"
