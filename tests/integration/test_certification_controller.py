@@ -1,0 +1,296 @@
+"""The Certification controller on the real API server, with kwok GPU nodes.
+
+Categories run one Workflow at a time in spec order; the test plays Kubeflow Trainer and ends
+each TrainJob itself. Targets carry a per-test pool label, since nodes are cluster-wide.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from lightkube import Client
+
+from nvcre.controllers import resources
+from nvcre.naming import certification_workflow_name, job_name
+from nvcre.testing.inspect import (
+    config_map_payload,
+    events_for,
+    finish_workflow_jobs,
+    get,
+    jobs_of,
+    true_condition,
+    wait_true,
+)
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+
+ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
+LOOPBACK = {"domain": "communication", "variant": "nccl-loopback"}
+DCGM = {"domain": "diagnostics", "variant": "dcgm-level3"}
+
+
+def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
+    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool}, **spec))
+    return sorted(n.metadata.name for n in nodes)
+
+
+def certification(name: str, namespace: str, pool: str, *categories: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"target": {"nodeSelector": {POOL_LABEL: pool}}, "categories": list(categories)},
+    }
+
+
+def workflow_name(cert: str, category: dict[str, Any]) -> str:
+    return certification_workflow_name(cert, category["domain"], category["variant"])
+
+
+def workflows_of(kube: Client, namespace: str, cert: str) -> list[str]:
+    found = kube.list(
+        resources.Workflow, namespace=namespace, labels={"nvcre.nvidia.com/certification": cert}
+    )
+    return sorted(str(w.metadata.name) for w in found if w.metadata)
+
+
+def statuses(kube: Client, name: str, namespace: str) -> list[dict[str, Any]]:
+    cert = get(kube, resources.Certification, name, namespace)
+    return list((cert.get("status") or {}).get("categoryStatuses") or [])
+
+
+def wait_workflow_terminal(kube: Client, namespace: str, name: str, timeout: float = 90) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        wf = get(kube, resources.Workflow, name, namespace)
+        found = true_condition(wf)
+        return wf if found and found[0] in ("Succeeded", "Failed") else None
+
+    return wait_for(check, timeout, what=f"Workflow {name} to finish", ignore=(Exception,))
+
+
+def test_categories_run_one_at_a_time_in_order(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """§13.1: Workflow #2 does not exist until #1 is terminal; §13.2: all succeeded => Succeeded."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    kube.create(
+        resources.Certification.from_dict(certification("seq", namespace, pool, ALL_REDUCE, LOOPBACK))
+    )
+    first, second = workflow_name("seq", ALL_REDUCE), workflow_name("seq", LOOPBACK)
+    # Truncate("seq-communication-nccl-all-reduce", 31): 25 characters, "-", a 5-character hash
+    assert len(first) == 31 and first.startswith("seq-communication-nccl-al-")
+
+    wf = wait_for(
+        lambda: get(kube, resources.Workflow, first, namespace), 30, what=first, ignore=(Exception,)
+    )
+    cert = get(kube, resources.Certification, "seq", namespace)
+    assert cert["metadata"]["finalizers"] == ["nvcre.nvidia.com/certification-finalizer"]
+    assert wf["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "nvcre",
+        "nvcre.nvidia.com/certification": "seq",
+        "nvcre.nvidia.com/category-domain": "communication",
+        "nvcre.nvidia.com/category-variant": "nccl-all-reduce",
+    }
+    (owner,) = wf["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "Certification",
+        "seq",
+        cert["metadata"]["uid"],
+        True,
+    )
+    found = wait_for(lambda: statuses(kube, "seq", namespace), 10, what="categoryStatuses")
+    assert found == [
+        {
+            "domain": "communication",
+            "variant": "nccl-all-reduce",
+            "status": "InProgress",
+            "workflowRef": {"name": first, "namespace": namespace},
+        },
+        {"domain": "communication", "variant": "nccl-loopback", "status": "Pending"},
+    ]
+    condition = true_condition(cert)
+    assert condition is not None and condition[:2] in (
+        ("InProgress", "WorkflowCreated"),
+        ("InProgress", "WorkflowRunning"),
+    )
+    assert (
+        "Normal",
+        "WorkflowCreated",
+        "Created Workflow for category communication/nccl-all-reduce (1 of 2)",
+    ) in events_for(kube, namespace, "seq", "Certification")
+
+    # the one Job of category 1 runs; category 2 has no Workflow for as long as it does
+    wait_for(lambda: jobs_of(kube, namespace, first) or None, 30, what="the Job of category 1")
+    time.sleep(2)
+    assert workflows_of(kube, namespace, "seq") == [first]
+
+    finish_workflow_jobs(kube, namespace, first, 1)
+    wait_for(lambda: second in workflows_of(kube, namespace, "seq"), 30, what="the Workflow of category 2")
+    assert statuses(kube, "seq", namespace)[0]["status"] == "Succeeded"
+    finish_workflow_jobs(kube, namespace, second, len(nodes))
+
+    cert = wait_true(kube, resources.Certification, "seq", namespace, "Succeeded", timeout=90)
+    assert true_condition(cert) == (
+        "Succeeded",
+        "AllWorkflowsSucceeded",
+        "All certification categories completed successfully",
+    )
+    final = cert["status"]["categoryStatuses"]
+    assert [s["status"] for s in final] == ["Succeeded", "Succeeded"]
+    for entry, name in zip(final, (first, second), strict=True):
+        wf = get(kube, resources.Workflow, name, namespace)
+        assert entry["succeededNodesRef"] == wf["status"]["succeededNodesRef"]
+        payload = config_map_payload(
+            kube, namespace, entry["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+        )
+        assert payload.decode() == ",".join(nodes)
+    assert ("Normal", "AllWorkflowsSucceeded", "All certification categories completed successfully") in (
+        events_for(kube, namespace, "seq", "Certification")
+    )
+
+    # ordered teardown: the Certification waits for its Workflows to be gone
+    kube.delete(resources.Certification, "seq", namespace=namespace)
+    wait_for(
+        lambda: (
+            not workflows_of(kube, namespace, "seq")
+            and not list(kube.list(resources.Certification, namespace=namespace))
+        ),
+        90,
+        what="the Workflows, then the Certification, to be gone",
+    )
+    assert not list(kube.list(resources.Job, namespace=namespace))
+    assert not list(kube.list(resources.TrainJob, namespace=namespace))
+
+
+def test_a_failed_node_fails_its_category_and_later_ones_still_run(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Three categories on 16 H100 nodes on aws; one node's workload fails in the second."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 16, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    kube.create(
+        resources.Certification.from_dict(certification("trio", namespace, pool, ALL_REDUCE, DCGM, LOOPBACK))
+    )
+    first, second, third = (workflow_name("trio", c) for c in (ALL_REDUCE, DCGM, LOOPBACK))
+
+    wait_for(lambda: first in workflows_of(kube, namespace, "trio"), 30, what=first)
+    assert finish_workflow_jobs(kube, namespace, first, 1) == [f"{first}-job"], "one Job of all 16 nodes"
+
+    wait_for(lambda: second in workflows_of(kube, namespace, "trio"), 60, what=second)
+    assert third not in workflows_of(kube, namespace, "trio")
+    # dcgm runs one single-node Job per node: fail exactly one of them
+
+    def sixteen() -> dict[str, dict[str, Any]] | None:
+        found = jobs_of(kube, namespace, second)
+        return found if len(found) == 16 else None
+
+    jobs = wait_for(sixteen, 60, what="16 single-node Jobs")
+    victim_job = job_name(second, "group-5", 1, single=False)
+    (victim,) = jobs[victim_job]["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"].split(",")
+    assert victim == nodes[5]
+    finish_workflow_jobs(kube, namespace, second, 16, failing=frozenset({victim_job}))
+
+    wait_for(lambda: third in workflows_of(kube, namespace, "trio"), 60, what=third)
+    failed_wf = get(kube, resources.Workflow, second, namespace)
+    assert true_condition(failed_wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    finish_workflow_jobs(kube, namespace, third, 16)
+
+    cert = wait_true(kube, resources.Certification, "trio", namespace, "Failed", timeout=120)
+    assert true_condition(cert) == ("Failed", "WorkflowFailed", "One or more certification categories failed")
+    final = cert["status"]["categoryStatuses"]
+    assert [(s["variant"], s["status"]) for s in final] == [
+        ("nccl-all-reduce", "Succeeded"),
+        ("dcgm-level3", "Failed"),
+        ("nccl-loopback", "Succeeded"),
+    ], "the third category ran although the second failed"
+    ref = final[1]["failedNodesRef"]
+    assert ref == failed_wf["status"]["failedNodesRef"]
+    entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
+    assert [e["name"] for e in entries] == [victim]
+    assert entries[0]["reason"] == "WorkloadFailed" and entries[0]["message"]
+    survivors = config_map_payload(
+        kube, namespace, final[1]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+    )
+    assert survivors.decode().split(",") == [n for n in nodes if n != victim]
+    events = events_for(kube, namespace, "trio", "Certification")
+    assert ("Warning", "WorkflowFailed", "One or more certification categories failed") in events
+    assert [e for e in events if e[1] == "WorkflowCreated"] == [
+        ("Normal", "WorkflowCreated", "Created Workflow for category communication/nccl-all-reduce (1 of 3)")
+    ], "one transition event: later categories change the message, not the condition"
+
+
+def test_waits_for_nodes_then_starts(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """§13.8: no matching node => InProgress/WaitingForNodes (not Failed), until nodes come."""
+    pool = pool_name()
+    kube.create(resources.Certification.from_dict(certification("waits", namespace, pool, ALL_REDUCE)))
+    cert = wait_true(kube, resources.Certification, "waits", namespace, "InProgress")
+    condition = true_condition(cert)
+    assert condition is not None and condition[1] == "WaitingForNodes"
+    assert re.fullmatch(
+        rf"No schedulable nodes match {POOL_LABEL}={pool}; retrying for up to 4m[0-9]+s more\. "
+        r"Nodes that are cordoned or unschedulable do not count\.",
+        condition[2],
+    ), condition[2]
+    assert cert["status"]["categoryStatuses"] == [
+        {"domain": "communication", "variant": "nccl-all-reduce", "status": "Pending"}
+    ]
+    assert not workflows_of(kube, namespace, "waits")
+
+    make_nodes(gpu_nodes, 2, pool)
+    name = workflow_name("waits", ALL_REDUCE)
+    wait_for(lambda: name in workflows_of(kube, namespace, "waits"), 10, what="the Workflow once nodes exist")
+    cert = wait_for(
+        lambda: (
+            (c := get(kube, resources.Certification, "waits", namespace))
+            and (true_condition(c) or ("", "", ""))[1] != "WaitingForNodes"
+            and c
+        ),
+        10,
+        what="the wait to end",
+    )
+    assert cert["status"]["categoryStatuses"][0]["status"] == "InProgress"
+
+
+def test_unknown_category_fails(kube: Client, namespace: str, manager: Any) -> None:
+    bogus = {"domain": "communication", "variant": "nccl-telepathy"}
+    kube.create(
+        resources.Certification.from_dict(certification("unknown", namespace, pool_name(), ALL_REDUCE, bogus))
+    )
+    cert = wait_true(kube, resources.Certification, "unknown", namespace, "Failed")
+    assert true_condition(cert) == (
+        "Failed",
+        "CategoryNotFound",
+        "Unknown certification category: communication/nccl-telepathy",
+    )
+    assert not workflows_of(kube, namespace, "unknown"), "nothing runs when a category is unknown"
+
+
+def test_foreign_workflow_is_never_adopted(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    name = workflow_name("clash", ALL_REDUCE)
+    kube.create(resources.Workflow.from_dict(workflow(name, namespace, "nobody", 1)))
+    kube.create(resources.Certification.from_dict(certification("clash", namespace, pool, ALL_REDUCE)))
+    cert = wait_true(kube, resources.Certification, "clash", namespace, "Failed")
+    assert true_condition(cert) == (
+        "Failed",
+        "WorkflowNameCollision",
+        f'Workflow "{name}" already exists in namespace "{namespace}" and is not controlled by '
+        'Certification "clash"; refusing to adopt it',
+    )
+    assert "ownerReferences" not in get(kube, resources.Workflow, name, namespace)["metadata"]
+    # deleting the Certification leaves the foreign Workflow alone
+    kube.delete(resources.Certification, "clash", namespace=namespace)
+    wait_for(
+        lambda: not list(kube.list(resources.Certification, namespace=namespace)),
+        30,
+        what="the Certification to go",
+    )
+    assert get(kube, resources.Workflow, name, namespace)
