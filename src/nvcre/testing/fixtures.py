@@ -10,7 +10,9 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 * ``gpu_nodes`` (function) — a factory creating fake GPU nodes unique to the test, deleted afterwards;
 * ``async_kube`` (function) — a lightkube ``AsyncClient``;
 * ``manager`` (session) — one ``nvcre-manager`` process against the control plane (tests keep
-  to their own namespaces and node pools, so they can share it).
+  to their own namespaces and node pools, so they can share it);
+* ``node_guard`` (session) — watches every Node from its start and records any write made by
+  ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from lightkube.resources.core_v1 import Namespace, Node
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.nodeguard import NodeGuard
 from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
 
 GpuNodeFactory = Callable[..., list[Node]]
@@ -103,4 +106,11 @@ def manager(
     process.stop()
 
 
-__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "manager", "namespace"]
+@pytest.fixture(scope="session")
+def node_guard(control_plane: ControlPlane) -> Iterator[NodeGuard]:
+    guard = NodeGuard(control_plane.client).start()
+    yield guard
+    guard.stop()
+
+
+__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "manager", "namespace", "node_guard"]
