@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
@@ -26,7 +27,7 @@ from nvcre.testing.inspect import (
 )
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
 
 ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
 LOOPBACK = {"domain": "communication", "variant": "nccl-loopback"}
@@ -294,3 +295,83 @@ def test_foreign_workflow_is_never_adopted(
         what="the Certification to go",
     )
     assert get(kube, resources.Workflow, name, namespace)
+
+
+def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """SIGKILL the manager at several points of a Certification: same result, nothing duplicated.
+
+    Tests run one at a time against the one session manager, so this test crashes and restarts
+    that same process: at no moment do two managers write (no leader election needed).
+    """
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 6, pool)
+    kube.create(
+        resources.Certification.from_dict(certification("crash", namespace, pool, LOOPBACK, ALL_REDUCE, DCGM))
+    )
+    first, second, third = (workflow_name("crash", c) for c in (LOOPBACK, ALL_REDUCE, DCGM))
+    victim_job = job_name(first, "group-2", 1, single=False)
+
+    def crash_and_restart() -> None:
+        manager.kill()
+        manager.start()
+
+    try:
+        # 1. killed while the first category's six Jobs run; three of them end while it is down
+        wait_for(lambda: len(jobs_of(kube, namespace, first)) == 6, 60, what="six Jobs of category 1")
+        manager.kill()
+        jobs = sorted(jobs_of(kube, namespace, first))
+        for name in jobs[:3]:
+            finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)
+        manager.start()
+        # 2. killed right after the rest end: mid-way through failing the Workflow and advancing
+        for name in jobs[3:]:
+            finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)
+        time.sleep(0.2)
+        crash_and_restart()
+        # 3. killed as soon as the second Workflow exists (its status write may not have happened)
+        wait_for(lambda: second in workflows_of(kube, namespace, "crash"), 60, what=second)
+        crash_and_restart()
+        finish_workflow_jobs(kube, namespace, second, 1)
+        wait_for(lambda: third in workflows_of(kube, namespace, "crash"), 60, what=third)
+        wait_for(lambda: len(jobs_of(kube, namespace, third)) == 6, 60, what="six Jobs of category 3")
+        crash_and_restart()
+        finish_workflow_jobs(kube, namespace, third, 6)
+        cert = wait_true(kube, resources.Certification, "crash", namespace, "Failed", timeout=120)
+    finally:
+        if not manager.running():
+            manager.start()
+
+    assert true_condition(cert) == ("Failed", "WorkflowFailed", "One or more certification categories failed")
+    final = cert["status"]["categoryStatuses"]
+    assert [s["status"] for s in final] == ["Failed", "Succeeded", "Succeeded"]
+    entries = json.loads(
+        config_map_payload(kube, namespace, final[0]["failedNodesRef"]["name"], "failed-nodes.json.gz")
+    )
+    assert [(e["name"], e["reason"]) for e in entries] == [(nodes[2], "WorkloadFailed")]
+
+    # nothing was created twice
+    assert workflows_of(kube, namespace, "crash") == sorted([first, second, third])
+    all_jobs = sorted(
+        str(j.metadata.name) for j in kube.list(resources.Job, namespace=namespace) if j.metadata
+    )
+    assert len(all_jobs) == 13 == len(set(all_jobs))
+    for wf, count in ((first, 6), (second, 1), (third, 6)):
+        assert len(jobs_of(kube, namespace, wf)) == count
+    trainjobs = [t for t in kube.list(resources.TrainJob, namespace=namespace) if t.metadata]
+    assert sorted(str(t.metadata.name) for t in trainjobs) == sorted(
+        f"{j}-workload" for j in all_jobs if j != victim_job
+    ), "one TrainJob per Job (the failed one deleted by its Workflow)"
+    results = sorted(
+        str(c.metadata.name)
+        for c in kube.list(ConfigMap, namespace=namespace)
+        if c.metadata and str(c.metadata.name).startswith(("succeeded-nodes-", "failed-nodes-"))
+    )
+    uids = {
+        get(kube, resources.Workflow, w, namespace)["metadata"]["uid"][:8] for w in (first, second, third)
+    }
+    assert results == sorted(
+        [f"failed-nodes-{get(kube, resources.Workflow, first, namespace)['metadata']['uid'][:8]}"]
+        + [f"succeeded-nodes-{u}" for u in uids]
+    )
+    created = [e for e in events_for(kube, namespace, "crash", "Certification") if e[1] == "WorkflowCreated"]
+    assert len(created) == 1, created
