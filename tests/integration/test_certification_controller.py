@@ -375,3 +375,53 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
     )
     created = [e for e in events_for(kube, namespace, "crash", "Certification") if e[1] == "WorkflowCreated"]
     assert len(created) == 1, created
+
+
+def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    kube.create(
+        resources.Certification.from_dict(certification("lost", namespace, pool, ALL_REDUCE, LOOPBACK))
+    )
+    first, second = workflow_name("lost", ALL_REDUCE), workflow_name("lost", LOOPBACK)
+    wait_for(lambda: jobs_of(kube, namespace, first) or None, 60, what="the Job of category 1")
+    kube.delete(resources.Workflow, first, namespace=namespace)
+    wait_for(lambda: second in workflows_of(kube, namespace, "lost"), 60, what="category 2 to start")
+    assert statuses(kube, "lost", namespace)[0]["status"] == "Failed"
+    finish_workflow_jobs(kube, namespace, second, len(nodes))
+    cert = wait_true(kube, resources.Certification, "lost", namespace, "Failed", timeout=90)
+    assert true_condition(cert) == ("Failed", "WorkflowFailed", "One or more certification categories failed")
+    assert [s["status"] for s in cert["status"]["categoryStatuses"]] == ["Failed", "Succeeded"]
+
+
+def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    """§2.6: a finished Certification whose failed category's Workflow still runs resumes it."""
+    pool = pool_name()
+    make_nodes(gpu_nodes, 2, pool)
+    kube.create(resources.Certification.from_dict(certification("stale", namespace, pool, ALL_REDUCE)))
+    name = workflow_name("stale", ALL_REDUCE)
+    wait_for(lambda: jobs_of(kube, namespace, name) or None, 60, what="the Job")
+    wait_for(lambda: statuses(kube, "stale", namespace)[0]["status"] == "InProgress", 10, what="InProgress")
+
+    # record a failure that is not true: the category's Workflow is still running
+    live = get(kube, resources.Certification, "stale", namespace)
+    live["status"]["categoryStatuses"][0]["status"] = "Failed"
+    for c in live["status"]["conditions"]:
+        c["status"] = "True" if c["type"] == "Failed" else "False"
+        c["reason"] = "WorkflowFailed" if c["type"] == "Failed" else "NotApplicable"
+    kube.replace(resources.Certification.Status.from_dict(live), "stale", namespace=namespace)
+
+    wait_for(
+        lambda: (
+            ("Normal", "WorkflowRunning", "Recovered: Workflow still running")
+            in events_for(kube, namespace, "stale", "Certification")
+        ),
+        30,
+        what="the recovery",
+    )
+    assert statuses(kube, "stale", namespace)[0]["status"] == "InProgress"
+    finish_workflow_jobs(kube, namespace, name, 1)
+    cert = wait_true(kube, resources.Certification, "stale", namespace, "Succeeded", timeout=60)
+    assert cert["status"]["categoryStatuses"][0]["status"] == "Succeeded"
