@@ -425,3 +425,23 @@ def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: A
     finish_workflow_jobs(kube, namespace, name, 1)
     cert = wait_true(kube, resources.Certification, "stale", namespace, "Succeeded", timeout=60)
     assert cert["status"]["categoryStatuses"][0]["status"] == "Succeeded"
+
+
+def test_a_repeated_category_does_not_reuse_the_first_ones_workflow(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Both entries render the same Workflow name: the second must not report the first's result."""
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    again = {**ALL_REDUCE, "options": {"numIterations": 5}}
+    kube.create(resources.Certification.from_dict(certification("twice", namespace, pool, ALL_REDUCE, again)))
+    name = workflow_name("twice", ALL_REDUCE)
+    finish_workflow_jobs(kube, namespace, name, 1)
+    cert = wait_true(kube, resources.Certification, "twice", namespace, "Failed", timeout=60)
+    assert true_condition(cert) == (
+        "Failed",
+        "WorkflowNameCollision",
+        f'Workflow "{name}" of category communication/nccl-all-reduce (1 of 2) has the name category '
+        "communication/nccl-all-reduce (2 of 2) needs; refusing to reuse it",
+    )
+    assert [s["status"] for s in cert["status"]["categoryStatuses"]] == ["Succeeded", "Pending"]

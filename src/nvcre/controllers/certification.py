@@ -274,6 +274,26 @@ class CertificationController:
                 cert, ConditionType.FAILED, CertificationReason.WORKFLOW_FAILED, message, statuses
             )
             return None
+        holder = next(
+            (
+                i
+                for i, s in enumerate(statuses)
+                if i != index and (s.get("workflowRef") or {}).get("name") == name
+            ),
+            None,
+        )
+        if holder is not None:
+            # Ours, but another category's: adopting it would report that category's result twice.
+            other = statuses[holder]
+            await self._set(
+                cert,
+                ConditionType.FAILED,
+                CertificationReason.WORKFLOW_NAME_COLLISION,
+                f'Workflow "{name}" of category {other["domain"]}/{other["variant"]} ({holder + 1} of {total}) '
+                f"has the name category {key} ({index + 1} of {total}) needs; refusing to reuse it",
+                statuses,
+            )
+            return None
         entry["status"] = IN_PROGRESS
         entry["workflowRef"] = {"name": created.obj["metadata"]["name"], "namespace": namespace}
         written = await self._set(
