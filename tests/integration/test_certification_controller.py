@@ -22,7 +22,9 @@ from nvcre.testing.inspect import (
     finish_workflow_jobs,
     get,
     jobs_of,
+    trainjob_of,
     true_condition,
+    wait_event,
     wait_true,
 )
 from nvcre.testing.nodes import GpuNodeSpec
@@ -89,6 +91,7 @@ def test_categories_run_one_at_a_time_in_order(
     wf = wait_for(
         lambda: get(kube, resources.Workflow, first, namespace), 30, what=first, ignore=(Exception,)
     )
+    found = wait_for(lambda: statuses(kube, "seq", namespace), 10, what="categoryStatuses")
     cert = get(kube, resources.Certification, "seq", namespace)
     assert cert["metadata"]["finalizers"] == ["nvcre.nvidia.com/certification-finalizer"]
     assert wf["metadata"]["labels"] == {
@@ -104,7 +107,6 @@ def test_categories_run_one_at_a_time_in_order(
         cert["metadata"]["uid"],
         True,
     )
-    found = wait_for(lambda: statuses(kube, "seq", namespace), 10, what="categoryStatuses")
     assert found == [
         {
             "domain": "communication",
@@ -119,11 +121,13 @@ def test_categories_run_one_at_a_time_in_order(
         ("InProgress", "WorkflowCreated"),
         ("InProgress", "WorkflowRunning"),
     )
-    assert (
-        "Normal",
-        "WorkflowCreated",
-        "Created Workflow for category communication/nccl-all-reduce (1 of 2)",
-    ) in events_for(kube, namespace, "seq", "Certification")
+    wait_event(
+        kube,
+        namespace,
+        "seq",
+        "Certification",
+        ("Normal", "WorkflowCreated", "Created Workflow for category communication/nccl-all-reduce (1 of 2)"),
+    )
 
     # the one Job of category 1 runs; category 2 has no Workflow for as long as it does
     wait_for(lambda: jobs_of(kube, namespace, first) or None, 30, what="the Job of category 1")
@@ -150,8 +154,12 @@ def test_categories_run_one_at_a_time_in_order(
             kube, namespace, entry["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
         )
         assert payload.decode() == ",".join(nodes)
-    assert ("Normal", "AllWorkflowsSucceeded", "All certification categories completed successfully") in (
-        events_for(kube, namespace, "seq", "Certification")
+    wait_event(
+        kube,
+        namespace,
+        "seq",
+        "Certification",
+        ("Normal", "AllWorkflowsSucceeded", "All certification categories completed successfully"),
     )
 
     # ordered teardown: the Certification waits for its Workflows to be gone
@@ -218,8 +226,13 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
         kube, namespace, final[1]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
     )
     assert survivors.decode().split(",") == [n for n in nodes if n != victim]
-    events = events_for(kube, namespace, "trio", "Certification")
-    assert ("Warning", "WorkflowFailed", "One or more certification categories failed") in events
+    events = wait_event(
+        kube,
+        namespace,
+        "trio",
+        "Certification",
+        ("Warning", "WorkflowFailed", "One or more certification categories failed"),
+    )
     assert [e for e in events if e[1] == "WorkflowCreated"] == [
         ("Normal", "WorkflowCreated", "Created Workflow for category communication/nccl-all-reduce (1 of 3)")
     ], "one transition event: later categories change the message, not the condition"
@@ -318,8 +331,10 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
     try:
         # 1. killed while the first category's six Jobs run; three of them end while it is down
         wait_for(lambda: len(jobs_of(kube, namespace, first)) == 6, 60, what="six Jobs of category 1")
-        manager.kill()
         jobs = sorted(jobs_of(kube, namespace, first))
+        for name in jobs:
+            trainjob_of(kube, namespace, name)
+        manager.kill()
         for name in jobs[:3]:
             finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)
         manager.start()
@@ -373,7 +388,14 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
         [f"failed-nodes-{get(kube, resources.Workflow, first, namespace)['metadata']['uid'][:8]}"]
         + [f"succeeded-nodes-{u}" for u in uids]
     )
-    created = [e for e in events_for(kube, namespace, "crash", "Certification") if e[1] == "WorkflowCreated"]
+    events = wait_event(
+        kube,
+        namespace,
+        "crash",
+        "Certification",
+        ("Warning", "WorkflowFailed", "One or more certification categories failed"),
+    )
+    created = [e for e in events if e[1] == "WorkflowCreated"]
     assert len(created) == 1, created
 
 
@@ -405,13 +427,18 @@ def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: A
     wait_for(lambda: jobs_of(kube, namespace, name) or None, 60, what="the Job")
     wait_for(lambda: statuses(kube, "stale", namespace)[0]["status"] == "InProgress", 10, what="InProgress")
 
-    # record a failure that is not true: the category's Workflow is still running
-    live = get(kube, resources.Certification, "stale", namespace)
-    live["status"]["categoryStatuses"][0]["status"] = "Failed"
-    for c in live["status"]["conditions"]:
-        c["status"] = "True" if c["type"] == "Failed" else "False"
-        c["reason"] = "WorkflowFailed" if c["type"] == "Failed" else "NotApplicable"
-    kube.replace(resources.Certification.Status.from_dict(live), "stale", namespace=namespace)
+    # record a failure that is not true (the category's Workflow is still running) while the
+    # manager is down, so that no reconcile in flight overwrites it
+    manager.stop()
+    try:
+        live = get(kube, resources.Certification, "stale", namespace)
+        live["status"]["categoryStatuses"][0]["status"] = "Failed"
+        for c in live["status"]["conditions"]:
+            c["status"] = "True" if c["type"] == "Failed" else "False"
+            c["reason"] = "WorkflowFailed" if c["type"] == "Failed" else "NotApplicable"
+        kube.replace(resources.Certification.Status.from_dict(live), "stale", namespace=namespace)
+    finally:
+        manager.start()
 
     wait_for(
         lambda: (

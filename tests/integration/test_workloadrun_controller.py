@@ -22,6 +22,7 @@ from nvcre.testing.inspect import (
     own_patch,
     trainjob_of,
     true_condition,
+    wait_event,
     wait_true,
 )
 from nvcre.testing.nodes import GpuNodeSpec
@@ -120,9 +121,14 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
         kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
     )
     assert payload.decode() == ",".join(nodes)
-    events = events_for(kube, namespace, "allreduce", "WorkloadRun")
+    events = wait_event(
+        kube,
+        namespace,
+        "allreduce",
+        "WorkloadRun",
+        ("Normal", "WorkflowSucceeded", "Workflow completed successfully"),
+    )
     assert ("Normal", "WorkflowCreated", "Workflow allreduce created") in events
-    assert ("Normal", "WorkflowSucceeded", "Workflow completed successfully") in events
 
 
 def test_failure_is_mirrored_with_the_workflow_message(
@@ -137,8 +143,12 @@ def test_failure_is_mirrored_with_the_workflow_message(
     ref = run["status"]["failedNodesRef"]
     entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
     assert [e["name"] for e in entries] == nodes
-    assert ("Warning", "WorkflowFailed", "1 groups failed across 1 iterations") in events_for(
-        kube, namespace, "breaks", "WorkloadRun"
+    wait_event(
+        kube,
+        namespace,
+        "breaks",
+        "WorkloadRun",
+        ("Warning", "WorkflowFailed", "1 groups failed across 1 iterations"),
     )
 
 

@@ -228,7 +228,7 @@ class CertificationController:
                     cert,
                     ConditionType.IN_PROGRESS,
                     CertificationReason.WAITING_FOR_NODES,
-                    waiting_message(target, remaining),
+                    waiting_message(cert["spec"].get("target"), remaining),
                     statuses,
                 )
                 return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))

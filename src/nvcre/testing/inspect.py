@@ -105,3 +105,19 @@ def finish_workflow_jobs(
         trainjob = trainjob_of(kube, namespace, name)
         finish_trainjob(kube, namespace, trainjob["metadata"]["name"], succeeded=name not in failing)
     return names
+
+
+def wait_event(
+    kube: Client, namespace: str, name: str, kind: str, event: tuple[str, str, str], timeout: float = 10
+) -> list[tuple[str, str, str]]:
+    """Wait until ``event`` (type, reason, note) is recorded on the object; return all its events.
+
+    Events are written right after the status write they describe, so a test that has just seen
+    the status must wait for the event rather than expect it already.
+    """
+
+    def recorded() -> list[tuple[str, str, str]] | None:
+        found = events_for(kube, namespace, name, kind)
+        return found if event in found else None
+
+    return wait_for(recorded, timeout, what=f"event {event} on {kind} {namespace}/{name}")
