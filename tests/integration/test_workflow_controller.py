@@ -165,7 +165,12 @@ def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any,
     assert config_map_payload(kube, namespace, ref["name"], "succeeded-nodes.csv.gz").decode() == ",".join(
         nodes
     )
-    reasons = [r for _, r, _ in events_for(kube, namespace, "nccl")]
+    # the transition event is written right after the status the test has just seen
+    reasons = wait_for(
+        lambda: "JobCompleted" in (found := [r for _, r, _ in events_for(kube, namespace, "nccl")]) and found,
+        10,
+        what="the JobCompleted event",
+    )
     assert reasons.count("GroupsPartitioned") == 1 and reasons.count("JobCompleted") == 1
 
 
@@ -210,6 +215,11 @@ def test_workload_failure_records_every_group_node(
         what="the failed TrainJob to be deleted",
     )
     assert get(kube, resources.Job, "fails-job", namespace), "the Job stays for the report"
-    assert ("Warning", "IterationsFailed", "1 groups failed across 1 iterations") in events_for(
-        kube, namespace, "fails"
+    wait_for(
+        lambda: (
+            ("Warning", "IterationsFailed", "1 groups failed across 1 iterations")
+            in events_for(kube, namespace, "fails")
+        ),
+        10,
+        what="the IterationsFailed event",
     )
