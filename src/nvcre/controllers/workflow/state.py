@@ -80,7 +80,12 @@ class WorkflowState:
 
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
-        status["orchestration"] = copy.deepcopy(self.orchestration)
+        orchestration = copy.deepcopy(self.orchestration)
+        for required in ("totalNodes", "nodesPerJob", "totalGroups"):
+            # Required by the schema: a Workflow that fails before partitioning (no nodes, a bad
+            # override) still writes them, as zeros, like the reference; else the write is a 422.
+            orchestration.setdefault(required, 0)
+        status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
         status["namespace"] = self.namespace
