@@ -27,23 +27,38 @@ async def update_with_retry(
     *,
     status: bool = False,
     attempts: int = 10,
+    current: Obj | None = None,
 ) -> Obj | None:
     """Apply ``mutate`` to the live object and write it (the status subresource if ``status``).
 
     On 409 the object is read again and ``mutate`` applied to the fresh copy, so a change made
     meanwhile by someone else is never overwritten. Returns the object as written, the live
     object when ``mutate`` changes nothing, or None when the object is gone.
+
+    ``current`` is the caller's latest view of the object (an informer's cached copy, or one
+    just read): the first attempt writes on top of it without reading first, guarded by its
+    resourceVersion, as controller-runtime does. A stale view costs one 409 and then the live
+    object is read as usual; a ``mutate`` that wants no write on the view also falls back to
+    the live object, so a stale view never suppresses a write. ``current`` is not modified.
     """
     scope = {"namespace": namespace} if namespace else {}
+    view = current if current is not None and (current.get("metadata") or {}).get("resourceVersion") else None
     for _ in range(attempts):
-        try:
-            live = to_plain(resource, await client.get(resource, name, **scope))
-        except ApiError as error:
-            if error.status.code == 404:
-                return None
-            raise
+        if view is not None:
+            live, view = view, None
+            cached = True
+        else:
+            cached = False
+            try:
+                live = to_plain(resource, await client.get(resource, name, **scope))
+            except ApiError as error:
+                if error.status.code == 404:
+                    return None
+                raise
         wanted = mutate(copy.deepcopy(live))
         if wanted is None or wanted == live:
+            if cached:
+                continue  # nothing to write on the view: decide on the live object instead
             return live
         try:
             if status:
