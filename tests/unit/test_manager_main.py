@@ -88,3 +88,18 @@ def test_flag_errors_exit_2_with_usage(capsys: pytest.CaptureFixture[str]) -> No
         main(["--max-concurrent-reconciles=0"])
     assert exited.value.code == 2
     assert "--max-concurrent-reconciles must be greater than 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "timing",
+    [
+        ["--lease-duration=10", "--renew-deadline=10"],
+        ["--renew-deadline=1", "--retry-period=2"],
+        ["--retry-period=0", "--renew-deadline=1", "--lease-duration=2"],
+    ],
+)
+def test_leader_election_timings_must_nest(timing: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(timing)
+    assert exited.value.code == 2
+    assert "needs --lease-duration > --renew-deadline > --retry-period > 0" in capsys.readouterr().err

@@ -67,6 +67,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag in ("max_concurrent_reconciles", "measurement_max_concurrent_reconciles"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')} must be greater than 0")
+    if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
+        parser.error(
+            "leader election needs --lease-duration > --renew-deadline > --retry-period > 0, got "
+            f"{args.lease_duration:g} > {args.renew_deadline:g} > {args.retry_period:g}"
+        )
     return args
 
 
