@@ -8,7 +8,10 @@ It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU node
 (cluster-admin kubeconfig, no leader election), and creates one Workflow with ``numNodes``
 ``--num-nodes`` targeting all of them. It reports, from the Workflow's creation:
 
+* the manager's CPU use while idle for ``--idle`` seconds (informers following kwok's heartbeats);
 * the first Job, all Jobs, and all TrainJobs existing (watched, not polled);
+* the API requests served meanwhile (kube-apiserver's ``apiserver_request_total``, nodes and
+  leases left out: those are kwok's heartbeats), and how many were 409 Conflicts;
 * the manager's CPU seconds spent on it and its peak RSS (``VmHWM`` of ``/proc/<pid>/status``);
 
 then stops the manager and, as the floor to compare with, has a plain client create the very
@@ -177,6 +180,12 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         pid = manager.pid
         rows.append(("manager start until /readyz (caches synced)", f"{time.monotonic() - t1:.1f} s"))
         rows.append(("manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
+        idle_from = cpu_seconds(pid)
+        await asyncio.sleep(args.idle)
+        idle = (cpu_seconds(pid) - idle_from) / args.idle
+        rows.append(
+            (f"manager CPU while idle ({args.nodes} nodes heartbeating)", f"{idle * 100:.0f} % of a core")
+        )
         cpu_before = cpu_seconds(pid)
 
         namespace = "bench-workflow"
@@ -237,6 +246,7 @@ def main() -> None:
     parser.add_argument("--num-nodes", type=int, default=8, help="the Workflow's numNodes (nodes per Job)")
     parser.add_argument("--workers", type=int, default=10, help="--max-concurrent-reconciles")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--idle", type=float, default=30, help="seconds to watch the idle manager's CPU")
     parser.add_argument("--profile", type=Path, help="write the manager's cProfile stats here")
     args = parser.parse_args()
     started = time.monotonic()
