@@ -108,8 +108,8 @@ def seconds_between(earlier: datetime, later: datetime) -> float:
 def test_one_leader_writes_and_the_standby_finishes_after_a_crash(
     kube: Client, namespace: str, gpu_nodes: Any, replicas: Replicas
 ) -> None:
-    lease_duration, retry = 4.0, 0.5
-    flags = timing(lease_duration, 3, retry)
+    lease_duration, retry = 6.0, 0.5
+    flags = timing(lease_duration, 4.5, retry)
     leader = replicas("replica-a", *flags)
     first = wait_holder(kube, namespace, leader.name, 30)
     assert first.spec.leaseDurationSeconds == int(lease_duration)
@@ -137,8 +137,9 @@ def test_one_leader_writes_and_the_standby_finishes_after_a_crash(
     taken = wait_holder(kube, namespace, standby.name, lease_duration + 30)
     assert taken.spec.leaseTransitions == (last.spec.leaseTransitions or 0) + 1
     gap = seconds_between(last.spec.renewTime, taken.spec.acquireTime)
-    # Never before the lease ran out on the standby's clock; then at its next retry (+ slack).
-    assert lease_duration <= gap <= lease_duration + 2 * retry + 2.0, gap
+    # Never before the lease ran out on the standby's clock; then at its next retry (+ slack for
+    # a loaded machine).
+    assert lease_duration <= gap <= lease_duration + 2 * retry + 5.0, gap
     wait_for(lambda: trio(kube, namespace, "wf") == "Succeeded", 60, what="the standby to finish wf")
     assert standby.metric(LEADER_METRIC, name=LEADER_ELECTION_ID) == 1
     assert reconciles(standby) > 0
