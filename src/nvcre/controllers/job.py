@@ -279,6 +279,7 @@ class JobController:
 
             def mark_blocked(status: dict[str, Any]) -> None:
                 status.setdefault("schedulingBlockedSince", since_text)
+                status.pop("workloadStartTime", None)  # a workload that cannot be placed is not running
 
             await self.ctx.status.set_exclusive(
                 resources.Job,

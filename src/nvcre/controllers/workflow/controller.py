@@ -39,7 +39,20 @@ class WorkflowController:
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
         self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))
+        self.controller.watch(pods, self._pod_to_workflow)
         manager.add(self.controller)
+
+    def _pod_to_workflow(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        """A workload pod that ends or goes away may release a group held by the pod-drain barrier."""
+        if event == "MODIFIED" and (old or {}).get("status", {}).get("phase") == new.get("status", {}).get(
+            "phase"
+        ):
+            return []
+        namespace = new["metadata"].get("namespace", "")
+        job_name = (new["metadata"].get("labels") or {}).get(Label.JOB)
+        job = self.caches.jobs.get(namespace, job_name) if job_name else None
+        workflow = ((job or {}).get("metadata", {}).get("labels") or {}).get(Label.WORKFLOW)
+        return [ObjectKey(namespace, workflow)] if workflow else []
 
     async def _live(self, key: ObjectKey) -> Obj | None:
         try:

@@ -80,9 +80,17 @@ class WorkflowState:
 
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
-        status["orchestration"] = copy.deepcopy(self.orchestration)
+        orchestration = {
+            "totalNodes": 0,
+            "nodesPerJob": 0,
+            "totalGroups": 0,
+            **copy.deepcopy(self.orchestration),
+        }
+        status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
+        else:
+            status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
         status.update(copy.deepcopy(self.refs))
 
