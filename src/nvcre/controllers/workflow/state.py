@@ -80,17 +80,14 @@ class WorkflowState:
 
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
-        orchestration = {
-            "totalNodes": 0,
-            "nodesPerJob": 0,
-            "totalGroups": 0,
-            **copy.deepcopy(self.orchestration),
-        }
+        orchestration = copy.deepcopy(self.orchestration)
+        for required in ("totalNodes", "nodesPerJob", "totalGroups"):
+            # Required by the schema: a Workflow that fails before partitioning (no nodes, a bad
+            # override) still writes them, as zeros, like the reference; else the write is a 422.
+            orchestration.setdefault(required, 0)
         status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
-        else:
-            status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
         status.update(copy.deepcopy(self.refs))
 
