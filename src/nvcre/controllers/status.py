@@ -34,8 +34,11 @@ class StatusWriter:
         self.client = client
         self.recorder = recorder
 
-    async def update(self, resource: type[lkr.Resource], obj: Obj, change: StatusChange) -> Obj | None:
-        """Apply ``change`` to the live object's status and write it if it differs."""
+    async def update(
+        self, resource: type[lkr.Resource], obj: Obj, change: StatusChange, *, base: Obj | None = None
+    ) -> Obj | None:
+        """Apply ``change`` to the live object's status and write it if it differs (to ``base``
+        at its resourceVersion when given; see :func:`update_with_retry`)."""
 
         def mutate(live: Obj) -> Obj:
             change(live.setdefault("status", {}))
@@ -43,7 +46,7 @@ class StatusWriter:
 
         meta = obj["metadata"]
         return await update_with_retry(
-            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True, base=base
         )
 
     async def set_exclusive(
@@ -57,6 +60,7 @@ class StatusWriter:
         extra: StatusChange | None = None,
         inactive_reason: str = Reason.NOT_APPLICABLE,
         unless_terminal: bool = False,
+        base: Obj | None = None,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
@@ -84,7 +88,7 @@ class StatusWriter:
 
         meta = obj["metadata"]
         written = await update_with_retry(
-            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True, base=base
         )
         if written is not None:
             for target, type_, event_reason, note in events:

@@ -18,6 +18,10 @@ class ConflictRetriesExhausted(Exception):
     pass
 
 
+class Conflict(Exception):
+    """The object changed since it was read; the decision based on it must be made again."""
+
+
 async def update_with_retry(
     client: AsyncClient,
     resource: type[lkr.Resource],
@@ -27,17 +31,26 @@ async def update_with_retry(
     *,
     status: bool = False,
     attempts: int = 10,
+    base: Obj | None = None,
 ) -> Obj | None:
     """Apply ``mutate`` to the live object and write it (the status subresource if ``status``).
 
     On 409 the object is read again and ``mutate`` applied to the fresh copy, so a change made
     meanwhile by someone else is never overwritten. Returns the object as written, the live
     object when ``mutate`` changes nothing, or None when the object is gone.
+
+    With ``base`` (the object a decision was made from) there is no re-read: the write carries
+    ``base``'s resourceVersion and a 409 raises :class:`Conflict`, because a decision made from
+    an outdated view must be made again, not re-applied over someone else's change.
     """
     scope = {"namespace": namespace} if namespace else {}
-    for _ in range(attempts):
+    for _ in range(1 if base is not None else attempts):
         try:
-            live = to_plain(resource, await client.get(resource, name, **scope))
+            live = (
+                copy.deepcopy(base)
+                if base is not None
+                else to_plain(resource, await client.get(resource, name, **scope))
+            )
         except ApiError as error:
             if error.status.code == 404:
                 return None
@@ -53,6 +66,10 @@ async def update_with_retry(
                 written = await client.replace(resource.from_dict(wanted))  # type: ignore[attr-defined]
         except ApiError as error:
             if error.status.code == 409:
+                if base is not None:
+                    raise Conflict(
+                        f"{resource.__name__} {namespace}/{name} changed since it was read"
+                    ) from error
                 continue
             if error.status.code == 404:
                 return None

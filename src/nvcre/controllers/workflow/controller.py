@@ -79,14 +79,7 @@ class WorkflowController:
         try:
             return await self._step(state)
         except Failure as failure:
-            await self.ctx.status.set_exclusive(
-                resources.Workflow,
-                workflow,
-                ConditionType.FAILED,
-                failure.reason,
-                failure.message,
-                extra=state.apply,
-            )
+            await state.record(ConditionType.FAILED, failure.reason, failure.message)
             return None
 
     async def _step(self, state: WorkflowState) -> Result | None:
@@ -139,7 +132,7 @@ class WorkflowController:
                 )
                 raise Failure(reason, f"Failed to create dependency: {error}") from error
             state.dependency_refs.append({**ref, "scope": "workflow"})
-            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+            await state.save()
 
     async def _delete(self, state: WorkflowState) -> Result | None:
         finalizers = state.workflow["metadata"].get("finalizers") or ()
@@ -166,7 +159,7 @@ class WorkflowController:
         keep = await delete_refs(state, list(state.dependency_refs))
         if keep:
             state.dependency_refs = keep
-            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+            await state.save()
             return Result(requeue_after=5.0)
         await remove_finalizer(self.ctx.client, resources.Workflow, state.workflow, Finalizer.WORKFLOW)
         return None

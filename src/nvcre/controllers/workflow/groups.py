@@ -201,14 +201,7 @@ async def launch(state: WorkflowState, resolved: ResolvedWorkflow) -> Result:
                 else WorkflowReason.DEPENDENCY_CREATION_ERROR
             )
             raise Failure(reason, f"Failed to create dependency: {error}") from error
-    await state.ctx.status.set_exclusive(
-        resources.Workflow,
-        state.workflow,
-        ConditionType.IN_PROGRESS,
-        WorkflowReason.JOB_CREATED,
-        _running_message(state),
-        extra=state.apply,
-    )
+    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_CREATED, _running_message(state))
     return result
 
 
@@ -363,14 +356,7 @@ async def follow(state: WorkflowState) -> Result:
             )
             await state.ctx.recorder.warning(job, WorkflowReason.JOB_TIMED_OUT, "Job exceeded timeoutPerJob")
         await _complete_group(state, group, job)
-    await state.ctx.status.set_exclusive(
-        resources.Workflow,
-        state.workflow,
-        ConditionType.IN_PROGRESS,
-        WorkflowReason.JOB_RUNNING,
-        _running_message(state),
-        extra=state.apply,
-    )
+    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, _running_message(state))
     return Result(requeue_after=next_look)
 
 
@@ -410,13 +396,10 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
             for key in ("jobRef", "startTime", "completionTime"):
                 group.pop(key, None)
         orchestration["currentIteration"] = completed + 1
-        await state.ctx.status.set_exclusive(
-            resources.Workflow,
-            state.workflow,
+        await state.record(
             ConditionType.IN_PROGRESS,
             WorkflowReason.ITERATION_COMPLETED,
             f"Iteration {completed}/{total} completed, starting next",
-            extra=state.apply,
         )
         return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     await _final_status(state)
@@ -432,13 +415,10 @@ async def _final_status(state: WorkflowState) -> None:
         state, [n for g in state.groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()]
     )
     if failed_groups == 0:
-        await state.ctx.status.set_exclusive(
-            resources.Workflow,
-            state.workflow,
+        await state.record(
             ConditionType.SUCCEEDED,
             WorkflowReason.JOB_COMPLETED,
             f"All {total} iterations completed successfully",
-            extra=state.apply,
         )
         return
     jobs = [
@@ -474,6 +454,4 @@ async def _final_status(state: WorkflowState) -> None:
             )
             status["conditions"] = [c.to_dict() for c in updated]
 
-    await state.ctx.status.set_exclusive(
-        resources.Workflow, state.workflow, ConditionType.FAILED, reason, message, extra=extra
-    )
+    await state.record(ConditionType.FAILED, reason, message, extra=extra)
