@@ -236,12 +236,25 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
         assert runtime.startswith("deps-rt-") and runtime.endswith(
             job["metadata"]["labels"]["nvcre.nvidia.com/group"] + "-iter-1"
         )
-        copy = kube.get(resources.TrainingRuntime, runtime, namespace=namespace).to_dict()
+        copy = wait_for(
+            lambda runtime=runtime: (
+                (c := kube.get(resources.TrainingRuntime, runtime, namespace=namespace).to_dict())[
+                    "metadata"
+                ].get("ownerReferences")
+                and c
+            ),
+            30,
+            what=f"{runtime} owned by its Job",
+        )
         assert copy["metadata"]["labels"]["nvcre.nvidia.com/workflow"] == "deps"
         assert copy["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == uid
         assert [o["name"] for o in copy["metadata"]["ownerReferences"]] == [job_name]
         copies[job_name] = runtime
-    refs = status(kube, namespace, "deps")["dependencyRefs"]
+    refs = wait_for(
+        lambda: len(r := status(kube, namespace, "deps").get("dependencyRefs") or []) == 3 and r,
+        30,
+        what="3 refs",
+    )
     assert refs[0] == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
