@@ -608,3 +608,148 @@ def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
         "an unschedulable workload never times out"
     )
     assert true_condition(get(kube, resources.Workflow, "blocked", namespace))[0] == "InProgress"
+
+
+def test_checkpointed_workload_restarts_until_its_restarts_run_out(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "ckpt"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    job_spec = {
+        "checkpoint": {"pvcName": "ckpt", "maxRestarts": 1},
+        "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "1s"},
+    }
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("ckpt", namespace, pool, 1, dependencies=[pvc], job_spec=job_spec)
+        )
+    )
+    first = trainjob_of(kube, namespace, "ckpt-job")
+    goodput = wait_for(
+        lambda: get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace),
+        30,
+        what="the GoodputMeasurement",
+        ignore=(Exception,),
+    )
+    assert goodput["spec"]["jobRef"] == {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "ckpt-job"}
+    assert goodput["metadata"]["ownerReferences"][0]["kind"] == "Workflow", (
+        "measurements outlive iteration Jobs"
+    )
+    goodput.update(status={"lastCheckpointStep": "100", "lastStepTimestamp": "2026-01-01T00:00:00Z"})
+    kube.replace(
+        resources.GoodputMeasurement.Status.from_dict(goodput), "ckpt-job-goodput", namespace=namespace
+    )
+    finish_trainjob(kube, namespace, "ckpt-job-workload", succeeded=False)
+    job = wait_for(
+        lambda: (
+            (j := get(kube, resources.Job, "ckpt-job", namespace))["status"].get("restartCount") == 1 and j
+        ),
+        30,
+        what="restartCount 1",
+    )
+    assert true_condition(job)[1:] == (
+        "WorkloadRestarting",
+        "Restarting workload from checkpoint (restart 1/1)",
+    )
+    second = wait_for(
+        lambda: (
+            (t := get(kube, resources.TrainJob, "ckpt-job-workload", namespace))["metadata"]["uid"]
+            != first["metadata"]["uid"]
+            and t
+        ),
+        30,
+        what="a fresh workload",
+        ignore=(Exception,),
+    )
+    assert (
+        "lastStepTimestamp"
+        not in get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace)["status"]
+    )
+    finish_trainjob(kube, namespace, second["metadata"]["name"], succeeded=False)
+    job = wait_true(kube, resources.Job, "ckpt-job", namespace, "Failed")
+    assert true_condition(job)[1] == "WorkloadFailed" and job["status"]["restartCount"] == 1
+
+
+def test_checkpoint_without_its_pvc_fails_before_anything_runs(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("nopvc", namespace, pool, 1, job_spec={"checkpoint": {"pvcName": "ckpt"}})
+        )
+    )
+    wf = wait_true(kube, resources.Workflow, "nopvc", namespace, "Failed")
+    assert true_condition(wf)[1:] == (
+        "CheckpointPVCMissing",
+        'Checkpoint requires PVC "ckpt" in dependencies',
+    )
+    assert not jobs_of(kube, namespace, "nopvc")
+
+
+def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    from lightkube.resources.core_v1 import Pod
+
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 1, pool)
+    kube.create(resources.Workflow.from_dict(workflow("oom", namespace, pool, 1)))
+    trainjob_of(kube, namespace, "oom-job")
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {
+                    "name": "oom-node-0",
+                    "namespace": namespace,
+                    "labels": {"nvcre.nvidia.com/job": "oom-job"},
+                },
+                "spec": {"nodeName": nodes[0], "containers": [{"name": "node", "image": "img"}]},
+            }
+        )
+    )
+    wait_for(
+        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Running",
+        30,
+        what="the pod running",
+    )
+    kwok.write_pod_logs(
+        kube, namespace, "oom-node-0", ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
+    )
+    kube.patch(
+        Pod,
+        "oom-node-0",
+        {
+            "metadata": {
+                "annotations": {
+                    "nvcre.test/phase": "Failed",
+                    "nvcre.test/exit-code": "137",
+                    "nvcre.test/reason": "OOMKilled",
+                }
+            }
+        },
+        namespace=namespace,
+    )
+    wait_for(
+        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Failed",
+        30,
+        what="the pod failed",
+    )
+    time.sleep(1)  # kwok picks up the Logs object
+    finish_trainjob(kube, namespace, "oom-job-workload", succeeded=False)
+    job = wait_true(kube, resources.Job, "oom-job", namespace, "Failed")
+    log = job["status"]["failureLog"]
+    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
+        "oom-node-0",
+        nodes[0],
+        137,
+        "OOMKilled",
+    )
+    assert "CUDA out of memory" in log.get("tail", "")
