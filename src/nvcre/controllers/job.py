@@ -130,18 +130,19 @@ class JobController:
             await self._check_node_health(job)
         return result
 
-    async def _delete(self, job: Obj) -> Result | None:
+    async def _delete_workload(self, job: Obj) -> None:
         ref = (job.get("status") or {}).get("workloadRef")
-        if ref:
-            try:
-                await self.ctx.client.delete(
-                    resources.TrainJob,
-                    ref["name"],
-                    namespace=ref.get("namespace") or job["metadata"]["namespace"],
-                )
-            except ApiError as error:
-                if error.status.code != 404:
-                    raise
+        if not ref:
+            return
+        try:
+            namespace = ref.get("namespace") or job["metadata"]["namespace"]
+            await self.ctx.client.delete(resources.TrainJob, ref["name"], namespace=namespace)
+        except ApiError as error:
+            if error.status.code != 404:
+                raise
+
+    async def _delete(self, job: Obj) -> Result | None:
+        await self._delete_workload(job)
         active = [p for p in self._job_pods(job) if _active(p)]
         if active and not self._drain_expired(job):
             return REQUEUE
@@ -280,16 +281,7 @@ class JobController:
 
     async def _restart(self, job: Obj, goodput: Obj | None) -> Result:
         """Start the workload again from its last checkpoint (same TrainJob name, fresh object)."""
-        ref = job["status"]["workloadRef"]
-        try:
-            await self.ctx.client.delete(
-                resources.TrainJob,
-                ref["name"],
-                namespace=ref.get("namespace") or job["metadata"]["namespace"],
-            )
-        except ApiError as error:
-            if error.status.code != 404:
-                raise
+        await self._delete_workload(job)
         message = restart_message(job["spec"], job["status"])
 
         def extra(status: dict[str, Any]) -> None:
