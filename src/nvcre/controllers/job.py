@@ -298,6 +298,7 @@ class JobController:
             extra=extra,
             unless_terminal=True,
         )
+        await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, message)
         if goodput is not None:
 
             def reset(status: dict[str, Any]) -> None:
