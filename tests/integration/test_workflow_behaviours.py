@@ -653,9 +653,10 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
         30,
         what="restartCount 1",
     )
-    assert true_condition(job)[1:] == (
-        "WorkloadRestarting",
-        "Restarting workload from checkpoint (restart 1/1)",
+    assert job["status"]["restartCount"] == 1
+    restarted = ("Normal", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/1)")
+    wait_for(
+        lambda: restarted in events_for(kube, namespace, "ckpt-job"), 10, what="the WorkloadRestarting event"
     )
     second = wait_for(
         lambda: (
