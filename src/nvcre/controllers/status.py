@@ -58,8 +58,11 @@ class StatusWriter:
             self._written.clear()
         self._written[self._key(resource, written)] = resource_version(written)
 
-    async def update(self, resource: type[lkr.Resource], obj: Obj, change: StatusChange) -> Obj | None:
-        """Apply ``change`` to the live object's status and write it if it differs."""
+    async def update(
+        self, resource: type[lkr.Resource], obj: Obj, change: StatusChange, *, base: Obj | None = None
+    ) -> Obj | None:
+        """Apply ``change`` to the live object's status and write it if it differs (to ``base``
+        at its resourceVersion when given; see :func:`update_with_retry`)."""
 
         def mutate(live: Obj) -> Obj:
             change(live.setdefault("status", {}))
@@ -73,6 +76,7 @@ class StatusWriter:
             meta.get("namespace"),
             mutate,
             status=True,
+            base=base,
             current=self._view(resource, obj),
         )
         self._remember(resource, written)
@@ -89,6 +93,7 @@ class StatusWriter:
         extra: StatusChange | None = None,
         inactive_reason: str = Reason.NOT_APPLICABLE,
         unless_terminal: bool = False,
+        base: Obj | None = None,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
@@ -122,6 +127,7 @@ class StatusWriter:
             meta.get("namespace"),
             mutate,
             status=True,
+            base=base,
             current=self._view(resource, obj),
         )
         self._remember(resource, written)

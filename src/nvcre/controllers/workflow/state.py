@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre.controllers import resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
 from nvcre.runtime.informer import Informer
@@ -78,6 +80,35 @@ class WorkflowState:
             ref.update(controller=True, blockOwnerDeletion=True)
         return ref
 
+    async def record(
+        self,
+        cond_type: str,
+        reason: str,
+        message: str,
+        *,
+        extra: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """Write this reconcile's status with ``cond_type`` True, at the version it was read from."""
+        written = await self.ctx.status.set_exclusive(
+            resources.Workflow,
+            self.workflow,
+            cond_type,
+            reason,
+            message,
+            extra=extra or self.apply,
+            base=self.workflow,
+        )
+        if written is not None:
+            self.workflow = written
+
+    async def save(self) -> None:
+        """Write this reconcile's status (no condition change), at the version it was read from."""
+        written = await self.ctx.status.update(
+            resources.Workflow, self.workflow, self.apply, base=self.workflow
+        )
+        if written is not None:
+            self.workflow = written
+
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
         orchestration = copy.deepcopy(self.orchestration)
@@ -88,6 +119,8 @@ class WorkflowState:
         status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
+        else:
+            status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
         status.update(copy.deepcopy(self.refs))
 
