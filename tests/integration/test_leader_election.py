@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +169,23 @@ def test_a_clean_shutdown_releases_the_lease_for_an_immediate_takeover(
         lambda: trainjobs(kube, namespace) == ["after-job-workload"], 60, what="the new leader to launch"
     )
     assert reconciles(standby) > 0
+
+
+def test_a_leader_that_cannot_renew_exits_instead_of_writing_as_a_follower(
+    kube: Client, namespace: str, replicas: Replicas
+) -> None:
+    renew_deadline = 2.0
+    leader = replicas("replica-a", *timing(6, renew_deadline, 0.5))
+    held = wait_holder(kube, namespace, leader.name, 30)
+
+    # Someone else holds the Lease now (as after a partition): renewals fail until the deadline.
+    held.spec.holderIdentity = "intruder"
+    held.spec.renewTime = datetime.now(UTC)
+    held.spec.leaseDurationSeconds = 300
+    kube.replace(held)
+
+    assert leader.process is not None
+    wait_for(lambda: not leader.running(), 30 + renew_deadline, what=f"{leader.name} to exit")
+    assert leader.process.returncode() == 1
+    assert "leadership lost; exiting" in leader.log_tail(30)
+    assert holder(kube, namespace) == "intruder", "a replica that lost the Lease never writes it again"
