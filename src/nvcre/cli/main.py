@@ -1,26 +1,54 @@
-"""Entry point of ``nvcrectl``."""
+"""Entry point of ``nvcrectl``.
+
+Subcommands are imported when they run (or when help lists them with their summary), so a
+command pays only for the modules it uses: loading the catalog or the API models takes most of
+a cold start.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from nvcre import __version__
-from nvcre.cli.certification import certification_group
-from nvcre.cli.validate import validate_command
-from nvcre.cli.workflow import workflow_group
-from nvcre.cli.workloadrun import workloadrun_group
+
+COMMANDS = {
+    "certification": (
+        "nvcre.cli.certification",
+        "certification_group",
+        "Catalog categories and Certification renders.",
+    ),
+    "validate": ("nvcre.cli.validate", "validate_command", "Validate nvcre manifests without a cluster."),
+    "workflow": ("nvcre.cli.workflow", "workflow_group", "Render hand-written Workflows."),
+    "workloadrun": (
+        "nvcre.cli.workloadrun",
+        "workloadrun_group",
+        "Render WorkloadRuns into the Workflow they run.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="nvcrectl", message="%(prog)s %(version)s")
 def cli() -> None:
     """nvcrectl certifies GPU clusters with the NVIDIA Cluster Readiness Engine."""
-
-
-cli.add_command(validate_command)
-cli.add_command(workflow_group)
-cli.add_command(workloadrun_group)
-cli.add_command(certification_group)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ async def ensure_finalizer(
         return live
 
     meta = obj["metadata"]
-    await update_with_retry(client, resource, meta["name"], meta.get("namespace"), add)
+    await update_with_retry(client, resource, meta["name"], meta.get("namespace"), add, current=obj)
     return True
 
 
@@ -39,4 +39,4 @@ async def remove_finalizer(
         return live
 
     meta = obj["metadata"]
-    await update_with_retry(client, resource, meta["name"], meta.get("namespace"), drop)
+    await update_with_retry(client, resource, meta["name"], meta.get("namespace"), drop, current=obj)

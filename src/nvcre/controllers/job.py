@@ -30,9 +30,10 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import condition_true, conditions_of, now
 from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, merge_failed_nodes, unhealthy_nodes
+from nvcre.health.restart import restart_eligible, restart_message, sample_interval, stalled
 from nvcre.health.scheduling import failed_pod, unschedulable
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
-from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.controller import Controller, Result, by_label, owned_by
 from nvcre.runtime.objects import Obj, ObjectKey, controller_owner, to_plain
 from nvcre.workload import trainjob
 
@@ -57,6 +58,7 @@ class JobController:
         self.trainjobs = manager.informer(resources.TrainJob)
         self.pods = manager.informer(Pod)
         self.nodes = manager.informer(Node)
+        self.goodputs = manager.informer(resources.GoodputMeasurement)
         self.pods.add_index(
             POD_JOB_INDEX, lambda p: [v] if (v := (p["metadata"].get("labels") or {}).get(Label.JOB)) else []
         )
@@ -68,6 +70,7 @@ class JobController:
         self.controller.watch(self.trainjobs, owned_by(Kind.JOB, GROUP))
         self.controller.watch(self.pods, self._pod_to_job)
         self.controller.watch(self.nodes, self._node_to_jobs)
+        self.controller.watch(self.goodputs, by_label(Label.JOB))
         manager.add(self.controller)
 
     # -- event mapping ------------------------------------------------------------------------
@@ -127,18 +130,19 @@ class JobController:
             await self._check_node_health(job)
         return result
 
-    async def _delete(self, job: Obj) -> Result | None:
+    async def _delete_workload(self, job: Obj) -> None:
         ref = (job.get("status") or {}).get("workloadRef")
-        if ref:
-            try:
-                await self.ctx.client.delete(
-                    resources.TrainJob,
-                    ref["name"],
-                    namespace=ref.get("namespace") or job["metadata"]["namespace"],
-                )
-            except ApiError as error:
-                if error.status.code != 404:
-                    raise
+        if not ref:
+            return
+        try:
+            namespace = ref.get("namespace") or job["metadata"]["namespace"]
+            await self.ctx.client.delete(resources.TrainJob, ref["name"], namespace=namespace)
+        except ApiError as error:
+            if error.status.code != 404:
+                raise
+
+    async def _delete(self, job: Obj) -> Result | None:
+        await self._delete_workload(job)
         active = [p for p in self._job_pods(job) if _active(p)]
         if active and not self._drain_expired(job):
             return REQUEUE
@@ -183,9 +187,11 @@ class JobController:
                     f"Failed to create TrainJob/{name}: {error.status.message}",
                 )
                 raise
-            existing = self.trainjobs.get(namespace, name) or to_plain(
+            existing = to_plain(
                 resources.TrainJob, await self.ctx.client.get(resources.TrainJob, name, namespace=namespace)
             )
+            if existing["metadata"].get("deletionTimestamp"):
+                return Result(requeue_after=1.0)  # the previous attempt's workload is still going away
             owner = controller_owner(existing)
             if not owner or owner.get("uid") != job["metadata"].get("uid"):
                 await self.ctx.status.set_exclusive(
@@ -223,10 +229,17 @@ class JobController:
         ref = job["status"]["workloadRef"]
         name = ref["name"]
         workload = self.trainjobs.get(ref.get("namespace") or job["metadata"]["namespace"], name)
+        goodput = self.goodputs.get(
+            job["metadata"]["namespace"], goodput_measurement_name(job["metadata"]["name"])
+        )
         if workload is None:
+            if restart_eligible(job["spec"], job.get("status") or {}, goodput):
+                return await self._restart(job, goodput)
             return await self._fail(job, f"Workload TrainJob/{name} was deleted")
         phase = trainjob.status(workload)
         if phase.phase == "Failed":
+            if restart_eligible(job["spec"], job.get("status") or {}, goodput):
+                return await self._restart(job, goodput)
             message = (
                 f"Workload TrainJob/{name} failed: {phase.message}"
                 if phase.message
@@ -259,7 +272,43 @@ class JobController:
                 unless_terminal=True,
             )
             return REQUEUE
+        why = stalled(job, goodput, now())
+        if why is not None:
+            if restart_eligible(job["spec"], job.get("status") or {}, goodput):
+                return await self._restart(job, goodput)
+            return await self._fail(job, why, reason=JobReason.WORKLOAD_STALLED)
         return await self._running(job, name)
+
+    async def _restart(self, job: Obj, goodput: Obj | None) -> Result:
+        """Start the workload again from its last checkpoint (same TrainJob name, fresh object)."""
+        await self._delete_workload(job)
+        message = restart_message(job["spec"], job["status"])
+
+        def extra(status: dict[str, Any]) -> None:
+            status.pop("workloadRef", None)
+            status.pop("workloadStartTime", None)
+            status["restartCount"] = int(status.get("restartCount") or 0) + 1
+
+        await self.ctx.status.set_exclusive(
+            resources.Job,
+            job,
+            ConditionType.IN_PROGRESS,
+            JobReason.WORKLOAD_RESTARTING,
+            message,
+            extra=extra,
+            unless_terminal=True,
+        )
+        await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, message)
+        if goodput is not None:
+
+            def reset(status: dict[str, Any]) -> None:
+                for key in ("lastStepTimestamp", "avgStepTimeSec", "applicationStartTime"):
+                    status.pop(key, None)
+                status["startTime"] = format_time(now())
+
+            await self.ctx.status.update(resources.GoodputMeasurement, goodput, reset)
+        interval = job["spec"].get("goodputMeasurement", {}).get("sampleInterval")
+        return Result(requeue_after=2 * sample_interval(job["spec"]) if interval else 30.0)
 
     async def _running(self, job: Obj, name: str) -> Result:
         blocked = unschedulable(self._job_pods(job))
@@ -279,6 +328,7 @@ class JobController:
 
             def mark_blocked(status: dict[str, Any]) -> None:
                 status.setdefault("schedulingBlockedSince", since_text)
+                status.pop("workloadStartTime", None)  # a workload that cannot be placed is not running
 
             await self.ctx.status.set_exclusive(
                 resources.Job,
@@ -341,7 +391,9 @@ class JobController:
             log.info("no logs for %s: %s", pod["metadata"]["name"], error)
         return entry
 
-    async def _fail(self, job: Obj, message: str) -> Result | None:
+    async def _fail(
+        self, job: Obj, message: str, *, reason: str = JobReason.WORKLOAD_FAILED
+    ) -> Result | None:
         failure_log = await self._failure_log(job)
         group_nodes = [
             n
@@ -357,13 +409,7 @@ class JobController:
                 )
 
         await self.ctx.status.set_exclusive(
-            resources.Job,
-            job,
-            ConditionType.FAILED,
-            JobReason.WORKLOAD_FAILED,
-            message,
-            extra=extra,
-            unless_terminal=True,
+            resources.Job, job, ConditionType.FAILED, reason, message, extra=extra, unless_terminal=True
         )
         return None
 

@@ -14,7 +14,7 @@ from nvcre.api.v1alpha1.constants import ConditionStatus, Reason
 from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
 from nvcre.conditions import event_for_transition, is_terminal, set_condition, set_exclusive
 from nvcre.controllers.events import Recorder
-from nvcre.runtime.objects import Obj
+from nvcre.runtime.objects import Obj, resource_version
 from nvcre.runtime.writes import update_with_retry
 
 StatusChange = Callable[[dict[str, Any]], None]
@@ -30,21 +30,57 @@ def conditions_of(obj: Obj) -> list[Condition]:
 
 
 class StatusWriter:
+    """Status writes on top of the caller's view of the object (no read first, see
+    :func:`update_with_retry`), unless that view is older than this writer's own last write."""
+
+    MAX_REMEMBERED = 50_000
+
     def __init__(self, client: AsyncClient, recorder: Recorder) -> None:
         self.client = client
         self.recorder = recorder
+        self._written: dict[tuple[str, str, str], int] = {}
 
-    async def update(self, resource: type[lkr.Resource], obj: Obj, change: StatusChange) -> Obj | None:
-        """Apply ``change`` to the live object's status and write it if it differs."""
+    def _key(self, resource: type[lkr.Resource], obj: Obj) -> tuple[str, str, str]:
+        meta = obj["metadata"]
+        return resource.__name__, meta.get("namespace") or "", meta["name"]
+
+    def _view(self, resource: type[lkr.Resource], obj: Obj) -> Obj | None:
+        """``obj`` when it may be current; None when we know it is older than our last write
+        (e.g. a second write in one reconcile), so that the live object is read instead."""
+        if resource_version(obj) < self._written.get(self._key(resource, obj), 0):
+            return None
+        return obj
+
+    def _remember(self, resource: type[lkr.Resource], written: Obj | None) -> None:
+        if written is None:
+            return
+        if len(self._written) >= self.MAX_REMEMBERED:
+            self._written.clear()
+        self._written[self._key(resource, written)] = resource_version(written)
+
+    async def update(
+        self, resource: type[lkr.Resource], obj: Obj, change: StatusChange, *, base: Obj | None = None
+    ) -> Obj | None:
+        """Apply ``change`` to the live object's status and write it if it differs (to ``base``
+        at its resourceVersion when given; see :func:`update_with_retry`)."""
 
         def mutate(live: Obj) -> Obj:
             change(live.setdefault("status", {}))
             return live
 
         meta = obj["metadata"]
-        return await update_with_retry(
-            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+        written = await update_with_retry(
+            self.client,
+            resource,
+            meta["name"],
+            meta.get("namespace"),
+            mutate,
+            status=True,
+            base=base,
+            current=self._view(resource, obj),
         )
+        self._remember(resource, written)
+        return written
 
     async def set_exclusive(
         self,
@@ -57,6 +93,7 @@ class StatusWriter:
         extra: StatusChange | None = None,
         inactive_reason: str = Reason.NOT_APPLICABLE,
         unless_terminal: bool = False,
+        base: Obj | None = None,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
@@ -84,8 +121,16 @@ class StatusWriter:
 
         meta = obj["metadata"]
         written = await update_with_retry(
-            self.client, resource, meta["name"], meta.get("namespace"), mutate, status=True
+            self.client,
+            resource,
+            meta["name"],
+            meta.get("namespace"),
+            mutate,
+            status=True,
+            base=base,
+            current=self._view(resource, obj),
         )
+        self._remember(resource, written)
         if written is not None:
             for target, type_, event_reason, note in events:
                 await self.recorder.emit(target, type_, event_reason, note)

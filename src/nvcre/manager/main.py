@@ -11,7 +11,9 @@ import socket
 import sys
 import uuid
 
+import yaml
 from lightkube import AsyncClient, KubeConfig
+from lightkube.core.exceptions import ConfigError
 
 from nvcre import __version__
 from nvcre.api.v1alpha1.constants import Default
@@ -67,6 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag in ("max_concurrent_reconciles", "measurement_max_concurrent_reconciles"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')} must be greater than 0")
+    if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
+        parser.error(
+            "leader election needs --lease-duration > --renew-deadline > --retry-period > 0, got "
+            f"{args.lease_duration:g} > {args.renew_deadline:g} > {args.retry_period:g}"
+        )
     return args
 
 
@@ -74,9 +81,26 @@ def _address(value: str) -> str | None:
     return None if value in ("", "0") else value
 
 
+class UsageError(Exception):
+    """A mistake in how the manager was started (flags, kubeconfig); reported in one line."""
+
+
 def client_for(args: argparse.Namespace) -> AsyncClient:
-    config = KubeConfig.from_file(args.kubeconfig) if args.kubeconfig else KubeConfig.from_env()
-    return AsyncClient(config=config.get(context_name=args.context), field_manager="nvcre-manager")
+    """The API client named by --kubeconfig/--context (else in-cluster, then $KUBECONFIG).
+
+    Raises :class:`UsageError` for a kubeconfig that is missing, unreadable or malformed, or a
+    context it does not define.
+    """
+    source = args.kubeconfig or "the in-cluster config or $KUBECONFIG"
+    try:
+        config = KubeConfig.from_file(args.kubeconfig) if args.kubeconfig else KubeConfig.from_env()
+        return AsyncClient(config=config.get(context_name=args.context), field_manager="nvcre-manager")
+    except ConfigError as error:
+        raise UsageError(f"kubeconfig {source}: {error}") from error
+    except yaml.YAMLError as error:
+        raise UsageError(f"kubeconfig {source} is not valid YAML: {str(error).splitlines()[0]}") from error
+    except (OSError, KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UsageError(f"kubeconfig {source} is not usable: {type(error).__name__}: {error}") from error
 
 
 def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
@@ -124,4 +148,9 @@ async def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logs.configure(args.log_format, args.log_level)
-    sys.exit(asyncio.run(run(args)))
+    try:
+        code = asyncio.run(run(args))
+    except UsageError as error:
+        print(f"nvcre-manager: error: {error}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

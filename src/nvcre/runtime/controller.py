@@ -12,6 +12,7 @@ from nvcre.runtime.informer import Informer
 from nvcre.runtime.metrics import QUEUE_DEPTH, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from nvcre.runtime.objects import Obj, ObjectKey, controller_owner, key_of
 from nvcre.runtime.queue import ShutDown, WorkQueue
+from nvcre.runtime.writes import Conflict
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,11 @@ class Controller:
             except asyncio.CancelledError:
                 self.queue.done(key)
                 raise
+            except Conflict:
+                # The object changed under the reconcile: decide again from the fresh state.
+                self.queue.add_rate_limited(key)
+                RECONCILE_TOTAL.labels(self.name, "conflict").inc()
+                log.debug("%s: %s changed while reconciling; again", self.name, key)
             except Exception:
                 delay = self.queue.add_rate_limited(key)
                 RECONCILE_ERRORS.labels(self.name).inc()

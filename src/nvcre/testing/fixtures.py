@@ -9,10 +9,17 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 * ``kwok`` (session) — kwok running against the control plane;
 * ``gpu_nodes`` (function) — a factory creating fake GPU nodes unique to the test, deleted afterwards;
 * ``async_kube`` (function) — a lightkube ``AsyncClient``;
-* ``manager`` (session) — one ``nvcre-manager`` process against the control plane (tests keep
-  to their own namespaces and node pools, so they can share it);
+* ``manager`` (module) — one ``nvcre-manager`` process against the control plane, shared by the
+  tests of one module (they keep to their own namespaces and node pools);
 * ``node_guard`` (session) — watches every Node from its start and records any write made by
   ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`).
+
+Why the manager is module-scoped, not session-scoped: a manager reconciles every namespace, so
+while one runs, any other replica a test starts (leader election, RBAC, a kill/restart test)
+would race it for the same objects. Scoping it to the module means a module that does not ask
+for ``manager`` runs with no shared manager at all — pytest tears the previous module's one down
+before the next module's first test — and can start exactly the replicas it wants. The price is
+one manager start (~2-3 s) per module that uses it.
 """
 
 from __future__ import annotations
@@ -97,7 +104,7 @@ def gpu_nodes(kube: Client, kwok: Kwok, request: pytest.FixtureRequest) -> Itera
             kube.delete(Node, name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def manager(
     control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ManagerProcess]:

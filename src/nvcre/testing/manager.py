@@ -23,13 +23,19 @@ class ManagerProcess:
         *,
         name: str = "manager",
         leader_elect: bool = False,
+        lease_namespace: str = "default",
+        kubeconfig: Path | None = None,
         extra_args: tuple[str, ...] = (),
     ) -> None:
+        """``kubeconfig`` defaults to a cluster-admin one; pass another to run with less rights.
+        With ``leader_elect`` the replica's identity is ``name`` and its Lease (the default id)
+        lives in ``lease_namespace``; ``extra_args`` come last, so they override any flag."""
         self.control_plane = control_plane
         self.name = name
-        self.kubeconfig = control_plane.write_kubeconfig(workdir / f"{name}.kubeconfig")
+        self.kubeconfig = kubeconfig or control_plane.write_kubeconfig(workdir / f"{name}.kubeconfig")
         self.log_path = workdir / f"{name}.log"
         self.leader_elect = leader_elect
+        self.lease_namespace = lease_namespace
         self.extra_args = extra_args
         self.probe_port = 0
         self.process: Process | None = None
@@ -48,7 +54,7 @@ class ManagerProcess:
         if self.leader_elect:
             argv += [
                 "--leader-elect",
-                "--leader-election-namespace=default",
+                f"--leader-election-namespace={self.lease_namespace}",
                 f"--leader-election-identity={self.name}",
                 "--lease-duration=4",
                 "--renew-deadline=3",
@@ -80,6 +86,20 @@ class ManagerProcess:
 
     def metrics(self) -> str:
         return self._get("/metrics")
+
+    def metric(self, metric: str, /, **labels: str) -> float | None:
+        """The value of one sample of ``/metrics`` (None when the series does not exist)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        for family in text_string_to_metric_families(self.metrics()):
+            for sample in family.samples:
+                if sample.name == metric and all(sample.labels.get(k) == v for k, v in labels.items()):
+                    return float(sample.value)
+        return None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
 
     def running(self) -> bool:
         return self.process is not None and self.process.running()

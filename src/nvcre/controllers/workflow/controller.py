@@ -39,7 +39,20 @@ class WorkflowController:
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
         self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))
+        self.controller.watch(pods, self._pod_to_workflow)
         manager.add(self.controller)
+
+    def _pod_to_workflow(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        """A workload pod that ends or goes away may release a group held by the pod-drain barrier."""
+        if event == "MODIFIED" and (old or {}).get("status", {}).get("phase") == new.get("status", {}).get(
+            "phase"
+        ):
+            return []
+        namespace = new["metadata"].get("namespace", "")
+        job_name = (new["metadata"].get("labels") or {}).get(Label.JOB)
+        job = self.caches.jobs.get(namespace, job_name) if job_name else None
+        workflow = ((job or {}).get("metadata", {}).get("labels") or {}).get(Label.WORKFLOW)
+        return [ObjectKey(namespace, workflow)] if workflow else []
 
     async def _live(self, key: ObjectKey) -> Obj | None:
         try:
@@ -66,14 +79,7 @@ class WorkflowController:
         try:
             return await self._step(state)
         except Failure as failure:
-            await self.ctx.status.set_exclusive(
-                resources.Workflow,
-                workflow,
-                ConditionType.FAILED,
-                failure.reason,
-                failure.message,
-                extra=state.apply,
-            )
+            await state.record(ConditionType.FAILED, failure.reason, failure.message)
             return None
 
     async def _step(self, state: WorkflowState) -> Result | None:
@@ -126,7 +132,7 @@ class WorkflowController:
                 )
                 raise Failure(reason, f"Failed to create dependency: {error}") from error
             state.dependency_refs.append({**ref, "scope": "workflow"})
-            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+            await state.save()
 
     async def _delete(self, state: WorkflowState) -> Result | None:
         finalizers = state.workflow["metadata"].get("finalizers") or ()
@@ -153,7 +159,7 @@ class WorkflowController:
         keep = await delete_refs(state, list(state.dependency_refs))
         if keep:
             state.dependency_refs = keep
-            await self.ctx.status.update(resources.Workflow, state.workflow, state.apply)
+            await state.save()
             return Result(requeue_after=5.0)
         await remove_finalizer(self.ctx.client, resources.Workflow, state.workflow, Finalizer.WORKFLOW)
         return None

@@ -201,14 +201,7 @@ async def launch(state: WorkflowState, resolved: ResolvedWorkflow) -> Result:
                 else WorkflowReason.DEPENDENCY_CREATION_ERROR
             )
             raise Failure(reason, f"Failed to create dependency: {error}") from error
-    await state.ctx.status.set_exclusive(
-        resources.Workflow,
-        state.workflow,
-        ConditionType.IN_PROGRESS,
-        WorkflowReason.JOB_CREATED,
-        _running_message(state),
-        extra=state.apply,
-    )
+    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_CREATED, _running_message(state))
     return result
 
 
@@ -222,25 +215,28 @@ def _terminal(job: Obj) -> bool:
     )
 
 
-def _timed_out(state: WorkflowState, job: Obj, group: dict[str, Any]) -> bool:
+def _time_left(state: WorkflowState, job: Obj, group: dict[str, Any]) -> float | None:
+    """Seconds until the Job exceeds ``timeoutPerJob`` (negative once it has); None when no
+    clock runs: no timeout set, or a workload created but never seen running (pending,
+    suspended by a queue, unschedulable)."""
     execution = ((state.spec.get("orchestration") or {}).get("execution")) or {}
     limit = execution.get("timeoutPerJob")
     if not limit:
-        return False
+        return None
     try:
         seconds: float = parse_duration(str(limit)) / 1e9
     except ValueError:
-        return False
+        return None
     status = job.get("status") or {}
     if status.get("workloadStartTime"):
         started = parse_time(status["workloadStartTime"])
     elif status.get("workloadRef"):
-        return False  # created but never seen running (pending, suspended, unschedulable)
+        return None
     elif group.get("startTime"):
         started = parse_time(group["startTime"])
     else:
-        return False
-    return (now() - started).total_seconds() > seconds
+        return None
+    return seconds - (now() - started).total_seconds()
 
 
 def _pods_active(state: WorkflowState, job: Obj) -> bool:
@@ -313,12 +309,28 @@ async def _complete_group(state: WorkflowState, group: dict[str, Any], job: Obj)
     return True
 
 
+async def _live_job(state: WorkflowState, name: str) -> Obj | None:
+    try:
+        return to_plain(
+            resources.Job, await state.ctx.client.get(resources.Job, name, namespace=state.namespace)
+        )
+    except ApiError as error:
+        if error.status.code == 404:
+            return None
+        raise
+
+
 async def follow(state: WorkflowState) -> Result:
     jobs = state.caches.jobs
+    next_look = Default.REQUEUE_SECONDS
     for group in state.groups:
         if group.get("phase") != "Running" or not group.get("jobRef"):
             continue
         job = jobs.get(state.namespace, group["jobRef"]["name"])
+        if job is None or job["metadata"].get("deletionTimestamp") or _terminal(job):
+            # Decisions are taken on the live object: a cache miss is no proof of deletion, and
+            # a retried group's cache may still hold the previous attempt's Job of the same name.
+            job = await _live_job(state, group["jobRef"]["name"])
         if job is not None and job["metadata"].get("deletionTimestamp") and _pods_active(state, job):
             continue
         if job is None or job["metadata"].get("deletionTimestamp"):
@@ -327,7 +339,9 @@ async def follow(state: WorkflowState) -> Result:
             group.pop("jobRef", None)
             continue
         if not _terminal(job):
-            if not _timed_out(state, job, group):
+            left = _time_left(state, job, group)
+            if left is None or left > 0:
+                next_look = min(next_look, left + 0.1) if left is not None else next_look
                 continue
             job = (
                 await state.ctx.status.set_exclusive(
@@ -342,15 +356,8 @@ async def follow(state: WorkflowState) -> Result:
             )
             await state.ctx.recorder.warning(job, WorkflowReason.JOB_TIMED_OUT, "Job exceeded timeoutPerJob")
         await _complete_group(state, group, job)
-    await state.ctx.status.set_exclusive(
-        resources.Workflow,
-        state.workflow,
-        ConditionType.IN_PROGRESS,
-        WorkflowReason.JOB_RUNNING,
-        _running_message(state),
-        extra=state.apply,
-    )
-    return REQUEUE
+    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, _running_message(state))
+    return Result(requeue_after=next_look)
 
 
 # -- iterations and the verdict ---------------------------------------------------------------
@@ -389,13 +396,10 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
             for key in ("jobRef", "startTime", "completionTime"):
                 group.pop(key, None)
         orchestration["currentIteration"] = completed + 1
-        await state.ctx.status.set_exclusive(
-            resources.Workflow,
-            state.workflow,
+        await state.record(
             ConditionType.IN_PROGRESS,
             WorkflowReason.ITERATION_COMPLETED,
             f"Iteration {completed}/{total} completed, starting next",
-            extra=state.apply,
         )
         return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     await _final_status(state)
@@ -411,13 +415,10 @@ async def _final_status(state: WorkflowState) -> None:
         state, [n for g in state.groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()]
     )
     if failed_groups == 0:
-        await state.ctx.status.set_exclusive(
-            resources.Workflow,
-            state.workflow,
+        await state.record(
             ConditionType.SUCCEEDED,
             WorkflowReason.JOB_COMPLETED,
             f"All {total} iterations completed successfully",
-            extra=state.apply,
         )
         return
     jobs = [
@@ -453,6 +454,4 @@ async def _final_status(state: WorkflowState) -> None:
             )
             status["conditions"] = [c.to_dict() for c in updated]
 
-    await state.ctx.status.set_exclusive(
-        resources.Workflow, state.workflow, ConditionType.FAILED, reason, message, extra=extra
-    )
+    await state.record(ConditionType.FAILED, reason, message, extra=extra)

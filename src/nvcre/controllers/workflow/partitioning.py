@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventReason, WorkflowReason
-from nvcre.controllers import resources
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.discovery import discover, labels_of, name_of
@@ -157,12 +156,9 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         placement=placement,
         gpuProducts=sorted({labels_of(n).get(PRODUCT, "") for n in nodes} - {""}),
     )
-    await state.ctx.status.set_exclusive(
-        resources.Workflow,
-        state.workflow,
+    await state.record(
         ConditionType.IN_PROGRESS,
         WorkflowReason.GROUPS_PARTITIONED,
         f"Discovered {len(nodes)} nodes, partitioned into {len(groups)} groups ({npj} nodes/job)",
-        extra=state.apply,
     )
     return Result(requeue_after=0.05)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre.controllers import resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
 from nvcre.runtime.informer import Informer
@@ -78,18 +80,47 @@ class WorkflowState:
             ref.update(controller=True, blockOwnerDeletion=True)
         return ref
 
+    async def record(
+        self,
+        cond_type: str,
+        reason: str,
+        message: str,
+        *,
+        extra: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """Write this reconcile's status with ``cond_type`` True, at the version it was read from."""
+        written = await self.ctx.status.set_exclusive(
+            resources.Workflow,
+            self.workflow,
+            cond_type,
+            reason,
+            message,
+            extra=extra or self.apply,
+            base=self.workflow,
+        )
+        if written is not None:
+            self.workflow = written
+
+    async def save(self) -> None:
+        """Write this reconcile's status (no condition change), at the version it was read from."""
+        written = await self.ctx.status.update(
+            resources.Workflow, self.workflow, self.apply, base=self.workflow
+        )
+        if written is not None:
+            self.workflow = written
+
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""
-        if self.orchestration:
-            # totalNodes, nodesPerJob and totalGroups are required within the block: a Workflow
-            # failing before partitioning (PartitionError after detection) records them as 0, as
-            # the reference's integer fields do, instead of being rejected with 422 forever.
-            orchestration = copy.deepcopy(self.orchestration)
-            for required in ("totalNodes", "nodesPerJob", "totalGroups"):
-                orchestration.setdefault(required, 0)
-            status["orchestration"] = orchestration
+        orchestration = copy.deepcopy(self.orchestration)
+        for required in ("totalNodes", "nodesPerJob", "totalGroups"):
+            # Required by the schema: a Workflow that fails before partitioning (no nodes, a bad
+            # override) still writes them, as zeros, like the reference; else the write is a 422.
+            orchestration.setdefault(required, 0)
+        status["orchestration"] = orchestration
         if self.dependency_refs:
             status["dependencyRefs"] = copy.deepcopy(self.dependency_refs)
+        else:
+            status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
         status.update(copy.deepcopy(self.refs))
 

@@ -1,0 +1,190 @@
+"""nvcre-manager under its own least-privilege RBAC (config/rbac), not as cluster-admin.
+
+The module applies config/rbac/*.yaml to the real API server, mints a token for the
+ServiceAccount nvcre/nvcre-manager (TokenRequest) and runs the manager with only that token,
+leader-elected with its Lease in ``nvcre`` as deployed. It drives Workflows to success and to
+failure, and proves with the API server's own authorizer that nodes are read-only to it.
+The shared ``manager`` fixture is not used here, so this manager is the only one running.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client, KubeConfig
+from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.authentication_v1 import SelfSubjectReview
+from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace
+
+from nvcre.controllers import resources
+from nvcre.manager.main import LEADER_ELECTION_ID
+from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
+from nvcre.testing.binaries import repo_root
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.kwok import Kwok
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+
+RBAC_DIR = repo_root() / "config" / "rbac"
+SYSTEM_NAMESPACE = "nvcre"
+SERVICE_ACCOUNT = "nvcre-manager"
+USERNAME = f"system:serviceaccount:{SYSTEM_NAMESPACE}:{SERVICE_ACCOUNT}"
+READ = ("get", "list", "watch")
+WRITE = ("create", "update", "patch", "delete", "deletecollection")
+
+
+def rbac_documents() -> list[dict[str, Any]]:
+    return load_manifests(sorted(RBAC_DIR.glob("*.yaml")))
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    with control_plane.client() as admin:
+        if not any(n.metadata.name == SYSTEM_NAMESPACE for n in admin.list(Namespace)):
+            admin.create(Namespace(metadata=ObjectMeta(name=SYSTEM_NAMESPACE)))
+        apply_manifests(admin, rbac_documents())
+    path = tmp_path_factory.mktemp("rbac") / "nvcre-manager.kubeconfig"
+    return service_account_kubeconfig(control_plane, SYSTEM_NAMESPACE, SERVICE_ACCOUNT, path)
+
+
+@pytest.fixture(scope="module")
+def sa_client(sa_kubeconfig: Path) -> Iterator[Client]:
+    with Client(KubeConfig.from_file(sa_kubeconfig), trust_env=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def rbac_manager(
+    control_plane: ControlPlane, kwok: Kwok, sa_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ManagerProcess]:
+    process = ManagerProcess(
+        control_plane,
+        tmp_path_factory.mktemp("rbac-manager"),
+        name=f"rbac-manager-{secrets.token_hex(2)}",
+        kubeconfig=sa_kubeconfig,
+        leader_elect=True,
+        lease_namespace=SYSTEM_NAMESPACE,
+    ).start()
+    yield process
+    process.stop()
+
+
+def allowed(
+    client: Client, verb: str, resource: str, subresource: str | None = None, group: str = ""
+) -> bool:
+    review = SelfSubjectAccessReview(
+        spec=SelfSubjectAccessReviewSpec(
+            resourceAttributes=ResourceAttributes(
+                verb=verb, group=group, resource=resource, subresource=subresource, name="any-node"
+            )
+        )
+    )
+    reply = client.create(review)
+    assert reply.status is not None
+    return bool(reply.status.allowed)
+
+
+def test_the_cluster_role_grants_no_write_on_nodes() -> None:
+    """Parsed from the YAML: every rule touching nodes (or a wildcard) is read-only."""
+    rules = [
+        (doc["kind"], doc["metadata"]["name"], rule)
+        for doc in rbac_documents()
+        if doc["kind"] in ("ClusterRole", "Role")
+        for rule in doc.get("rules") or ()
+    ]
+    assert any(kind == "ClusterRole" and name == "nvcre-manager" for kind, name, _ in rules)
+    for kind, name, rule in rules:
+        assert "*" not in rule.get("verbs", ()), f"{kind} {name}: wildcard verbs"
+        assert "*" not in rule.get("resources", ()), f"{kind} {name}: wildcard resources"
+        assert "*" not in rule.get("apiGroups", ()), f"{kind} {name}: wildcard apiGroups"
+        node_resources = [r for r in rule.get("resources", ()) if r == "nodes" or r.startswith("nodes/")]
+        if "" in rule.get("apiGroups", ()) and node_resources:
+            assert set(rule["verbs"]) <= set(READ), f"{kind} {name} may write {node_resources}: {rule}"
+
+
+def test_the_api_server_denies_node_writes_to_the_manager(sa_client: Client) -> None:
+    review = sa_client.create(SelfSubjectReview())
+    assert review.status and review.status.userInfo and review.status.userInfo.username == USERNAME
+    for verb in READ:
+        assert allowed(sa_client, verb, "nodes"), f"{verb} nodes must be allowed"
+    for verb in WRITE:
+        assert not allowed(sa_client, verb, "nodes"), f"{verb} nodes must be denied"
+    for subresource in ("status", "proxy"):
+        for verb in ("update", "patch"):
+            assert not allowed(sa_client, verb, "nodes", subresource), f"{verb} nodes/{subresource}"
+    assert not allowed(sa_client, "create", "pods", "eviction"), "no evictions (no drain)"
+    assert not allowed(sa_client, "escalate", "clusterroles", group="rbac.authorization.k8s.io")
+
+
+def trio(kube: Client, namespace: str, name: str) -> tuple[str, str, str] | None:
+    obj = kube.get(resources.Workflow, name, namespace=namespace).to_dict()
+    true = [
+        c
+        for c in (obj.get("status") or {}).get("conditions") or ()
+        if c["type"] in ("InProgress", "Succeeded", "Failed") and c["status"] == "True"
+    ]
+    return (true[0]["type"], true[0]["reason"], true[0]["message"]) if true else None
+
+
+def wait_trio(kube: Client, namespace: str, name: str, type_: str) -> tuple[str, str, str]:
+    return wait_for(
+        lambda: (t := trio(kube, namespace, name)) and t[0] == type_ and t,
+        90,
+        what=f"Workflow {namespace}/{name} {type_}=True",
+    )
+
+
+def wait_trainjob(kube: Client, namespace: str, name: str) -> None:
+    wait_for(
+        lambda: kube.get(resources.TrainJob, name, namespace=namespace),
+        60,
+        what=f"TrainJob {name}",
+        ignore=(Exception,),
+    )
+
+
+def test_the_manager_runs_workflows_with_only_its_service_account(
+    kube: Client, namespace: str, gpu_nodes: Any, rbac_manager: ManagerProcess
+) -> None:
+    lease = wait_for(
+        lambda: kube.get(Lease, LEADER_ELECTION_ID, namespace=SYSTEM_NAMESPACE), 30, ignore=(Exception,)
+    )
+    assert lease.spec and lease.spec.holderIdentity == rbac_manager.name
+
+    pool = pool_name()
+    gpu_nodes(4, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    kube.create(resources.Workflow.from_dict(workflow("ok", namespace, pool, 2)))
+    kube.create(resources.Workflow.from_dict(workflow("fails", namespace, pool, 4)))
+    for name in ("ok-group-0-iter-1-workload", "ok-group-1-iter-1-workload"):
+        wait_trainjob(kube, namespace, name)
+        finish_trainjob(kube, namespace, name, succeeded=True)
+    wait_trainjob(kube, namespace, "fails-job-workload")
+    finish_trainjob(kube, namespace, "fails-job-workload", succeeded=False, message="NCCL timeout")
+
+    assert wait_trio(kube, namespace, "ok", "Succeeded")[1] == "JobCompleted"
+    assert wait_trio(kube, namespace, "fails", "Failed")[1] == "IterationsFailed"
+    ok = kube.get(resources.Workflow, "ok", namespace=namespace).to_dict()
+    assert ok["status"]["succeededNodesRef"]["name"].startswith("succeeded-nodes-")
+    assert rbac_manager.running()
+
+
+def test_an_unknown_dependency_kind_fails_cleanly_under_least_privilege(
+    kube: Client, namespace: str, gpu_nodes: Any, rbac_manager: ManagerProcess
+) -> None:
+    """Resolving a kind reads CRDs; the role allows that (read-only), so this is a clean failure."""
+    pool = pool_name()
+    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    widget = {"apiVersion": "widgets.example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    kube.create(resources.Workflow.from_dict(workflow("widget", namespace, pool, 0, dependencies=[widget])))
+    _, reason, message = wait_trio(kube, namespace, "widget", "Failed")
+    assert reason == "DependencyCreationError" and "Widget/w" in message
+    assert rbac_manager.running()

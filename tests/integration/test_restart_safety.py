@@ -1,0 +1,100 @@
+"""Kill the manager (SIGKILL) again and again during a multi-group Workflow: it converges to
+the same result an uninterrupted run gives, with no duplicate Job, TrainJob or ConfigMap."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
+
+from nvcre.controllers import resources
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
+from tests.integration.test_workflow_behaviours import status
+from tests.integration.test_workflow_controller import (
+    config_map_payload,
+    get,
+    jobs_of,
+    make_nodes,
+    true_condition,
+)
+
+EXPECTED_JOBS = [f"chaos-group-{i}-iter-1" for i in range(4)]
+
+
+def test_killed_manager_converges_without_duplicates(
+    kube: Client, namespace: str, gpu_nodes: Any, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    rng = random.Random(7)
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 8, pool)
+    manager = ManagerProcess(control_plane, tmp_path).start()
+    kills = 0
+    try:
+        kube.create(
+            resources.Workflow.from_dict(
+                workflow("chaos", namespace, pool, 2, orchestration={"execution": {"maxConcurrent": 2}})
+            )
+        )
+        seen_jobs: dict[str, str] = {}
+        seen_trainjobs: dict[str, str] = {}
+        finished: set[str] = set()
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            if rng.random() < 0.5 or not manager.running():
+                manager.kill()
+                kills += 1
+                time.sleep(rng.uniform(0.0, 0.5))
+                manager.start()
+            for name, job in jobs_of(kube, namespace, "chaos").items():
+                assert seen_jobs.setdefault(name, job["metadata"]["uid"]) == job["metadata"]["uid"], (
+                    f"Job {name} was recreated"
+                )
+            for trainjob in kube.list(resources.TrainJob, namespace=namespace):
+                name, uid = trainjob.metadata.name, trainjob.metadata.uid
+                assert seen_trainjobs.setdefault(name, uid) == uid, f"TrainJob {name} was recreated"
+                if name not in finished:
+                    # group-1 fails, the others succeed
+                    finish_trainjob(kube, namespace, name, succeeded="group-1" not in name)
+                    finished.add(name)
+            wf = get(kube, resources.Workflow, "chaos", namespace)
+            if (true_condition(wf) or ("",))[0] in ("Succeeded", "Failed"):
+                break
+            time.sleep(rng.uniform(0.2, 1.5))
+        wf = get(kube, resources.Workflow, "chaos", namespace)
+        assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"), (
+            manager.log_tail()
+        )
+        assert kills >= 3
+        assert sorted(jobs_of(kube, namespace, "chaos")) == EXPECTED_JOBS
+        assert sorted(seen_jobs) == EXPECTED_JOBS
+        assert sorted(t.metadata.name for t in kube.list(resources.TrainJob, namespace=namespace)) == sorted(
+            f"{j}-workload" for j in EXPECTED_JOBS if "group-1" not in j
+        ), "only the failed group's workload is deleted"
+        uid8 = wf["metadata"]["uid"][:8]
+        config_maps = sorted(
+            c.metadata.name
+            for c in kube.list(ConfigMap, namespace=namespace)
+            if c.metadata.name != "kube-root-ca.crt"
+        )
+        assert config_maps == [f"failed-nodes-{uid8}", f"succeeded-nodes-{uid8}"]
+        succeeded = config_map_payload(
+            kube, namespace, f"succeeded-nodes-{uid8}", "succeeded-nodes.csv.gz"
+        ).decode()
+        assert succeeded == ",".join(nodes[:2] + nodes[4:])
+        failed = json.loads(
+            config_map_payload(kube, namespace, f"failed-nodes-{uid8}", "failed-nodes.json.gz")
+        )
+        assert [(e["name"], e["reason"]) for e in failed] == [(n, "WorkloadFailed") for n in nodes[2:4]]
+        groups = status(kube, namespace, "chaos")["orchestration"]["groups"]
+        assert [g["phase"] for g in groups] == ["Succeeded", "Failed", "Succeeded", "Succeeded"]
+        assert not status(kube, namespace, "chaos").get("dependencyRefs"), "every runtime copy was cleaned up"
+        assert not list(kube.list(resources.TrainingRuntime, namespace=namespace))
+    finally:
+        manager.stop()

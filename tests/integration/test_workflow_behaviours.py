@@ -1,0 +1,756 @@
+"""Workflow behaviours a user relies on (spec/controllers.md section 13), on the real API server."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lightkube import Client
+from lightkube.models.core_v1 import Taint
+from lightkube.resources.core_v1 import ConfigMap, Node
+
+from nvcre.controllers import resources
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from tests.integration.test_workflow_controller import (
+    events_for,
+    get,
+    jobs_of,
+    make_nodes,
+    own_patch,
+    trainjob_of,
+    true_condition,
+    wait_true,
+)
+
+
+def status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    return dict(get(kube, resources.Workflow, name, namespace).get("status") or {})
+
+
+def groups(kube: Client, namespace: str, name: str) -> list[dict[str, Any]]:
+    return list(
+        wait_for(
+            lambda: status(kube, namespace, name).get("orchestration", {}).get("groups"), 30, what="groups"
+        )
+    )
+
+
+def finish(kube: Client, namespace: str, job: str, *, succeeded: bool = True) -> None:
+    finish_trainjob(
+        kube, namespace, trainjob_of(kube, namespace, job)["metadata"]["name"], succeeded=succeeded
+    )
+
+
+def running_jobs(kube: Client, namespace: str, wf: str) -> list[str]:
+    return sorted(
+        n
+        for n, j in jobs_of(kube, namespace, wf).items()
+        if (true_condition(j) or ("",))[0] not in ("Succeeded", "Failed")
+    )
+
+
+def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 5, pool)
+    kube.create(resources.Workflow.from_dict(workflow("ovf", namespace, pool, 2)))
+    found = groups(kube, namespace, "ovf")
+    assert [(g["name"], g["nodes"], g.get("overflow", False)) for g in found] == [
+        ("group-0", nodes[0:2], False),
+        ("group-1", nodes[2:4], False),
+        ("group-2-overflow", nodes[3:5], True),
+    ]
+    wait_for(
+        lambda: sorted(jobs_of(kube, namespace, "ovf")) == ["ovf-group-0-iter-1", "ovf-group-1-iter-1"],
+        30,
+        what="the first wave",
+    )
+    finish(kube, namespace, "ovf-group-0-iter-1")
+    time.sleep(1)
+    assert "ovf-group-2-overflow-iter-1" not in jobs_of(kube, namespace, "ovf"), (
+        "overflow shares a node with group-1"
+    )
+    finish(kube, namespace, "ovf-group-1-iter-1")
+    wait_for(
+        lambda: "ovf-group-2-overflow-iter-1" in jobs_of(kube, namespace, "ovf"), 30, what="the overflow Job"
+    )
+    finish(kube, namespace, "ovf-group-2-overflow-iter-1")
+    assert (
+        true_condition(wait_true(kube, resources.Workflow, "ovf", namespace, "Succeeded"))[1]
+        == "JobCompleted"
+    )
+
+
+def test_max_concurrent_runs_waves(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 12, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("waves", namespace, pool, 2, orchestration={"execution": {"maxConcurrent": 2}})
+        )
+    )
+    wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 2, 30, what="the first wave of 2")
+    assert sorted(jobs_of(kube, namespace, "waves")) == ["waves-group-0-iter-1", "waves-group-1-iter-1"]
+    finish(kube, namespace, "waves-group-0-iter-1")
+    time.sleep(1.5)
+    assert len(jobs_of(kube, namespace, "waves")) == 2, (
+        "no sliding window: the next wave waits for the whole wave"
+    )
+    finish(kube, namespace, "waves-group-1-iter-1")
+    wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 4, 30, what="the second wave")
+    assert {"waves-group-2-iter-1", "waves-group-3-iter-1"} <= set(jobs_of(kube, namespace, "waves"))
+    assert (
+        max(sum(1 for g in groups(kube, namespace, "waves") if g["phase"] == "Running") for _ in range(3))
+        <= 2
+    )
+
+
+def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    kept = make_nodes(gpu_nodes, 2, pool, labels={"rack": "r1"})
+    make_nodes(gpu_nodes, 1, pool, labels={"rack": "r2"})
+    cordoned = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, unschedulable=True)
+    minority = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, product="NVIDIA-A100-SXM4-80GB")
+    cpu_only = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1", "nvidia.com/gpu.present": "false"})
+    target = {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow(
+                "disc",
+                namespace,
+                pool,
+                0,
+                orchestration={"target": {"nodeSelector": {POOL_LABEL: pool}, **target}},
+            )
+        )
+    )
+    found = groups(kube, namespace, "disc")
+    orchestration = status(kube, namespace, "disc")["orchestration"]
+    assert found[0]["nodes"] == kept, f"cpu-only {cpu_only}, cordoned and minority nodes are not run"
+    assert orchestration["detectedGPUArchitecture"] == "h100"
+    assert orchestration["excludedNodes"] == cordoned + minority
+    assert orchestration["exclusionReason"] == (
+        f"1 node(s) matched the target but were unschedulable (cordoned): {cordoned[0]}. "
+        "target set has more than one GPU architecture; certified h100 only"
+    )
+    events = events_for(kube, namespace, "disc")
+    assert (
+        "Warning",
+        "CordonedNodesExcluded",
+        f"Excluded 1 cordoned node(s) from certification: {cordoned[0]}",
+    ) in events
+    assert any(r == "HeterogeneousGPU" and t == "Warning" and minority[0] in m for t, r, m in events)
+
+
+def test_node_names_intersect_the_selector(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 3, pool)
+    target = {"nodeSelector": {POOL_LABEL: pool}, "nodeNames": [nodes[0], nodes[2], "not-in-pool"]}
+    kube.create(
+        resources.Workflow.from_dict(workflow("names", namespace, pool, 0, orchestration={"target": target}))
+    )
+    assert groups(kube, namespace, "names")[0]["nodes"] == [nodes[0], nodes[2]]
+
+
+def test_discovery_failures(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    kube.create(resources.Workflow.from_dict(workflow("none", namespace, pool_name(), 2)))
+    assert true_condition(wait_true(kube, resources.Workflow, "none", namespace, "Failed")) == (
+        "Failed",
+        "NodeDiscoveryError",
+        "No target nodes found matching orchestration target",
+    )
+    pool = pool_name()
+    make_nodes(gpu_nodes, 3, pool)
+    kube.create(resources.Workflow.from_dict(workflow("short", namespace, pool, 4)))
+    assert true_condition(wait_true(kube, resources.Workflow, "short", namespace, "Failed")) == (
+        "Failed",
+        "PartitionError",
+        "Not enough schedulable nodes: need 4, found 3",
+    )
+    assert not jobs_of(kube, namespace, "short")
+
+
+def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool, taints=[Taint(key="dedicated", value="burn-in", effect="NoSchedule")])
+    target = {
+        "nodeSelector": {POOL_LABEL: pool},
+        "taintSelectors": [{"key": "dedicated", "value": "burn-in", "effect": "NoSchedule"}],
+    }
+    kube.create(
+        resources.Workflow.from_dict(workflow("taint", namespace, pool, 1, orchestration={"target": target}))
+    )
+    pods = own_patch(trainjob_of(kube, namespace, "taint-job"))
+    assert pods["node"]["spec"]["tolerations"] == [
+        {"key": "dedicated", "operator": "Equal", "value": "burn-in", "effect": "NoSchedule"}
+    ]
+
+    mpi_pool = pool_name()
+    make_nodes(gpu_nodes, 1, mpi_pool)
+    patches = [
+        {
+            "manager": "nvcre.nvidia.com/catalog",
+            "trainingRuntimeSpec": {
+                "template": {"spec": {"replicatedJobs": [{"name": "node"}, {"name": "launcher"}]}}
+            },
+        }
+    ]
+    doc = workflow("mpi", namespace, mpi_pool, 1)
+    doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] = patches
+    kube.create(resources.Workflow.from_dict(doc))
+    pods = own_patch(trainjob_of(kube, namespace, "mpi-job"))
+    assert pods["launcher"]["spec"]["tolerations"] == [{"operator": "Exists"}]
+    assert pods["node"]["spec"]["tolerations"] == [{"operator": "Exists"}]
+    assert pods["launcher"]["spec"]["affinity"] == pods["node"]["spec"]["affinity"], (
+        "the launcher is pinned like workers"
+    )
+
+
+def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 4, pool)
+    script = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "train-script"},
+        "data": {"run.sh": "echo"},
+    }
+    wf = kube.create(
+        resources.Workflow.from_dict(workflow("deps", namespace, pool, 2, dependencies=[script]))
+    )
+    uid = wf.metadata.uid
+    wait_for(lambda: len(jobs_of(kube, namespace, "deps")) == 2, 30, what="two Jobs")
+    shared = kube.get(ConfigMap, "train-script", namespace=namespace)
+    assert [o.uid for o in shared.metadata.ownerReferences] == [uid]
+    assert shared.metadata.labels["nvcre.nvidia.com/workflow"] == "deps"
+    assert shared.metadata.annotations["nvcre.nvidia.com/workflow-uid"] == uid
+    copies = {}
+    for job_name, job in jobs_of(kube, namespace, "deps").items():
+        runtime = job["spec"]["workload"]["trainJob"]["runtimeRef"]["name"]
+        assert runtime.startswith("deps-rt-") and runtime.endswith(
+            job["metadata"]["labels"]["nvcre.nvidia.com/group"] + "-iter-1"
+        )
+        copy = wait_for(
+            lambda runtime=runtime: (
+                (c := kube.get(resources.TrainingRuntime, runtime, namespace=namespace).to_dict())[
+                    "metadata"
+                ].get("ownerReferences")
+                and c
+            ),
+            30,
+            what=f"{runtime} owned by its Job",
+        )
+        assert copy["metadata"]["labels"]["nvcre.nvidia.com/workflow"] == "deps"
+        assert copy["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == uid
+        assert [o["name"] for o in copy["metadata"]["ownerReferences"]] == [job_name]
+        copies[job_name] = runtime
+    refs = wait_for(
+        lambda: len(r := status(kube, namespace, "deps").get("dependencyRefs") or []) == 3 and r,
+        30,
+        what="3 refs",
+    )
+    assert refs[0] == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "train-script",
+        "namespace": namespace,
+        "scope": "workflow",
+    }
+    assert {r["scope"] for r in refs[1:]} == {"job"}
+    finish(kube, namespace, "deps-group-0-iter-1")
+    wait_for(
+        lambda: (
+            copies["deps-group-0-iter-1"]
+            not in [r.metadata.name for r in kube.list(resources.TrainingRuntime, namespace=namespace)]
+        ),
+        30,
+        what="the finished group's runtime copy to be deleted",
+    )
+    assert kube.get(ConfigMap, "train-script", namespace=namespace), (
+        "workflow-scoped dependencies outlive groups"
+    )
+    finish(kube, namespace, "deps-group-1-iter-1")
+    wait_true(kube, resources.Workflow, "deps", namespace, "Succeeded")
+    assert kube.get(ConfigMap, "train-script", namespace=namespace), "and the Workflow's completion"
+
+
+def test_ordered_teardown(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 2, pool)
+    script = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "data"}, "data": {"a": "b"}}
+    kube.create(resources.Workflow.from_dict(workflow("bye", namespace, pool, 2, dependencies=[script])))
+    trainjob_of(kube, namespace, "bye-job")
+    kube.delete(resources.Workflow, "bye", namespace=namespace)
+    wait_for(lambda: not jobs_of(kube, namespace, "bye") or None, 30, what="the Job to be deleted first")
+    wait_for(
+        lambda: not list(kube.list(resources.TrainJob, namespace=namespace)) or None,
+        30,
+        what="the TrainJob (Job finalizer)",
+    )
+    wait_for(
+        lambda: (
+            not list(kube.list(ConfigMap, namespace=namespace, labels={"nvcre.nvidia.com/workflow": "bye"}))
+            or None
+        ),
+        30,
+        what="dependencies",
+    )
+    wait_for(
+        lambda: not list(kube.list(resources.Workflow, namespace=namespace)) or None,
+        30,
+        what="the Workflow to be released",
+    )
+
+
+def test_timeout_fails_the_job_and_is_never_retried(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    execution = {"timeoutPerJob": "3s", "retryFailedGroups": 2}
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("slow", namespace, pool, 1, orchestration={"execution": execution})
+        )
+    )
+    job = wait_for(
+        lambda: (
+            (get(kube, resources.Job, "slow-job", namespace).get("status") or {}).get("workloadStartTime")
+            and get(kube, resources.Job, "slow-job", namespace)
+        ),
+        30,
+        what="the workload seen running",
+        ignore=(Exception,),
+    )
+    assert true_condition(job)[1] == "WorkloadRunning"
+    job = wait_true(kube, resources.Job, "slow-job", namespace, "Failed", timeout=40)
+    assert true_condition(job) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")
+    wf = wait_true(kube, resources.Workflow, "slow", namespace, "Failed", timeout=40)
+    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    group = wf["status"]["orchestration"]["groups"][0]
+    assert group["phase"] == "Failed" and not group.get("retries"), "a timed-out group is never retried"
+    assert ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob") in events_for(kube, namespace, "slow-job")
+
+
+def test_a_suspended_workload_never_times_out(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    doc = workflow("queued", namespace, pool, 1, orchestration={"execution": {"timeoutPerJob": "2s"}})
+    doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["suspend"] = True
+    kube.create(resources.Workflow.from_dict(doc))
+    job = wait_for(
+        lambda: (
+            (true_condition(get(kube, resources.Job, "queued-job", namespace)) or ("", ""))[1]
+            == "WorkloadPending"
+            and get(kube, resources.Job, "queued-job", namespace)
+        ),
+        30,
+        what="WorkloadPending",
+        ignore=(Exception,),
+    )
+    assert "workloadStartTime" not in job["status"]
+    time.sleep(4)
+    assert true_condition(get(kube, resources.Job, "queued-job", namespace))[:2] == (
+        "InProgress",
+        "WorkloadPending",
+    )
+    assert true_condition(get(kube, resources.Workflow, "queued", namespace))[0] == "InProgress"
+
+
+def test_failed_groups_are_retried_under_the_same_name(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("retry", namespace, pool, 1, orchestration={"execution": {"retryFailedGroups": 1}})
+        )
+    )
+    first = trainjob_of(kube, namespace, "retry-job")
+    finish_trainjob(kube, namespace, first["metadata"]["name"], succeeded=False)
+    second = wait_for(
+        lambda: (
+            (j := get(kube, resources.TrainJob, "retry-job-workload", namespace))["metadata"]["uid"]
+            != first["metadata"]["uid"]
+            and j
+        ),
+        40,
+        what="the retried workload",
+        ignore=(Exception,),
+    )
+    assert groups(kube, namespace, "retry")[0]["retries"] == 1
+    finish_trainjob(kube, namespace, second["metadata"]["name"], succeeded=True)
+    assert (
+        true_condition(wait_true(kube, resources.Workflow, "retry", namespace, "Succeeded"))[1]
+        == "JobCompleted"
+    )
+
+
+def test_iterations_keep_history(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    kube.create(
+        resources.Workflow.from_dict(workflow("iter", namespace, pool, 1, orchestration={"iterations": 2}))
+    )
+    finish(kube, namespace, "iter-group-0-iter-1")
+    wait_for(lambda: "iter-group-0-iter-2" in jobs_of(kube, namespace, "iter"), 30, what="iteration 2")
+    finish(kube, namespace, "iter-group-0-iter-2")
+    wf = wait_true(kube, resources.Workflow, "iter", namespace, "Succeeded")
+    assert true_condition(wf)[2] == "All 2 iterations completed successfully"
+    history = wf["status"]["orchestration"]["iterationHistory"]
+    assert [(h["iteration"], h["groups"][0]["phase"], h["groups"][0]["jobName"]) for h in history] == [
+        (1, "Succeeded", "iter-group-0-iter-1")
+    ]
+    assert sorted(jobs_of(kube, namespace, "iter")) == ["iter-group-0-iter-2"], (
+        "earlier iterations' Jobs are deleted"
+    )
+
+
+def test_platform_override_applies_and_is_recorded(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool, platform="aws")
+    overrides = [
+        {
+            "when": {"platform": {"equals": "gcp"}},
+            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["gcp"]}}}}},
+        },
+        {
+            "when": {"platform": {"equals": "aws"}},
+            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["aws"]}}}}},
+        },
+        {
+            "when": {},
+            "dependencies": [
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainingRuntime",
+                    "metadata": {"name": "ovr-rt"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": "node",
+                                        "template": {
+                                            "spec": {
+                                                "template": {
+                                                    "spec": {
+                                                        "containers": [
+                                                            {
+                                                                "name": "node",
+                                                                "securityContext": {"privileged": True},
+                                                            }
+                                                        ]
+                                                    }
+                                                }
+                                            }
+                                        },
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
+        },
+    ]
+    kube.create(resources.Workflow.from_dict(workflow("ovr", namespace, pool, 1, overrides=overrides)))
+    trainjob = trainjob_of(kube, namespace, "ovr-job")
+    assert trainjob["spec"]["trainer"]["args"] == ["aws"]
+    applied = status(kube, namespace, "ovr")["orchestration"]["appliedOverrides"]
+    assert [a["index"] for a in applied] == [1, 2]
+    runtime = kube.get(
+        resources.TrainingRuntime, trainjob["spec"]["runtimeRef"]["name"], namespace=namespace
+    ).to_dict()
+    container = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"
+    ]["containers"][0]
+    assert container == {"name": "node", "image": "img", "securityContext": {"privileged": True}}, (
+        "merged by name, not appended"
+    )
+    reasons = [(t, r) for t, r, _ in events_for(kube, namespace, "ovr")]
+    assert reasons.count(("Normal", "OverrideApplied")) == 2
+
+
+def test_node_health_monitor_marks_hardware_failure_without_touching_the_node(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    kube.create(resources.Workflow.from_dict(workflow("hw", namespace, pool, 2)))
+    trainjob_of(kube, namespace, "hw-job")
+    from lightkube.resources.core_v1 import Pod
+
+    for node in nodes:
+        kube.create(
+            Pod.from_dict(
+                {
+                    "metadata": {
+                        "name": f"hw-{node[-3:]}",
+                        "namespace": namespace,
+                        "labels": {"nvcre.nvidia.com/job": "hw-job"},
+                    },
+                    "spec": {"nodeName": node, "containers": [{"name": "node", "image": "img"}]},
+                }
+            )
+        )
+    before = kube.get(Node, nodes[1]).metadata.resourceVersion
+    kube.patch(Node, nodes[1], {"spec": {"unschedulable": True}})
+    job = wait_for(
+        lambda: (
+            (j := get(kube, resources.Job, "hw-job", namespace)).get("status", {}).get("failedNodes") and j
+        ),
+        30,
+        what="failedNodes",
+    )
+    assert job["status"]["failedNodes"] == [
+        {
+            "name": nodes[1],
+            "reason": "HardwareFailureDetected",
+            "message": "Hardware failure detected by node health check",
+        }
+    ]
+    hardware = next(c for c in job["status"]["conditions"] if c["type"] == "HardwareFailed")
+    assert (hardware["status"], hardware["reason"], hardware["message"]) == (
+        "True",
+        "HardwareFailureDetected",
+        f"Hardware failure detected on node(s): [{nodes[1]}]",
+    )
+    wait_for(
+        lambda: not list(kube.list(resources.TrainJob, namespace=namespace)) or None,
+        30,
+        what="the workload deleted",
+    )
+    for node in nodes:  # what the garbage collector does for the deleted TrainJob's pods
+        kube.delete(Pod, f"hw-{node[-3:]}", namespace=namespace, grace_period=0)
+    wf = wait_true(kube, resources.Workflow, "hw", namespace, "Failed", timeout=60)
+    assert true_condition(wf)[1:] == (
+        "JobHardwareFailed",
+        "1 groups failed across 1 iterations; hardware failures occurred on one or more nodes",
+    )
+    node = kube.get(Node, nodes[1])
+    managers = {entry.manager for entry in node.metadata.managedFields or ()}
+    assert "nvcre-manager" not in managers, f"nvcre must never write a node; managers: {managers}"
+    assert node.spec.unschedulable is True and int(node.metadata.resourceVersion) > int(before)
+
+
+def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    from lightkube.resources.core_v1 import Pod
+
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    doc = workflow(
+        "blocked",
+        namespace,
+        pool,
+        1,
+        orchestration={"execution": {"timeoutPerJob": "2s"}},
+        job_spec={"schedulingStallGraceSeconds": 1},
+    )
+    kube.create(resources.Workflow.from_dict(doc))
+    trainjob_of(kube, namespace, "blocked-job")
+    pod = kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {
+                    "name": "blocked-node-0",
+                    "namespace": namespace,
+                    "labels": {"nvcre.nvidia.com/job": "blocked-job"},
+                },
+                "spec": {"containers": [{"name": "node", "image": "img"}]},
+            }
+        )
+    ).to_dict()
+    why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    pod.update(
+        apiVersion="v1",
+        kind="Pod",
+        status={
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": why,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        },
+    )
+    kube.replace(Pod.Status.from_dict(pod), "blocked-node-0", namespace=namespace)
+    expected = (
+        "InProgress",
+        "WorkloadSchedulingBlocked",
+        f"Workload TrainJob/blocked-job-workload cannot be scheduled: pod blocked-node-0: {why}",
+    )
+    job = wait_for(
+        lambda: true_condition(j := get(kube, resources.Job, "blocked-job", namespace)) == expected and j,
+        30,
+        what="WorkloadSchedulingBlocked",
+    )
+    assert "workloadStartTime" not in job["status"] and job["status"]["schedulingBlockedSince"]
+    time.sleep(3)
+    assert true_condition(get(kube, resources.Job, "blocked-job", namespace)) == expected, (
+        "an unschedulable workload never times out"
+    )
+    assert true_condition(get(kube, resources.Workflow, "blocked", namespace))[0] == "InProgress"
+
+
+def test_checkpointed_workload_restarts_until_its_restarts_run_out(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "ckpt"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    job_spec = {
+        "checkpoint": {"pvcName": "ckpt", "maxRestarts": 1},
+        "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "1s"},
+    }
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("ckpt", namespace, pool, 1, dependencies=[pvc], job_spec=job_spec)
+        )
+    )
+    first = trainjob_of(kube, namespace, "ckpt-job")
+    goodput = wait_for(
+        lambda: get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace),
+        30,
+        what="the GoodputMeasurement",
+        ignore=(Exception,),
+    )
+    assert goodput["spec"]["jobRef"] == {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": "ckpt-job"}
+    assert goodput["metadata"]["ownerReferences"][0]["kind"] == "Workflow", (
+        "measurements outlive iteration Jobs"
+    )
+    goodput.update(status={"lastCheckpointStep": "100", "lastStepTimestamp": "2026-01-01T00:00:00Z"})
+    kube.replace(
+        resources.GoodputMeasurement.Status.from_dict(goodput), "ckpt-job-goodput", namespace=namespace
+    )
+    finish_trainjob(kube, namespace, "ckpt-job-workload", succeeded=False)
+    job = wait_for(
+        lambda: (
+            (j := get(kube, resources.Job, "ckpt-job", namespace))["status"].get("restartCount") == 1 and j
+        ),
+        30,
+        what="restartCount 1",
+    )
+    assert job["status"]["restartCount"] == 1
+    restarted = ("Normal", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/1)")
+    wait_for(
+        lambda: restarted in events_for(kube, namespace, "ckpt-job"), 10, what="the WorkloadRestarting event"
+    )
+    second = wait_for(
+        lambda: (
+            (t := get(kube, resources.TrainJob, "ckpt-job-workload", namespace))["metadata"]["uid"]
+            != first["metadata"]["uid"]
+            and t
+        ),
+        30,
+        what="a fresh workload",
+        ignore=(Exception,),
+    )
+    assert (
+        "lastStepTimestamp"
+        not in get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace)["status"]
+    )
+    finish_trainjob(kube, namespace, second["metadata"]["name"], succeeded=False)
+    job = wait_true(kube, resources.Job, "ckpt-job", namespace, "Failed")
+    assert true_condition(job)[1] == "WorkloadFailed" and job["status"]["restartCount"] == 1
+
+
+def test_checkpoint_without_its_pvc_fails_before_anything_runs(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("nopvc", namespace, pool, 1, job_spec={"checkpoint": {"pvcName": "ckpt"}})
+        )
+    )
+    wf = wait_true(kube, resources.Workflow, "nopvc", namespace, "Failed")
+    assert true_condition(wf)[1:] == (
+        "CheckpointPVCMissing",
+        'Checkpoint requires PVC "ckpt" in dependencies',
+    )
+    assert not jobs_of(kube, namespace, "nopvc")
+
+
+def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    from lightkube.resources.core_v1 import Pod
+
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 1, pool)
+    kube.create(resources.Workflow.from_dict(workflow("oom", namespace, pool, 1)))
+    trainjob_of(kube, namespace, "oom-job")
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {
+                    "name": "oom-node-0",
+                    "namespace": namespace,
+                    "labels": {"nvcre.nvidia.com/job": "oom-job"},
+                },
+                "spec": {"nodeName": nodes[0], "containers": [{"name": "node", "image": "img"}]},
+            }
+        )
+    )
+    wait_for(
+        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Running",
+        30,
+        what="the pod running",
+    )
+    kwok.write_pod_logs(
+        kube, namespace, "oom-node-0", ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
+    )
+    kube.patch(
+        Pod,
+        "oom-node-0",
+        {
+            "metadata": {
+                "annotations": {
+                    "nvcre.test/phase": "Failed",
+                    "nvcre.test/exit-code": "137",
+                    "nvcre.test/reason": "OOMKilled",
+                }
+            }
+        },
+        namespace=namespace,
+    )
+    wait_for(
+        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Failed",
+        30,
+        what="the pod failed",
+    )
+    time.sleep(1)  # kwok picks up the Logs object
+    finish_trainjob(kube, namespace, "oom-job-workload", succeeded=False)
+    job = wait_true(kube, resources.Job, "oom-job", namespace, "Failed")
+    log = job["status"]["failureLog"]
+    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
+        "oom-node-0",
+        nodes[0],
+        137,
+        "OOMKilled",
+    )
+    assert "CUDA out of memory" in log.get("tail", "")

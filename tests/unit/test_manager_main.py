@@ -1,0 +1,105 @@
+"""nvcre-manager's user errors: one clear line on stderr, exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvcre.manager.main import main
+
+EMPTY_KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
+NO_PROBES = ["--metrics-bind-address=0", "--health-probe-bind-address=0"]
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, *NO_PROBES])
+    return int(exited.value.code or 0), capsys.readouterr().err
+
+
+def test_missing_kubeconfig_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.kubeconfig"
+    code, err = run_main([f"--kubeconfig={missing}"], capsys)
+    assert code == 1
+    assert (
+        err.strip() == f"nvcre-manager: error: kubeconfig {missing}: Configuration file {missing} not found"
+    )
+
+
+def test_unknown_context(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(EMPTY_KUBECONFIG)
+    code, err = run_main([f"--kubeconfig={config}", "--context=staging"], capsys)
+    assert (code, err.strip()) == (
+        1,
+        f"nvcre-manager: error: kubeconfig {config}: Context 'staging' not found",
+    )
+
+
+def test_malformed_kubeconfig(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text("clusters: [\n")
+    code, err = run_main([f"--kubeconfig={config}"], capsys)
+    assert code == 1
+    assert err.startswith(f"nvcre-manager: error: kubeconfig {config} is not valid YAML")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_kubeconfig_naming_missing_certificate_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        f"users: [{{name: u, user: {{client-certificate: {tmp_path}/u.crt, client-key: {tmp_path}/u.key}}}}]\n"
+    )
+    code, err = run_main([f"--kubeconfig={config}"], capsys)
+    assert code == 1
+    assert err.startswith(f"nvcre-manager: error: kubeconfig {config} is not usable: FileNotFoundError")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_installed_process_prints_no_traceback(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["HOME"] = str(tmp_path)  # no ~/.kube/config either
+    done = subprocess.run(
+        [sys.executable, "-m", "nvcre.manager", *NO_PROBES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "nvcre-manager: error: kubeconfig the in-cluster config or $KUBECONFIG: "
+        "Configuration file ~/.kube/config not found"
+    ]
+
+
+def test_flag_errors_exit_2_with_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--max-concurrent-reconciles=0"])
+    assert exited.value.code == 2
+    assert "--max-concurrent-reconciles must be greater than 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "timing",
+    [
+        ["--lease-duration=10", "--renew-deadline=10"],
+        ["--renew-deadline=1", "--retry-period=2"],
+        ["--retry-period=0", "--renew-deadline=1", "--lease-duration=2"],
+    ],
+)
+def test_leader_election_timings_must_nest(timing: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(timing)
+    assert exited.value.code == 2
+    assert "needs --lease-duration > --renew-deadline > --retry-period > 0" in capsys.readouterr().err
