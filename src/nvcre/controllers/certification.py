@@ -163,8 +163,10 @@ class CertificationController:
             def extra(status: dict[str, Any]) -> None:
                 status["categoryStatuses"] = copy.deepcopy(fixed)
 
+        # At the version the decision was made from: if the Certification changed meanwhile the
+        # write raises Conflict and the reconcile decides again from the fresh object.
         return await self.ctx.status.set_exclusive(
-            resources.Certification, cert, cond_type, reason, message, extra=extra
+            resources.Certification, cert, cond_type, reason, message, extra=extra, base=cert
         )
 
     # -- the state machine --------------------------------------------------------------------
