@@ -94,8 +94,15 @@ def copy_node_refs(entry: dict[str, Any], workflow: Obj) -> None:
 
 
 class CertificationController:
-    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        workers: int = Default.MAX_CONCURRENT_RECONCILES,
+        node_discovery_timeout: float = Default.NODE_DISCOVERY_TIMEOUT_SECONDS,
+    ) -> None:
         self.ctx = ctx
+        self.node_discovery_timeout = node_discovery_timeout
         manager = ctx.manager
         self.certifications = manager.informer(resources.Certification)
         self.workflows = manager.informer(resources.Workflow)
@@ -224,7 +231,7 @@ class CertificationController:
             )
             return None
         except NoNodesMatch as error:
-            remaining = Default.NODE_DISCOVERY_TIMEOUT_SECONDS - self._age(cert)
+            remaining = self.node_discovery_timeout - self._age(cert)
             if remaining > 0:
                 await self._set(
                     cert,

@@ -58,6 +58,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--max-concurrent-reconciles", type=int, default=Default.MAX_CONCURRENT_RECONCILES)
     parser.add_argument(
+        "--node-discovery-timeout",
+        type=float,
+        default=Default.NODE_DISCOVERY_TIMEOUT_SECONDS,
+        help="seconds a Certification waits for a matching node before it fails (default 300)",
+    )
+    parser.add_argument(
         "--measurement-max-concurrent-reconciles",
         type=int,
         default=Default.MEASUREMENT_MAX_CONCURRENT_RECONCILES,
@@ -66,6 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--version", action="version", version=f"nvcre-manager {__version__}")
     args = parser.parse_args(argv)
+    if args.node_discovery_timeout < 0:
+        parser.error("--node-discovery-timeout must not be negative")
     for flag in ("max_concurrent_reconciles", "measurement_max_concurrent_reconciles"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')} must be greater than 0")
@@ -125,7 +133,9 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
-    CertificationController(ctx, workers=args.max_concurrent_reconciles)
+    CertificationController(
+        ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
+    )
     return manager
 
 

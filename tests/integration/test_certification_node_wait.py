@@ -1,0 +1,67 @@
+"""A Certification waits for matching nodes, then fails once the wait is over (§2.3, §13.8).
+
+The wait is five minutes by default; this module runs its own manager with
+``--node-discovery-timeout=4`` (the shared ``manager`` fixture is not requested here, so no
+other manager runs while this module does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client
+
+from nvcre.controllers import resources
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.inspect import true_condition, wait_true
+from nvcre.testing.kwok import Kwok
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.workloads import POOL_LABEL, pool_name
+
+
+@pytest.fixture(scope="module")
+def impatient_manager(
+    control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ManagerProcess]:
+    workdir: Path = tmp_path_factory.mktemp("impatient")
+    process = ManagerProcess(
+        control_plane, workdir, name="impatient", extra_args=("--node-discovery-timeout=4",)
+    ).start()
+    yield process
+    process.stop()
+
+
+def test_no_node_within_the_wait_fails_the_certification(
+    kube: Client, namespace: str, impatient_manager: Any
+) -> None:
+    pool = pool_name()
+    cert = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "nobody", "namespace": namespace},
+        "spec": {
+            "target": {"nodeSelector": {POOL_LABEL: pool}},
+            "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+        },
+    }
+    kube.create(resources.Certification.from_dict(cert))
+    waiting = true_condition(wait_true(kube, resources.Certification, "nobody", namespace, "InProgress"))
+    assert waiting is not None and waiting[1] == "WaitingForNodes"
+    assert re.fullmatch(
+        rf"No schedulable nodes match {POOL_LABEL}={pool}; retrying for up to [0-4]s more\. "
+        r"Nodes that are cordoned or unschedulable do not count\.",
+        waiting[2],
+    ), waiting[2]
+
+    failed = wait_true(kube, resources.Certification, "nobody", namespace, "Failed", timeout=30)
+    assert true_condition(failed) == (
+        "Failed",
+        "WorkflowValidationFailed",
+        "communication/nccl-all-reduce: no nodes match target",
+    )
+    assert [s["status"] for s in failed["status"]["categoryStatuses"]] == ["Pending"]
+    assert not list(kube.list(resources.Workflow, namespace=namespace))
