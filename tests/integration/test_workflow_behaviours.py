@@ -754,3 +754,21 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
         "OOMKilled",
     )
     assert "CUDA out of memory" in log.get("tail", "")
+
+
+def test_diagnose_fails_clearly_instead_of_running_something_else(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 2, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("diag", namespace, pool, 2, orchestration={"diagnose": {"minGroupSize": 2}})
+        )
+    )
+    wf = wait_true(kube, resources.Workflow, "diag", namespace, "Failed")
+    assert true_condition(wf)[1] == "PartitionError"
+    assert true_condition(wf)[2].startswith(
+        "orchestration.diagnose: adaptive fault isolation is not supported"
+    )
+    assert not jobs_of(kube, namespace, "diag")

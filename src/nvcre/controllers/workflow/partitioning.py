@@ -18,6 +18,10 @@ from nvcre.runtime.controller import Result
 from nvcre.workload import trainjob
 
 PRODUCT = "nvidia.com/gpu.product"
+DIAGNOSE_UNSUPPORTED = (
+    "orchestration.diagnose: adaptive fault isolation is not supported by this nvcre version; "
+    "run testScale full-scale, intra-node or intra-rack instead"
+)
 
 
 class Failure(Exception):
@@ -122,6 +126,9 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         )
     except PlacementError as error:
         raise Failure(WorkflowReason.PARTITION_ERROR, str(error)) from error
+    if effective_orchestration.get("diagnose"):
+        # Running plain groups instead would report a diagnosis that never happened.
+        raise Failure(WorkflowReason.PARTITION_ERROR, DIAGNOSE_UNSUPPORTED)
     nodes = capacity.kept
     npj = _nodes_per_job(resolved, len(nodes), exclusions)
     if placement == "Unpinned":
