@@ -57,11 +57,12 @@ _BUILD_TARGETS = {
     KUBECTL: ("kubernetes", "k8s.io/kubernetes/cmd/kubectl"),
 }
 
-#: Measured cold build (empty Go build cache, modules downloaded) on 2 cores, for progress text.
+#: Measured cold builds on 2 cores (empty Go build cache; the longer figure includes downloading
+#: the modules), for progress text.
 COLD_BUILD_HINT = {
-    ETCD: "~1 min",
-    KUBE_APISERVER: "~5 min",
-    KWOK: "~2 min",
+    ETCD: "20 s to 2 min",
+    KUBE_APISERVER: "4 to 9 min",
+    KWOK: "1 to 2 min",
     KUBECTL: "~30 s after kube-apiserver",
 }
 
@@ -372,7 +373,7 @@ def build_binary(name: str, versions: Versions, directory: Path, wrappers: Path)
     ]
     _log(
         f"building {name} {versions.binary_version(name)} from {package} "
-        f"(cold build {COLD_BUILD_HINT[name]} on 2 cores; later builds reuse the Go build cache)"
+        f"(a cold build takes {COLD_BUILD_HINT[name]} on 2 cores; later builds reuse the Go build cache)"
     )
     started = time.monotonic()
     returncode, output = _run_with_heartbeat(cmd, wrappers / wrapper_module, f"building {name}")
