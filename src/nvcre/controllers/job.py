@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import Node
 
 from nvcre.api.v1alpha1.constants import (
     API_VERSION,
@@ -25,9 +25,10 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import format_time, parse_time
 from nvcre.conditions import is_terminal
-from nvcre.controllers import resources
+from nvcre.controllers import indexes, resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.status import condition_true, conditions_of, now
 from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, merge_failed_nodes, unhealthy_nodes
 from nvcre.health.restart import restart_eligible, restart_message, sample_interval, stalled
@@ -39,8 +40,6 @@ from nvcre.workload import trainjob
 
 log = logging.getLogger(__name__)
 
-POD_NODE_INDEX = "spec.nodeName"
-POD_JOB_INDEX = "job"
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 LOG_TAIL_LINES = 800
 LOG_TAIL_BYTES = 32 * 1024
@@ -56,15 +55,9 @@ class JobController:
         manager = ctx.manager
         self.jobs = manager.informer(resources.Job)
         self.trainjobs = manager.informer(resources.TrainJob)
-        self.pods = manager.informer(Pod)
+        self.pods = indexes.pods(manager)
         self.nodes = manager.informer(Node)
         self.goodputs = manager.informer(resources.GoodputMeasurement)
-        self.pods.add_index(
-            POD_JOB_INDEX, lambda p: [v] if (v := (p["metadata"].get("labels") or {}).get(Label.JOB)) else []
-        )
-        self.pods.add_index(
-            POD_NODE_INDEX, lambda p: [n] if (n := (p.get("spec") or {}).get("nodeName")) else []
-        )
         self.controller = Controller("job", self.reconcile, workers=workers)
         self.controller.watch(self.jobs)
         self.controller.watch(self.trainjobs, owned_by(Kind.JOB, GROUP))

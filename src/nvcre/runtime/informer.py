@@ -72,6 +72,9 @@ class Informer:
     def add_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
 
+    def has_index(self, name: str) -> bool:
+        return name in self._index_funcs
+
     def add_index(self, name: str, func: IndexFunc) -> None:
         self._index_funcs[name] = func
         index: defaultdict[str, set[ObjectKey]] = defaultdict(set)

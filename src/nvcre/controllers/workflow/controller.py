@@ -6,11 +6,11 @@ import logging
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import Node
 
 from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
 from nvcre.conditions import is_terminal
-from nvcre.controllers import resources
+from nvcre.controllers import indexes, resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of
@@ -30,11 +30,7 @@ class WorkflowController:
         self.ctx = ctx
         manager = ctx.manager
         self.workflows = manager.informer(resources.Workflow)
-        pods = manager.informer(Pod)
-        if "job" not in pods._index_funcs:
-            pods.add_index(
-                "job", lambda p: [v] if (v := (p["metadata"].get("labels") or {}).get(Label.JOB)) else []
-            )
+        pods = indexes.pods(manager)
         self.caches = Caches(jobs=manager.informer(resources.Job), nodes=manager.informer(Node), pods=pods)
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)

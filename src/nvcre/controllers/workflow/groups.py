@@ -20,7 +20,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import Condition, parse_time
 from nvcre.conditions import set_condition
-from nvcre.controllers import resources
+from nvcre.controllers import indexes, resources
 from nvcre.controllers.status import condition_true, now
 from nvcre.controllers.workflow.dependencies import (
     DependencyError,
@@ -245,7 +245,7 @@ def _pods_active(state: WorkflowState, job: Obj) -> bool:
         any(
             p["metadata"].get("namespace") == namespace
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            for p in state.caches.pods.by_index("job", job["metadata"]["name"])
+            for p in state.caches.pods.by_index(indexes.POD_JOB_INDEX, job["metadata"]["name"])
         )
     )
 
