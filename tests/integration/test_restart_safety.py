@@ -14,16 +14,11 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.inspect import config_map_payload, get, jobs_of, true_condition
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 from tests.integration.test_workflow_behaviours import status
-from tests.integration.test_workflow_controller import (
-    config_map_payload,
-    get,
-    jobs_of,
-    make_nodes,
-    true_condition,
-)
+from tests.integration.test_workflow_controller import make_nodes
 
 EXPECTED_JOBS = [f"chaos-group-{i}-iter-1" for i in range(4)]
 

@@ -10,18 +10,10 @@ from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap, Node
 
 from nvcre.controllers import resources
+from nvcre.testing.inspect import events_for, get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
-from tests.integration.test_workflow_controller import (
-    events_for,
-    get,
-    jobs_of,
-    make_nodes,
-    own_patch,
-    trainjob_of,
-    true_condition,
-    wait_true,
-)
+from tests.integration.test_workflow_controller import make_nodes
 
 
 def status(kube: Client, namespace: str, name: str) -> dict[str, Any]:

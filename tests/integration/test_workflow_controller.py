@@ -5,15 +5,22 @@ The test plays Kubeflow Trainer: it ends TrainJobs by setting their Complete/Fai
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 from typing import Any
 
 from lightkube import Client
-from lightkube.resources.events_v1 import Event
 
 from nvcre.controllers import resources
+from nvcre.testing.inspect import (
+    config_map_payload,
+    events_for,
+    get,
+    jobs_of,
+    own_patch,
+    trainjob_of,
+    true_condition,
+    wait_true,
+)
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
@@ -24,80 +31,11 @@ def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
     return sorted(n.metadata.name for n in nodes)
 
 
-def get(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
-    return dict(kube.get(resource, name, namespace=namespace).to_dict())
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
-
-
-def true_condition(obj: dict[str, Any]) -> tuple[str, str, str] | None:
-    trio = [
-        c
-        for c in (obj.get("status") or {}).get("conditions") or ()
-        if c["type"] in ("InProgress", "Succeeded", "Failed")
-    ]
-    true = [c for c in trio if c["status"] == "True"]
-    assert len(true) <= 1, f"more than one of the trio is True: {trio}"
-    return (true[0]["type"], true[0]["reason"], true[0]["message"]) if true else None
-
-
-def wait_true(
-    kube: Client, resource: Any, name: str, namespace: str, type_: str, timeout: float = 60
-) -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        obj = get(kube, resource, name, namespace)
-        found = true_condition(obj)
-        return obj if found and found[0] == type_ else None
-
-    return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} {type_}=True")
-
-
-def jobs_of(kube: Client, namespace: str, wf: str) -> dict[str, dict[str, Any]]:
-    jobs = kube.list(resources.Job, namespace=namespace, labels={"nvcre.nvidia.com/workflow": wf})
-    return {j.metadata.name: dict(j.to_dict()) for j in jobs}
-
-
-def trainjob_of(kube: Client, namespace: str, job: str) -> dict[str, Any]:
-    return wait_for(
-        lambda: get(kube, resources.TrainJob, f"{job}-workload", namespace),
-        30,
-        what=f"TrainJob {job}-workload",
-        ignore=(Exception,),
-    )
-
-
-def own_patch(trainjob: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    patch = next(
-        p for p in trainjob["spec"]["runtimePatches"] if p["manager"] == "nvcre.nvidia.com/controller"
-    )
-    return {
-        j["name"]: j["template"]["spec"]["template"]
-        for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
-    }
-
-
 def hostnames(pod_template: dict[str, Any]) -> list[str]:
     terms = pod_template["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"]
     return next(e["values"] for e in terms[0]["matchExpressions"] if e["key"] == "kubernetes.io/hostname")
-
-
-def events_for(kube: Client, namespace: str, name: str) -> list[tuple[str, str, str]]:
-    return [
-        (e.type or "", e.reason or "", e.note or "")
-        for e in kube.list(Event, namespace=namespace)
-        if e.regarding and e.regarding.name == name
-    ]
-
-
-def config_map_payload(kube: Client, namespace: str, name: str, key: str) -> bytes:
-    from lightkube.resources.core_v1 import ConfigMap
-
-    cm = kube.get(ConfigMap, name, namespace=namespace)
-    return gzip.decompress(base64.b64decode(cm.binaryData[key]))
 
 
 def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:

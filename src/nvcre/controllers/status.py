@@ -58,16 +58,9 @@ class StatusWriter:
             self._written.clear()
         self._written[self._key(resource, written)] = resource_version(written)
 
-    async def update(
-        self, resource: type[lkr.Resource], obj: Obj, change: StatusChange, *, base: Obj | None = None
+    async def _write(
+        self, resource: type[lkr.Resource], obj: Obj, mutate: Callable[[Obj], Obj | None], base: Obj | None
     ) -> Obj | None:
-        """Apply ``change`` to the live object's status and write it if it differs (to ``base``
-        at its resourceVersion when given; see :func:`update_with_retry`)."""
-
-        def mutate(live: Obj) -> Obj:
-            change(live.setdefault("status", {}))
-            return live
-
         meta = obj["metadata"]
         written = await update_with_retry(
             self.client,
@@ -80,6 +73,19 @@ class StatusWriter:
             current=self._view(resource, obj),
         )
         self._remember(resource, written)
+        return written
+
+    async def update(
+        self, resource: type[lkr.Resource], obj: Obj, change: StatusChange, *, base: Obj | None = None
+    ) -> Obj | None:
+        """Apply ``change`` to the live object's status and write it if it differs (to ``base``
+        at its resourceVersion when given; see :func:`update_with_retry`)."""
+
+        def mutate(live: Obj) -> Obj:
+            change(live.setdefault("status", {}))
+            return live
+
+        written = await self._write(resource, obj, mutate, base)
         return written
 
     async def set_exclusive(
@@ -119,18 +125,7 @@ class StatusWriter:
                 events.append((live, event.type, event.reason, event.message))
             return live
 
-        meta = obj["metadata"]
-        written = await update_with_retry(
-            self.client,
-            resource,
-            meta["name"],
-            meta.get("namespace"),
-            mutate,
-            status=True,
-            base=base,
-            current=self._view(resource, obj),
-        )
-        self._remember(resource, written)
+        written = await self._write(resource, obj, mutate, base)
         if written is not None:
             for target, type_, event_reason, note in events:
                 await self.recorder.emit(target, type_, event_reason, note)
