@@ -7,7 +7,6 @@ much fails here too.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -15,63 +14,14 @@ import pytest
 from lightkube import ApiError, Client
 
 from nvcre.controllers import resources
+from tests.manifests import CERT, JOB, RUN, WORKFLOW, at
 
-RUN: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "WorkloadRun",
-    "metadata": {"name": "run"},
-    "spec": {
-        "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-        "framework": {"mpi": {"binary": "/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/bin/mpirun"}},
-        "numNodes": 2,
-    },
-}
-CERT: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "Certification",
-    "metadata": {"name": "cert"},
-    "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
-}
-JOB_SPEC: dict[str, Any] = {
-    "workload": {
-        "trainJob": {
-            "runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
-            "trainer": {"image": "img", "numNodes": 1},
-        }
-    }
-}
-JOB: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "Job",
-    "metadata": {"name": "job"},
-    "spec": JOB_SPEC,
-}
-WORKFLOW: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "Workflow",
-    "metadata": {"name": "wf"},
-    "spec": {"jobTemplate": {"spec": JOB_SPEC}, "orchestration": {}},
-}
 KINDS = {
     "WorkloadRun": resources.WorkloadRun,
     "Certification": resources.Certification,
     "Job": resources.Job,
     "Workflow": resources.Workflow,
 }
-
-
-def at(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy of ``base`` with dotted ``path`` set; ``<delete>`` removes it."""
-    doc = copy.deepcopy(base)
-    *parents, last = path.split(".")
-    node = doc
-    for part in parents:
-        node = node.setdefault(part, {})
-    if value == "<delete>":
-        node.pop(last, None)
-    else:
-        node[last] = value
-    return doc
 
 
 def create(kube: Client, namespace: str, doc: dict[str, Any]) -> Any:
