@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.manifests import BANDWIDTH, CERT, JOB, PROFILE, RUN, WORKFLOW, at
 
 from nvcre.validation.manifests import check_object
+from tests.manifests import BANDWIDTH, CERT, JOB, PROFILE, RUN, WORKFLOW, at
 
 LABELS_33 = {f"l{i}": "v" for i in range(33)}
 
