@@ -230,9 +230,9 @@ class CertificationController:
                 statuses,
             )
             return None
-        except NoNodesMatch as error:
+        except (BuildError, ValidationError, ValueError) as error:
             remaining = self.node_discovery_timeout - self._age(cert)
-            if remaining > 0:
+            if isinstance(error, NoNodesMatch) and remaining > 0:
                 await self._set(
                     cert,
                     ConditionType.IN_PROGRESS,
@@ -241,15 +241,6 @@ class CertificationController:
                     statuses,
                 )
                 return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))
-            await self._set(
-                cert,
-                ConditionType.FAILED,
-                CertificationReason.WORKFLOW_VALIDATION_FAILED,
-                str(error),
-                statuses,
-            )
-            return None
-        except (BuildError, ValidationError, ValueError) as error:
             await self._set(
                 cert,
                 ConditionType.FAILED,

@@ -121,12 +121,7 @@ class WorkflowController:
             try:
                 ref = await create_dependency(state, dependencies[index], owner=True)
             except DependencyError as error:
-                reason = (
-                    WorkflowReason.DEPENDENCY_NAME_COLLISION
-                    if error.collision
-                    else WorkflowReason.DEPENDENCY_CREATION_ERROR
-                )
-                raise Failure(reason, f"Failed to create dependency: {error}") from error
+                raise Failure(error.reason, f"Failed to create dependency: {error}") from error
             state.dependency_refs.append({**ref, "scope": "workflow"})
             await state.save()
 

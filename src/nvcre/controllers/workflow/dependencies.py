@@ -9,7 +9,7 @@ from typing import Any
 from lightkube import ApiError
 from lightkube.codecs import from_dict
 
-from nvcre.api.v1alpha1.constants import Annotation, Label
+from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.runtime.objects import Obj, to_plain
@@ -23,6 +23,14 @@ class DependencyError(Exception):
     def __init__(self, message: str, *, collision: bool = False) -> None:
         super().__init__(message)
         self.collision = collision
+
+    @property
+    def reason(self) -> str:
+        return (
+            WorkflowReason.DEPENDENCY_NAME_COLLISION
+            if self.collision
+            else WorkflowReason.DEPENDENCY_CREATION_ERROR
+        )
 
 
 class DependencyNotReady(Exception):

@@ -195,12 +195,7 @@ async def launch(state: WorkflowState, resolved: ResolvedWorkflow) -> Result:
             result = REQUEUE
             break
         except DependencyError as error:
-            reason = (
-                WorkflowReason.DEPENDENCY_NAME_COLLISION
-                if error.collision
-                else WorkflowReason.DEPENDENCY_CREATION_ERROR
-            )
-            raise Failure(reason, f"Failed to create dependency: {error}") from error
+            raise Failure(error.reason, f"Failed to create dependency: {error}") from error
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_CREATED, _running_message(state))
     return result
 
