@@ -61,6 +61,17 @@ async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str
         raise
 
 
+async def delete_if_present(client: AsyncClient, resource: Any, name: str, namespace: str | None) -> bool:
+    """Delete an object; False when it was already gone (a 404 is success for a delete)."""
+    try:
+        await client.delete(resource, name, namespace=namespace)
+    except ApiError as error:
+        if error.status.code == 404:
+            return False
+        raise
+    return True
+
+
 async def create_controlled(client: AsyncClient, resource: Any, body: Obj, owner: Obj) -> Created:
     """Create ``body`` controlled by ``owner``, adopting our own earlier create.
 

@@ -26,6 +26,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import format_time, parse_time
 from nvcre.conditions import is_terminal
 from nvcre.controllers import indexes, resources
+from nvcre.controllers.children import delete_if_present
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
@@ -127,12 +128,8 @@ class JobController:
         ref = (job.get("status") or {}).get("workloadRef")
         if not ref:
             return
-        try:
-            namespace = ref.get("namespace") or job["metadata"]["namespace"]
-            await self.ctx.client.delete(resources.TrainJob, ref["name"], namespace=namespace)
-        except ApiError as error:
-            if error.status.code != 404:
-                raise
+        namespace = ref.get("namespace") or job["metadata"]["namespace"]
+        await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
 
     async def _delete(self, job: Obj) -> Result | None:
         await self._delete_workload(job)

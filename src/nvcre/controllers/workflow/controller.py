@@ -11,6 +11,7 @@ from lightkube.resources.core_v1 import Node
 from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
 from nvcre.conditions import is_terminal
 from nvcre.controllers import indexes, resources
+from nvcre.controllers.children import get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of
@@ -20,7 +21,7 @@ from nvcre.controllers.workflow.partitioning import Failure, discover_and_partit
 from nvcre.controllers.workflow.state import Caches, WorkflowState
 from nvcre.orchestration.dependencies import creation_order, job_scoped
 from nvcre.runtime.controller import Controller, Result, owned_by
-from nvcre.runtime.objects import Obj, ObjectKey, to_plain
+from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +51,8 @@ class WorkflowController:
         workflow = ((job or {}).get("metadata", {}).get("labels") or {}).get(Label.WORKFLOW)
         return [ObjectKey(namespace, workflow)] if workflow else []
 
-    async def _live(self, key: ObjectKey) -> Obj | None:
-        try:
-            return to_plain(
-                resources.Workflow,
-                await self.ctx.client.get(resources.Workflow, key.name, namespace=key.namespace),
-            )
-        except ApiError as error:
-            if error.status.code == 404:
-                return None
-            raise
-
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        workflow = await self._live(key)
+        workflow = await get_live(self.ctx.client, resources.Workflow, key.name, key.namespace)
         if workflow is None:
             return None
         state = WorkflowState.of(self.ctx, self.caches, workflow)

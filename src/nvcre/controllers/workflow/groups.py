@@ -21,6 +21,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import Condition, parse_time
 from nvcre.conditions import set_condition
 from nvcre.controllers import indexes, resources
+from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.status import condition_true, now
 from nvcre.controllers.workflow.dependencies import (
     DependencyError,
@@ -262,14 +263,6 @@ async def _clean_group_dependencies(state: WorkflowState, group: dict[str, Any])
     state.dependency_refs = [r for r in state.dependency_refs if r not in refs or r in keep]
 
 
-async def _delete(resource: Any, name: str, namespace: str, state: WorkflowState) -> None:
-    try:
-        await state.ctx.client.delete(resource, name, namespace=namespace)
-    except ApiError as error:
-        if error.status.code != 404:
-            raise
-
-
 async def _complete_group(state: WorkflowState, group: dict[str, Any], job: Obj) -> bool:
     """Record a terminal group; False while its pods still drain (the group stays Running)."""
     failed = any(
@@ -280,7 +273,9 @@ async def _complete_group(state: WorkflowState, group: dict[str, Any], job: Obj)
     if failed:
         ref = status.get("workloadRef")
         if ref:
-            await _delete(resources.TrainJob, ref["name"], ref.get("namespace") or state.namespace, state)
+            await delete_if_present(
+                state.ctx.client, resources.TrainJob, ref["name"], ref.get("namespace") or state.namespace
+            )
         if _pods_active(state, job):
             return False
     group["completionTime"] = timestamp()
@@ -293,7 +288,7 @@ async def _complete_group(state: WorkflowState, group: dict[str, Any], job: Obj)
     execution = ((state.spec.get("orchestration") or {}).get("execution")) or {}
     limit = int(execution.get("retryFailedGroups") or 0)
     if failed and not timed_out and int(group.get("retries") or 0) < limit:
-        await _delete(resources.Job, job["metadata"]["name"], state.namespace, state)
+        await delete_if_present(state.ctx.client, resources.Job, job["metadata"]["name"], state.namespace)
         await _clean_group_dependencies(state, group)
         group.update(phase="Pending", retries=int(group.get("retries") or 0) + 1)
         for key in ("jobRef", "startTime", "completionTime"):
@@ -302,17 +297,6 @@ async def _complete_group(state: WorkflowState, group: dict[str, Any], job: Obj)
     await _clean_group_dependencies(state, group)
     group["phase"] = "Failed" if failed else "Succeeded"
     return True
-
-
-async def _live_job(state: WorkflowState, name: str) -> Obj | None:
-    try:
-        return to_plain(
-            resources.Job, await state.ctx.client.get(resources.Job, name, namespace=state.namespace)
-        )
-    except ApiError as error:
-        if error.status.code == 404:
-            return None
-        raise
 
 
 async def follow(state: WorkflowState) -> Result:
@@ -325,7 +309,7 @@ async def follow(state: WorkflowState) -> Result:
         if job is None or job["metadata"].get("deletionTimestamp") or _terminal(job):
             # Decisions are taken on the live object: a cache miss is no proof of deletion, and
             # a retried group's cache may still hold the previous attempt's Job of the same name.
-            job = await _live_job(state, group["jobRef"]["name"])
+            job = await get_live(state.ctx.client, resources.Job, group["jobRef"]["name"], state.namespace)
         if job is not None and job["metadata"].get("deletionTimestamp") and _pods_active(state, job):
             continue
         if job is None or job["metadata"].get("deletionTimestamp"):
@@ -386,7 +370,9 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
         )
         for group in state.groups:
             if group.get("jobRef"):
-                await _delete(resources.Job, group["jobRef"]["name"], state.namespace, state)
+                await delete_if_present(
+                    state.ctx.client, resources.Job, group["jobRef"]["name"], state.namespace
+                )
             group.update(phase="Pending", retries=0)
             for key in ("jobRef", "startTime", "completionTime"):
                 group.pop(key, None)
