@@ -36,7 +36,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
-from nvcre.conditions import is_terminal
+from nvcre.conditions import condition_true, is_terminal
 from nvcre.controllers import resources
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -47,7 +47,7 @@ from nvcre.controllers.children import (
 )
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
-from nvcre.controllers.status import condition_true, conditions_of, now
+from nvcre.controllers.status import conditions_of, now
 from nvcre.durations import format_duration
 from nvcre.orchestration.discovery import cordoned_opt_in, discover
 from nvcre.runtime.controller import Controller, Result, owned_by
