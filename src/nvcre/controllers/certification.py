@@ -43,6 +43,7 @@ from nvcre.controllers.children import (
     NameTaken,
     controlled_by,
     create_controlled,
+    delete_if_present,
     get_live,
 )
 from nvcre.controllers.context import Context
@@ -419,11 +420,7 @@ class CertificationController:
             remaining += 1
             if workflow["metadata"].get("deletionTimestamp"):
                 continue
-            try:
-                await self.ctx.client.delete(resources.Workflow, name, namespace=namespace)
-            except ApiError as error:
-                if error.status.code not in (404, 409):
-                    raise
+            await delete_if_present(self.ctx.client, resources.Workflow, name, namespace)
         if remaining:
             return DELETE_POLL
         await remove_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION)

@@ -318,11 +318,16 @@ class JobReason:
 
 
 class FailedNodeReason:
-    """Enum of ``Job.status.failedNodes[].reason`` and of failed-nodes ConfigMap entries."""
+    """Reasons of failed-nodes ConfigMap entries; the first three are also the enum of
+    ``Job.status.failedNodes[].reason`` (:data:`FAILED_NODE_REASONS`)."""
 
     HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     WORKLOAD_FAILED: Final = "WorkloadFailed"
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
+    JOB_DELETED: Final = "JobDeleted"
+    """Written by the Workflow for a group whose Job was deleted before it finished."""
 
 
 FAILED_NODE_REASONS: Final = (
