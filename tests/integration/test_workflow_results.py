@@ -28,7 +28,9 @@ def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str]
     succeeded: list[str] = []
     failed: list[dict[str, str]] = []
     if status.get("succeededNodesRef"):
-        payload = config_map_payload(kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz")
+        payload = config_map_payload(
+            kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+        )
         succeeded = payload.decode().split(",")
     if status.get("failedNodesRef"):
         failed = json.loads(
@@ -60,7 +62,10 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
     )
     kube.delete(resources.Job, "gone-group-1-iter-1", namespace=namespace)
     finish_trainjob(
-        kube, namespace, trainjob_of(kube, namespace, "gone-group-0-iter-1")["metadata"]["name"], succeeded=True
+        kube,
+        namespace,
+        trainjob_of(kube, namespace, "gone-group-0-iter-1")["metadata"]["name"],
+        succeeded=True,
     )
     wf = wait_true(kube, resources.Workflow, "gone", namespace, "Failed", timeout=60)
     assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
@@ -68,7 +73,11 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
     succeeded, failed = results(kube, namespace, wf)
     assert succeeded == nodes[:2]
     assert failed == [
-        {"name": n, "reason": "JobDeleted", "message": 'Job "gone-group-1-iter-1" was deleted before it finished'}
+        {
+            "name": n,
+            "reason": "JobDeleted",
+            "message": 'Job "gone-group-1-iter-1" was deleted before it finished',
+        }
         for n in nodes[2:]
     ]
     assert_every_node_in_exactly_one_list(kube, namespace, wf)
