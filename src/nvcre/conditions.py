@@ -10,9 +10,9 @@ Inputs are never mutated (``Condition`` is frozen and lists are copied); every f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from nvcre.api.v1alpha1.constants import (
     EXCLUSIVE_CONDITION_TYPES,
@@ -27,6 +27,8 @@ from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue, format_time
 __all__ = [
     "TransitionEvent",
     "active",
+    "condition_of",
+    "condition_true",
     "event_for_transition",
     "find",
     "is_false",
@@ -44,6 +46,21 @@ def find(conds: Sequence[Condition], cond_type: str) -> Condition | None:
         if c.type == cond_type:
             return c
     return None
+
+
+def condition_of(obj: Mapping[str, Any], cond_type: str) -> dict[str, Any] | None:
+    """The condition of that type in a plain object's ``status.conditions`` (whatever its
+    status), or ``None``: the lookup for objects read as dicts, where ``find`` takes models."""
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == cond_type:
+            return dict(c)
+    return None
+
+
+def condition_true(obj: Mapping[str, Any], cond_type: str) -> bool:
+    """The plain object's condition of that type is ``True``."""
+    c = condition_of(obj, cond_type)
+    return c is not None and c.get("status") == ConditionStatus.TRUE
 
 
 def is_true(conds: Sequence[Condition], cond_type: str) -> bool:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from lightkube import Client
 
+from nvcre.conditions import condition_of
 from nvcre.controllers import resources
 from nvcre.testing.inspect import (
-    condition,
     config_map_payload,
     events_for,
     finish_workflow_jobs,
@@ -111,7 +111,7 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
 
     run = wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "Succeeded", timeout=90)
     assert true_condition(run) == ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")
-    assert condition(run, "InProgress")["reason"] == "Superseded"  # type: ignore[index]
+    assert condition_of(run, "InProgress")["reason"] == "Superseded"  # type: ignore[index]
     status = run["status"]
     wf = get(kube, resources.Workflow, "allreduce", namespace)
     assert status["succeededNodesRef"] == wf["status"]["succeededNodesRef"]

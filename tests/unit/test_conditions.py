@@ -344,3 +344,19 @@ def test_exclusive_invariants(steps: list[tuple[str, str, str, int]]) -> None:
         for x in conds:
             if x.type != cond_type:
                 assert (x.reason, x.message) == (Reason.NOT_APPLICABLE, "")
+
+
+def test_condition_lookup_on_plain_objects() -> None:
+    obj = {
+        "status": {
+            "conditions": [
+                {"type": "Failed", "status": "False", "reason": "NotApplicable"},
+                {"type": "Succeeded", "status": "True", "reason": "Done"},
+            ]
+        }
+    }
+    assert c.condition_of(obj, "Failed") == {"type": "Failed", "status": "False", "reason": "NotApplicable"}
+    assert c.condition_of(obj, "InProgress") is None
+    assert c.condition_of({}, "Failed") is None
+    assert c.condition_true(obj, "Succeeded") and not c.condition_true(obj, "Failed")
+    assert not c.condition_true({"status": None}, "Succeeded")

@@ -18,20 +18,6 @@ from nvcre.api.v1alpha1.common import WorkloadMetadata
 from nvcre.catalog.errors import BuildError
 from nvcre.platform.nic import parse_quantity
 
-DEFAULT_TEST_SCALE: Final = "full-scale"
-DEFAULT_MAX_BYTES: Final = "16G"
-DEFAULT_NUM_ITERATIONS: Final = 100
-DEFAULT_NUM_CYCLES: Final = 10
-DIAGNOSE_NUM_ITERATIONS: Final = 5
-DIAGNOSE_NUM_CYCLES: Final = 1
-DEFAULT_MIN_GROUP_SIZE: Final = 2
-DEFAULT_MAX_STEPS: Final = 50
-DEFAULT_EXIT_DURATION_MINS: Final = 30
-DEFAULT_SAVE_INTERVAL: Final = 250
-DEFAULT_SAVE_RETAIN_INTERVAL: Final = 1000
-DEFAULT_SAVE_TOP_K: Final = 1
-DEFAULT_STORAGE_SIZE: Final = "10Ti"
-
 
 @dataclass(frozen=True)
 class TrainingResources:

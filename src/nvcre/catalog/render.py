@@ -21,6 +21,7 @@ from nvcre.api.v1alpha1.certification import CategoryOptions, Certification
 from nvcre.api.v1alpha1.constants import (
     MANAGED_BY_VALUE,
     Annotation,
+    Default,
     Label,
 )
 from nvcre.api.v1alpha1.workflow import Workflow
@@ -28,19 +29,6 @@ from nvcre.catalog.build import build_spec
 from nvcre.catalog.errors import BuildError
 from nvcre.catalog.loader import Catalog, Entry, config_arch, load_catalog
 from nvcre.catalog.options import (
-    DEFAULT_EXIT_DURATION_MINS,
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_MIN_GROUP_SIZE,
-    DEFAULT_NUM_CYCLES,
-    DEFAULT_NUM_ITERATIONS,
-    DEFAULT_SAVE_INTERVAL,
-    DEFAULT_SAVE_RETAIN_INTERVAL,
-    DEFAULT_SAVE_TOP_K,
-    DEFAULT_STORAGE_SIZE,
-    DEFAULT_TEST_SCALE,
-    DIAGNOSE_NUM_CYCLES,
-    DIAGNOSE_NUM_ITERATIONS,
     duration_seconds,
     merge_options,
     options_field,
@@ -246,7 +234,7 @@ def render_category(
     )
     events.extend(nic.events)
 
-    test_scale = options.test_scale or DEFAULT_TEST_SCALE
+    test_scale = options.test_scale or Default.TEST_SCALE
     diagnose = test_scale == "diagnose"
     nodes_field = options_field(spec, index, "nodesPerJob")
     nodes_per_job = _nodes_per_job(
@@ -268,13 +256,13 @@ def render_category(
         enable_mnnvl=defaults.enable_mnnvl,
         gang_scheduler=spec.gang_scheduler is not None,
         enable_checkpoint=bool(options.enable_checkpoint),
-        max_steps=DEFAULT_MAX_STEPS if options.max_steps is None else options.max_steps,
-        exit_duration_mins=options.exit_duration_mins or DEFAULT_EXIT_DURATION_MINS,
+        max_steps=Default.MAX_STEPS if options.max_steps is None else options.max_steps,
+        exit_duration_mins=options.exit_duration_mins or Default.EXIT_DURATION_MINS,
         startup_stall_timeout_seconds=options.startup_stall_timeout_seconds or 0,
-        save_interval=options.save_interval or DEFAULT_SAVE_INTERVAL,
-        save_retain_interval=options.save_retain_interval or DEFAULT_SAVE_RETAIN_INTERVAL,
-        save_top_k=options.save_top_k or DEFAULT_SAVE_TOP_K,
-        storage_size=options.storage_size or DEFAULT_STORAGE_SIZE,
+        save_interval=options.save_interval or Default.SAVE_INTERVAL,
+        save_retain_interval=options.save_retain_interval or Default.SAVE_RETAIN_INTERVAL,
+        save_top_k=options.save_top_k or Default.SAVE_TOP_K,
+        storage_size=options.storage_size or Default.STORAGE_SIZE,
         tp=layout.tp,
         pp=layout.pp,
         ep=layout.ep,
@@ -287,12 +275,12 @@ def render_category(
         config_arch=config_arch(arch),
         entry_name=entry.variant,
         test_scale=test_scale,
-        max_bytes=options.max_bytes or DEFAULT_MAX_BYTES,
+        max_bytes=options.max_bytes or Default.MAX_BYTES,
         num_iterations=options.num_iterations
-        or (DIAGNOSE_NUM_ITERATIONS if diagnose else DEFAULT_NUM_ITERATIONS),
-        num_cycles=options.num_cycles or (DIAGNOSE_NUM_CYCLES if diagnose else DEFAULT_NUM_CYCLES),
+        or (Default.DIAGNOSE_NUM_ITERATIONS if diagnose else Default.NUM_ITERATIONS),
+        num_cycles=options.num_cycles or (Default.DIAGNOSE_NUM_CYCLES if diagnose else Default.NUM_CYCLES),
         max_concurrent=max(options.max_concurrent or 0, 0),
-        min_group_size=options.min_group_size or DEFAULT_MIN_GROUP_SIZE,
+        min_group_size=options.min_group_size or Default.MIN_GROUP_SIZE,
         timeout_per_job=timeout,
         timeout_seconds=int(duration_seconds(timeout)),
         measurement_timeout=options.measurement_timeout or "",

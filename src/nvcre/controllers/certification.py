@@ -36,18 +36,19 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
-from nvcre.conditions import is_terminal
+from nvcre.conditions import condition_true, is_terminal
 from nvcre.controllers import resources
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
     controlled_by,
     create_controlled,
+    delete_if_present,
     get_live,
 )
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
-from nvcre.controllers.status import condition_true, conditions_of, now
+from nvcre.controllers.status import conditions_of, now
 from nvcre.durations import format_duration
 from nvcre.orchestration.discovery import cordoned_opt_in, discover
 from nvcre.runtime.controller import Controller, Result, owned_by
@@ -419,11 +420,7 @@ class CertificationController:
             remaining += 1
             if workflow["metadata"].get("deletionTimestamp"):
                 continue
-            try:
-                await self.ctx.client.delete(resources.Workflow, name, namespace=namespace)
-            except ApiError as error:
-                if error.status.code not in (404, 409):
-                    raise
+            await delete_if_present(self.ctx.client, resources.Workflow, name, namespace)
         if remaining:
             return DELETE_POLL
         await remove_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION)

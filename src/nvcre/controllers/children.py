@@ -1,8 +1,8 @@
 """Creating a controlled child with the name-collision policy every tier shares (spec §1.7).
 
-On ``AlreadyExists`` the existing object is read live: one controlled by the same owner (same
-UID) is an earlier create of ours and is adopted; one being deleted means "try again later";
-anything else is a foreign object that is never adopted.
+On ``AlreadyExists`` the existing object is read live: one being deleted (ours or not) means
+"try again later"; one controlled by the same owner (same UID) is an earlier create of ours and
+is adopted; anything else is a foreign object that is never adopted.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def controlled_by(obj: Obj, owner: Obj) -> bool:
     return ref is not None and ref.get("uid") == owner["metadata"].get("uid")
 
 
-async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str) -> Obj | None:
+async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str | None) -> Obj | None:
     """An uncached read: the object as the API server has it now, or None when it is gone."""
     try:
         return to_plain(resource, await client.get(resource, name, namespace=namespace))
@@ -89,8 +89,9 @@ async def create_controlled(client: AsyncClient, resource: Any, body: Obj, owner
     existing = await get_live(client, resource, meta["name"], meta["namespace"])
     if existing is None:
         raise HolderTerminating(f"{meta['name']} vanished after a create conflict")
+    if existing["metadata"].get("deletionTimestamp"):
+        # Ours or not: an object on its way out is no child to follow; create after it is gone.
+        raise HolderTerminating(f"{meta['name']} is being deleted")
     if controlled_by(existing, owner):
         return Created(existing, adopted=True)
-    if existing["metadata"].get("deletionTimestamp"):
-        raise HolderTerminating(f"{meta['name']} is being deleted")
     raise NameTaken(existing)

@@ -10,8 +10,9 @@ from typing import Any
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
 
-from nvcre.api.v1alpha1.constants import ConditionStatus, Reason
+from nvcre.api.v1alpha1.constants import Reason
 from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
+from nvcre.conditions import condition_true as condition_true  # the Job controller reads it here
 from nvcre.conditions import event_for_transition, is_terminal, set_condition, set_exclusive
 from nvcre.controllers.events import Recorder
 from nvcre.runtime.objects import Obj, resource_version
@@ -153,10 +154,3 @@ class StatusWriter:
             status["conditions"] = [c.to_dict() for c in updated]
 
         return await self.update(resource, obj, change)
-
-
-def condition_true(obj: Obj, cond_type: str) -> bool:
-    return any(
-        c.get("type") == cond_type and c.get("status") == ConditionStatus.TRUE
-        for c in (obj.get("status") or {}).get("conditions") or ()
-    )

@@ -28,11 +28,11 @@ from nvcre.api.v1alpha1.constants import (
     WorkloadRunReason,
 )
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
-from nvcre.conditions import is_terminal
+from nvcre.conditions import condition_of, condition_true, is_terminal
 from nvcre.controllers import resources
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import Context
-from nvcre.controllers.status import StatusChange, condition_true, conditions_of
+from nvcre.controllers.status import StatusChange, conditions_of
 from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 from nvcre.runtime.controller import Controller, Result, owned_by
@@ -41,13 +41,6 @@ from nvcre.runtime.objects import Obj, ObjectKey
 log = logging.getLogger(__name__)
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
-
-
-def _condition(obj: Obj, cond_type: str) -> dict[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == cond_type:
-            return dict(c)
-    return {}
 
 
 def mirrored_fields(workflow: Obj) -> dict[str, Any]:
@@ -74,7 +67,7 @@ def outcome(workflow: Obj) -> tuple[str, str, str] | None:
             "Workflow completed successfully",
         )
     if condition_true(workflow, ConditionType.FAILED):
-        failed = _condition(workflow, ConditionType.FAILED)
+        failed = condition_of(workflow, ConditionType.FAILED) or {}
         reason = (
             WorkloadRunReason.WORKFLOW_VALIDATION_FAILED
             if failed.get("reason") == WorkflowReason.JOB_VALIDATION_FAILED
@@ -207,7 +200,7 @@ class WorkloadRunController:
             status.update(fields)
 
         if condition_true(workflow, ConditionType.VALIDATION_FAILED):
-            validation = _condition(workflow, ConditionType.VALIDATION_FAILED)
+            validation = condition_of(workflow, ConditionType.VALIDATION_FAILED) or {}
             await self.ctx.status.set_condition(
                 resources.WorkloadRun,
                 run,
@@ -221,7 +214,7 @@ class WorkloadRunController:
         if terminal is not None:
             await self._set(run, *terminal, mirror)
             return None
-        current = _condition(run, ConditionType.IN_PROGRESS)
+        current = condition_of(run, ConditionType.IN_PROGRESS) or {}
         await self._set(
             run,
             ConditionType.IN_PROGRESS,

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.durations import parse_duration
 
-DEFAULT_SAMPLE_INTERVAL = 60.0
-DEFAULT_STARTUP_STALL_SECONDS = 1200
 STARTUP_STALL = "Workload stalled: no training step observed within startup timeout"
 TRAINING_STALL = "Workload stalled: no training step within the configured threshold"
 
@@ -25,9 +24,9 @@ def _number(value: Any) -> float | None:
 def sample_interval(job_spec: Mapping[str, Any]) -> float:
     raw = (job_spec.get("goodputMeasurement") or {}).get("sampleInterval")
     try:
-        return parse_duration(str(raw)) / 1e9 if raw else DEFAULT_SAMPLE_INTERVAL
+        return parse_duration(str(raw)) / 1e9 if raw else Default.SAMPLE_INTERVAL_SECONDS
     except ValueError:
-        return DEFAULT_SAMPLE_INTERVAL
+        return Default.SAMPLE_INTERVAL_SECONDS
 
 
 def restart_eligible(
@@ -63,7 +62,7 @@ def stalled(job: Mapping[str, Any], goodput: Mapping[str, Any] | None, now: date
         anchor = parse_time(anchor_text)
         if status.get("workloadStartTime"):
             anchor = max(anchor, parse_time(status["workloadStartTime"]))
-        timeout = int(spec.get("startupStallTimeoutSeconds") or DEFAULT_STARTUP_STALL_SECONDS) + 2 * interval
+        timeout = int(spec.get("startupStallTimeoutSeconds") or Default.STARTUP_STALL_SECONDS) + 2 * interval
         return STARTUP_STALL if (now - anchor).total_seconds() > timeout else None
     log_interval = max(int(_number(measured.get("logInterval")) or 1), 1)
     threshold = int(multiplier) * average * log_interval + 2 * interval

@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--leader-election-id", default=LEADER_ELECTION_ID)
     parser.add_argument(
         "--leader-election-namespace",
-        default=os.environ.get("POD_NAMESPACE", "nvcre"),
+        default=os.environ.get("POD_NAMESPACE", Default.NAMESPACE),
         help="namespace of the Lease",
     )
     parser.add_argument(

@@ -3,7 +3,8 @@
 A REAL etcd and kube-apiserver (built from source with ``go build``, see
 :mod:`nvcre.testing.binaries`) run on loopback ports with generated certificates; the CRDs under
 ``config/crd`` and the Kubeflow Trainer CRDs are installed; optionally kwok simulates GPU nodes
-and pod lifecycles. Nothing here mocks the API server.
+and pod lifecycles. Nothing here mocks the API server for the integration tests; unit tests of
+reconcile paths use :mod:`~nvcre.testing.fakeclient`, a client stand-in that can fail any call.
 
 * :class:`~nvcre.testing.controlplane.ControlPlane` — etcd + kube-apiserver, kubeconfig, CRDs,
   lightkube clients (``cp.client()`` / ``cp.async_client()``).

@@ -21,10 +21,6 @@ def get(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any
     return dict(kube.get(resource, name, namespace=namespace).to_dict())
 
 
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
-
-
 def true_condition(obj: dict[str, Any]) -> tuple[str, str, str] | None:
     """(type, reason, message) of the True trio member; asserts at most one is True."""
     trio = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] in TRIO]

@@ -22,6 +22,7 @@ from nvcre.api.v1alpha1.constants import (
     TrainerKind,
     TrainJobCondition,
 )
+from nvcre.conditions import condition_of, condition_true
 from nvcre.naming import trainjob_name
 
 PATCH_MANAGER = "nvcre.nvidia.com/controller"
@@ -145,22 +146,15 @@ class WorkloadStatus:
     message: str = ""
 
 
-def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == type_ and condition.get("status") == "True":
-            return dict(condition)
-    return None
-
-
 def status(trainjob: Mapping[str, Any]) -> WorkloadStatus:
     """Failed / Succeeded from the TrainJob's conditions; Pending while suspended (Kueue holds
     it) or not yet started; Running otherwise."""
-    failed = _condition(trainjob, TrainJobCondition.FAILED)
-    if failed is not None:
+    if condition_true(trainjob, TrainJobCondition.FAILED):
+        failed = condition_of(trainjob, TrainJobCondition.FAILED) or {}
         return WorkloadStatus("Failed", str(failed.get("message") or ""))
-    complete = _condition(trainjob, TrainJobCondition.COMPLETE)
-    if complete is not None:
+    if condition_true(trainjob, TrainJobCondition.COMPLETE):
+        complete = condition_of(trainjob, TrainJobCondition.COMPLETE) or {}
         return WorkloadStatus("Succeeded", str(complete.get("message") or ""))
-    if (trainjob.get("spec") or {}).get("suspend") or _condition(trainjob, "Suspended") is not None:
+    if (trainjob.get("spec") or {}).get("suspend") or condition_true(trainjob, "Suspended"):
         return WorkloadStatus("Pending", "suspended")
     return WorkloadStatus("Running")

@@ -16,7 +16,6 @@ GROUP: Final = "nvcre.nvidia.com"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
-DEFAULT_NAMESPACE: Final = "nvcre"
 MANAGED_BY_VALUE: Final = "nvcre"
 """Value of the ``app.kubernetes.io/managed-by`` label on everything the controller creates."""
 
@@ -179,6 +178,9 @@ def is_reserved_label_key(key: str) -> bool:
 
 
 class Default:
+    """Every default value of the API and the controllers, in one place."""
+
+    NAMESPACE: Final = "nvcre"
     QUEUE: Final = "default-queue"
     QUEUE_LABEL_KEY: Final = "kai.scheduler/queue"
     RUNAI_QUEUE_LABEL_KEY: Final = "runai/queue"
@@ -190,9 +192,28 @@ class Default:
     NODE_DISCOVERY_TIMEOUT_SECONDS: Final = 300.0
     POD_DRAIN_GRACE_SECONDS: Final = 300.0
     SAMPLE_INTERVAL_SECONDS: Final = 60.0
+    """A GoodputMeasurement's ``sampleInterval`` when unset (or unparseable)."""
+    STARTUP_STALL_SECONDS: Final = 1200
+    """A Job's ``startupStallTimeoutSeconds`` when unset (20 minutes)."""
+    TOPOLOGY_KEY: Final = "nvidia.com/gpu.clique"
+    """A WorkloadRun's ``orchestration.topologyKey`` when unset."""
     MAX_CONCURRENT_RECONCILES: Final = 10
     MEASUREMENT_MAX_CONCURRENT_RECONCILES: Final = 5
     MAX_WORKLOAD_LABELS: Final = 32
+    # Certification category options (spec/catalog.md) when a category leaves them unset
+    TEST_SCALE: Final = "full-scale"
+    MAX_BYTES: Final = "16G"
+    NUM_ITERATIONS: Final = 100
+    NUM_CYCLES: Final = 10
+    DIAGNOSE_NUM_ITERATIONS: Final = 5
+    DIAGNOSE_NUM_CYCLES: Final = 1
+    MIN_GROUP_SIZE: Final = 2
+    MAX_STEPS: Final = 50
+    EXIT_DURATION_MINS: Final = 30
+    SAVE_INTERVAL: Final = 250
+    SAVE_RETAIN_INTERVAL: Final = 1000
+    SAVE_TOP_K: Final = 1
+    STORAGE_SIZE: Final = "10Ti"
 
 
 # --- node-result ConfigMaps --------------------------------------------------------------------
@@ -318,11 +339,16 @@ class JobReason:
 
 
 class FailedNodeReason:
-    """Enum of ``Job.status.failedNodes[].reason`` and of failed-nodes ConfigMap entries."""
+    """Reasons of failed-nodes ConfigMap entries; the first three are also the enum of
+    ``Job.status.failedNodes[].reason`` (:data:`FAILED_NODE_REASONS`)."""
 
     HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     WORKLOAD_FAILED: Final = "WorkloadFailed"
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
+    JOB_DELETED: Final = "JobDeleted"
+    """Written by the Workflow for a group whose Job was deleted before it finished."""
 
 
 FAILED_NODE_REASONS: Final = (

@@ -5,18 +5,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lightkube import ApiError
 from lightkube.resources.core_v1 import Node
 
 from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
 from nvcre.conditions import is_terminal
 from nvcre.controllers import indexes, resources
-from nvcre.controllers.children import get_live
+from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency, delete_refs
-from nvcre.controllers.workflow.groups import TERMINAL_GROUP_PHASES, follow, iteration_complete, launch
+from nvcre.controllers.workflow.finishing import iteration_complete
+from nvcre.controllers.workflow.following import follow
+from nvcre.controllers.workflow.launching import launch
 from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition, resolve
 from nvcre.controllers.workflow.state import Caches, WorkflowState
 from nvcre.orchestration.dependencies import creation_order, job_scoped
@@ -24,6 +25,8 @@ from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
+
+TERMINAL_GROUP_PHASES = ("Succeeded", "Failed")
 
 
 class WorkflowController:
@@ -128,13 +131,9 @@ class WorkflowController:
         for job in jobs:
             live_jobs.append(job)
             if not job["metadata"].get("deletionTimestamp"):
-                try:
-                    await self.ctx.client.delete(
-                        resources.Job, job["metadata"]["name"], namespace=state.namespace
-                    )
-                except ApiError as error:
-                    if error.status.code not in (404, 409):
-                        raise
+                await delete_if_present(
+                    self.ctx.client, resources.Job, job["metadata"]["name"], state.namespace
+                )
         if live_jobs:
             return Result(requeue_after=Default.REQUEUE_SECONDS)
         keep = await delete_refs(state, list(state.dependency_refs))

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import copy
-import logging
 from typing import Any
 
 from lightkube import ApiError
 from lightkube.codecs import from_dict
 
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
+from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.runtime.objects import Obj, to_plain
-
-log = logging.getLogger(__name__)
+from nvcre.runtime.writes import update_with_retry
 
 
 class DependencyError(Exception):
@@ -35,6 +34,10 @@ class DependencyError(Exception):
 
 class DependencyNotReady(Exception):
     """A ComputeDomain was just created; give its driver time before the Job starts."""
+
+
+class CopyVanished(Exception):
+    """A Job-scoped copy was deleted before its Job owned it; the launch is retried."""
 
 
 def _owned(obj: Obj, state: WorkflowState) -> bool:
@@ -83,43 +86,48 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
 
 
 async def add_job_owner(state: WorkflowState, ref: dict[str, Any], job: Obj) -> None:
-    """Make a namespaced Job-scoped copy cascade with its Job."""
+    """Make a namespaced Job-scoped copy cascade with its Job (an owner reference to it).
+
+    The copy exists before its Job (the Job's workload names it), so the owner is added after
+    the Job's create. A conflict re-applies it to the fresh copy; any other error, and a copy
+    that vanished meanwhile, raises, so the launch is retried and recreates what is missing:
+    a copy without its owner would outlive its Job.
+    """
     if not ref.get("namespace"):
         return
     resource = await resource_of(state.ctx.client, ref["apiVersion"], ref["kind"])
-    live = await state.ctx.client.get(resource, ref["name"], namespace=ref["namespace"])
-    owners = live.metadata.ownerReferences or []
-    if any(o.uid == job["metadata"]["uid"] for o in owners):
-        return
-    data = to_plain(resource, live)
-    data["metadata"].setdefault("ownerReferences", []).append(
-        {
-            "apiVersion": job["apiVersion"],
-            "kind": job["kind"],
-            "name": job["metadata"]["name"],
-            "uid": job["metadata"]["uid"],
-        }
-    )
-    try:
-        await state.ctx.client.replace(from_dict(data))
-    except ApiError as error:
-        log.info("could not add the Job owner to %s/%s: %s", ref["kind"], ref["name"], error)
+    owner = {
+        "apiVersion": job["apiVersion"],
+        "kind": job["kind"],
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+    }
+
+    def add(live: Obj) -> Obj | None:
+        owners = live["metadata"].setdefault("ownerReferences", [])
+        if any(o.get("uid") == owner["uid"] for o in owners):
+            return None
+        owners.append(owner)
+        return live
+
+    written = await update_with_retry(state.ctx.client, resource, ref["name"], ref["namespace"], add)
+    if written is None:
+        raise CopyVanished(f"{ref['kind']}/{ref['name']} was deleted before its Job owner was added")
 
 
 async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Delete our objects among ``refs`` in reverse creation order; returns the refs to keep
-    (deletions that failed, to retry). Objects that are not ours are skipped and forgotten."""
+    (deletions that failed, to retry). Objects that are not ours, or gone, are forgotten."""
     keep: list[dict[str, Any]] = []
+    client = state.ctx.client
     for ref in reversed(refs):
         try:
-            resource = await resource_of(state.ctx.client, ref["apiVersion"], ref["kind"])
-            scope = {"namespace": ref["namespace"]} if ref.get("namespace") else {}
-            live = to_plain(resource, await state.ctx.client.get(resource, ref["name"], **scope))
-            if _owned(live, state):
-                await state.ctx.client.delete(resource, ref["name"], **scope)
-        except ApiError as error:
-            if error.status.code != 404:
-                keep.insert(0, ref)
+            resource = await resource_of(client, ref["apiVersion"], ref["kind"])
+            live = await get_live(client, resource, ref["name"], ref.get("namespace"))
+            if live is not None and _owned(live, state):
+                await delete_if_present(client, resource, ref["name"], ref.get("namespace"))
+        except ApiError:
+            keep.insert(0, ref)
         except UnknownKind:
             continue
     return keep

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, EventReason, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, WorkflowReason
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.discovery import discover, labels_of, name_of
@@ -71,8 +71,10 @@ def _nodes_per_job(resolved: ResolvedWorkflow, available: int, exclusions: Exclu
 
 
 async def discover_and_partition(state: WorkflowState) -> Result:
-    """Decide the groups of the whole run, once; raises :class:`Failure` when it cannot run."""
-    recorder = state.ctx.recorder
+    """Decide the groups of the whole run, once; raises :class:`Failure` when it cannot run.
+
+    Its events (exclusions, applied overrides) go out after the status write that records the
+    groups (or the failure), once: a conflict makes the whole decision again."""
     orchestration_spec = state.spec.get("orchestration") or {}
     found = discover(state.caches.nodes.items(), orchestration_spec.get("target"))
     if not found.nodes:
@@ -83,8 +85,8 @@ async def discover_and_partition(state: WorkflowState) -> Result:
     if platform.heterogeneous:
         raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, platform.message)
     if found.cordoned:
-        await recorder.warning(
-            state.workflow,
+        state.emit(
+            EventType.WARNING,
             EventReason.CORDONED_NODES_EXCLUDED,
             f"Excluded {len(found.cordoned)} cordoned node(s) from certification: {', '.join(found.cordoned)}",
         )
@@ -105,11 +107,11 @@ async def discover_and_partition(state: WorkflowState) -> Result:
     if exclusions.nodes:
         orchestration.update(excludedNodes=exclusions.nodes, exclusionReason=exclusions.reason)
     for event in resolved.events:
-        await recorder.emit(state.workflow, event.type, event.reason, event.message)
+        state.emit(event.type, event.reason, event.message)
     if capacity.excluded:
         detail = ", ".join(f"{n} has {c}" for n, c in capacity.excluded)
-        await recorder.warning(
-            state.workflow,
+        state.emit(
+            EventType.WARNING,
             EventReason.INSUFFICIENT_GPU_CAPACITY,
             f"Excluded {len(capacity.excluded)} node(s) with fewer than {request} allocatable nvidia.com/gpu: {detail}",
         )

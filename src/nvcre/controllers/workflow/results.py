@@ -1,36 +1,47 @@
-"""Writing the node-result ConfigMaps (create or merge) and their status refs."""
+"""Writing the node-result ConfigMaps (create or merge) and their status refs.
+
+A ref is set only once its ConfigMap holds the entries: a write that keeps conflicting raises
+(the reconcile is retried with backoff and merges again), it never gives up silently.
+"""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from lightkube import ApiError
 from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
+from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.naming import failed_nodes_config_map_name, succeeded_nodes_config_map_name
-from nvcre.orchestration.results import merge_failed, merge_succeeded
-from nvcre.runtime.objects import to_plain
+from nvcre.orchestration.results import decode_failed, merge_failed, merge_succeeded
+from nvcre.runtime.objects import Obj
+from nvcre.runtime.writes import ConflictRetriesExhausted
+
+ATTEMPTS = 10
+
+
+def _payload(config_map: Obj | None, key: str) -> bytes | None:
+    return base64.b64decode(((config_map or {}).get("binaryData") or {}).get(key, "")) or None
 
 
 async def _merge(
-    state: WorkflowState, name: str, key: str, merge: Any, entries: list[Any], ref_field: str
+    state: WorkflowState,
+    name: str,
+    key: str,
+    merge: Callable[[bytes | None, Any], bytes],
+    entries: list[Any],
+    ref_field: str,
 ) -> None:
     if not entries:
         return
     client = state.ctx.client
-    for _ in range(5):
-        try:
-            live = to_plain(ConfigMap, await client.get(ConfigMap, name, namespace=state.namespace))
-        except ApiError as error:
-            if error.status.code != 404:
-                raise
-            live = None
-        existing = base64.b64decode(((live or {}).get("binaryData") or {}).get(key, "")) or None
-        payload = base64.b64encode(merge(existing, entries)).decode()
+    for _ in range(ATTEMPTS):
+        live = await get_live(client, ConfigMap, name, state.namespace)
+        payload = base64.b64encode(merge(_payload(live, key), entries)).decode()
         try:
             if live is None:
                 body = {
@@ -47,11 +58,15 @@ async def _merge(
             else:
                 live.setdefault("binaryData", {})[key] = payload
                 await client.replace(ConfigMap.from_dict(live))  # type: ignore[call-overload]
-            break
         except ApiError as error:
-            if error.status.code != 409:
-                raise
-    state.refs[ref_field] = {"kind": "ConfigMap", "name": name}
+            if error.status.code == 409:
+                continue  # someone wrote it meanwhile: merge into the fresh copy
+            raise
+        state.refs[ref_field] = {"kind": "ConfigMap", "name": name}
+        return
+    raise ConflictRetriesExhausted(
+        f"ConfigMap {state.namespace}/{name}: still conflicting after {ATTEMPTS} attempts"
+    )
 
 
 async def record_succeeded(state: WorkflowState, nodes: Iterable[str]) -> None:
@@ -74,3 +89,11 @@ async def record_failed(state: WorkflowState, entries: Iterable[Mapping[str, Any
         list(entries),
         "failedNodesRef",
     )
+
+
+async def failed_node_names(state: WorkflowState) -> set[str]:
+    """Every node the failed-nodes ConfigMap names, read live (it is the record)."""
+    live = await get_live(
+        state.ctx.client, ConfigMap, failed_nodes_config_map_name(state.uid), state.namespace
+    )
+    return {str(e["name"]) for e in decode_failed(_payload(live, FAILED_NODES_KEY))}

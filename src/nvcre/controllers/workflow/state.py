@@ -25,8 +25,10 @@ class Caches:
 class WorkflowState:
     """The live Workflow plus the status changes this reconcile decided.
 
-    Changes are collected here and written once, inside the conflict-retry closure, so a 409
-    re-applies exactly the same decision to the fresh object.
+    Changes are collected here and written at the version the Workflow was read from; a 409
+    raises :class:`~nvcre.runtime.writes.Conflict` and the whole decision is made again from the
+    fresh object. Events decided on the way wait in ``events`` and are emitted once, after the
+    write that records the decision succeeds (a conflict discards them with the decision).
     """
 
     ctx: Context
@@ -35,6 +37,7 @@ class WorkflowState:
     orchestration: dict[str, Any] = field(default_factory=dict)
     dependency_refs: list[dict[str, Any]] = field(default_factory=list)
     refs: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, ctx: Context, caches: Caches, workflow: Obj) -> WorkflowState:
@@ -69,6 +72,27 @@ class WorkflowState:
         groups: list[dict[str, Any]] = self.orchestration.setdefault("groups", [])
         return groups
 
+    @property
+    def iterations(self) -> int:
+        return max(int((self.spec.get("orchestration") or {}).get("iterations") or 1), 1)
+
+    def running_message(self) -> str:
+        running = sum(1 for g in self.groups if g.get("phase") == "Running")
+        current = self.orchestration.get("currentIteration", 1)
+        return f"Iteration {current}/{self.iterations}: {running} groups running"
+
+    def emit(self, type_: str, reason: str, message: str) -> None:
+        """An event about the Workflow, emitted after this reconcile's next successful write."""
+        self.events.append((type_, reason, message))
+
+    async def _written(self, written: Obj | None) -> None:
+        if written is None:
+            return
+        self.workflow = written
+        events, self.events = self.events, []
+        for type_, reason, message in events:
+            await self.ctx.recorder.emit(written, type_, reason, message)
+
     def owner_reference(self, *, controller: bool) -> dict[str, Any]:
         ref = {
             "apiVersion": self.workflow["apiVersion"],
@@ -98,16 +122,14 @@ class WorkflowState:
             extra=extra or self.apply,
             base=self.workflow,
         )
-        if written is not None:
-            self.workflow = written
+        await self._written(written)
 
     async def save(self) -> None:
         """Write this reconcile's status (no condition change), at the version it was read from."""
         written = await self.ctx.status.update(
             resources.Workflow, self.workflow, self.apply, base=self.workflow
         )
-        if written is not None:
-            self.workflow = written
+        await self._written(written)
 
     def apply(self, status: dict[str, Any]) -> None:
         """The status extras of this reconcile (used inside every status write)."""

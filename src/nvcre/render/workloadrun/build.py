@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre.api.trainer.v1alpha1 import TrainJob
-from nvcre.api.v1alpha1.constants import API_VERSION, MANAGED_BY_VALUE, Kind, Label, NodeLabel
+from nvcre.api.v1alpha1.constants import API_VERSION, MANAGED_BY_VALUE, Default, Kind, Label, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun, WorkloadRunSpec
 from nvcre.naming import workload_run_workflow_name
 from nvcre.platform import GPU_ARCHITECTURES, Event, NICDetection, detect_platform, synthetic_nodes
@@ -139,7 +139,7 @@ def _assemble(run: WorkloadRun, kind: str, det: Detection) -> _Parts:
     ]
     workflow_spec: dict[str, Any] = {
         "jobTemplate": {"spec": jobtemplate.job_spec(name, spec, train_job, labels)},
-        "orchestration": placement.orchestration(spec, placement.DEFAULT_TOPOLOGY_KEY),
+        "orchestration": placement.orchestration(spec, Default.TOPOLOGY_KEY),
         "dependencies": dependencies,
     }
     all_overrides = overrides(rows) + [o.to_dict() for o in spec.overrides or []]

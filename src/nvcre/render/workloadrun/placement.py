@@ -11,7 +11,6 @@ from nvcre.render.workloadrun.errors import BuildError
 
 INTRA_NODE = "intra-node"
 INTRA_RACK = "intra-rack"
-DEFAULT_TOPOLOGY_KEY = "nvidia.com/gpu.clique"
 
 UNPINNED_INTRA_NODE = (
     'orchestration.placement: Unpinned is incompatible with orchestration.testScale "intra-node": '

@@ -1,0 +1,72 @@
+"""The end of an iteration (every group terminal): start the next one, or write the verdict and
+the succeeded nodes (decided by :mod:`nvcre.orchestration.iterations`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
+from nvcre.api.v1alpha1.meta import Condition
+from nvcre.conditions import set_condition
+from nvcre.controllers.status import now
+from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
+from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.orchestration.iterations import history_record, succeeded_nodes, verdict
+from nvcre.runtime.controller import Result
+
+
+async def iteration_complete(state: WorkflowState) -> Result | None:
+    orchestration = state.orchestration
+    completed = int(orchestration.get("completedIterations") or 0) + 1
+    orchestration["completedIterations"] = completed
+    total = state.iterations
+    if completed >= total:
+        await _final_status(state)
+        return None
+    current = int(orchestration.get("currentIteration") or completed)
+    orchestration.setdefault("iterationHistory", []).append(history_record(current, state.groups))
+    for group in state.groups:
+        # Each jobRef stays on the Pending group: the launch deletes those Jobs once this is written.
+        group.update(phase="Pending", retries=0)
+        group.pop("startTime", None)
+        group.pop("completionTime", None)
+    orchestration["currentIteration"] = completed + 1
+    await state.record(
+        ConditionType.IN_PROGRESS,
+        WorkflowReason.ITERATION_COMPLETED,
+        f"Iteration {completed}/{total} completed, starting next",
+    )
+    return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
+
+
+async def _final_status(state: WorkflowState) -> None:
+    failed_jobs = [
+        job
+        for job in (
+            state.caches.jobs.get(state.namespace, g["jobRef"]["name"])
+            for g in state.groups
+            if g.get("phase") == "Failed" and g.get("jobRef")
+        )
+        if job is not None
+    ]
+    decided = verdict(
+        state.groups, state.orchestration.get("iterationHistory") or [], state.iterations, failed_jobs
+    )
+    await record_succeeded(state, succeeded_nodes(state.groups, await failed_node_names(state)))
+
+    def extra(status: dict[str, Any]) -> None:
+        state.apply(status)
+        if decided.validation_failed:
+            conditions = [Condition.model_validate(c) for c in status.get("conditions") or ()]
+            updated = set_condition(
+                conditions,
+                ConditionType.VALIDATION_FAILED,
+                "True",
+                WorkflowReason.JOB_VALIDATION_FAILED,
+                "One or more Jobs failed performance threshold validation",
+                state.workflow["metadata"].get("generation"),
+                now(),
+            )
+            status["conditions"] = [c.to_dict() for c in updated]
+
+    await state.record(decided.cond_type, decided.reason, decided.message, extra=extra)

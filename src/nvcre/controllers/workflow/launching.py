@@ -1,0 +1,209 @@
+"""Launching groups: retiring a previous attempt's Job, then one Job per group of the wave,
+with its Job-scoped dependency copies."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nvcre.api.v1alpha1.constants import (
+    API_VERSION,
+    MANAGED_BY_VALUE,
+    Annotation,
+    ConditionType,
+    Default,
+    Kind,
+    Label,
+    WorkflowReason,
+)
+from nvcre.controllers import resources
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    create_controlled,
+    delete_if_present,
+    get_live,
+)
+from nvcre.controllers.workflow.dependencies import (
+    DependencyError,
+    DependencyNotReady,
+    add_job_owner,
+    create_dependency,
+    delete_refs,
+)
+from nvcre.controllers.workflow.partitioning import Failure
+from nvcre.controllers.workflow.state import WorkflowState, timestamp
+from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
+from nvcre.orchestration.dependencies import job_scoped_copies
+from nvcre.orchestration.discovery import cordoned_opt_in
+from nvcre.orchestration.placement import node_affinity, tolerations
+from nvcre.orchestration.waves import groups_to_launch
+from nvcre.render.workflow import ResolvedWorkflow
+from nvcre.runtime.controller import Result
+from nvcre.workload import trainjob
+
+REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+
+
+def _single(state: WorkflowState) -> bool:
+    return uses_single_job_name(int(state.orchestration.get("totalGroups") or 0), state.iterations)
+
+
+def job_scoped_refs(state: WorkflowState, group: dict[str, Any]) -> list[dict[str, Any]]:
+    """The status refs of the group's Job-scoped copies of the current iteration."""
+    iteration = state.orchestration.get("currentIteration", 1)
+    return [
+        r
+        for r in state.dependency_refs
+        if r.get("scope") == "job" and r.get("groupName") == group["name"] and r.get("iteration") == iteration
+    ]
+
+
+async def clean_group_dependencies(state: WorkflowState, group: dict[str, Any]) -> None:
+    refs = job_scoped_refs(state, group)
+    if not refs:
+        return
+    keep = await delete_refs(state, refs)
+    state.dependency_refs = [r for r in state.dependency_refs if r not in refs or r in keep]
+
+
+class _GroupView:
+    def __init__(self, group: dict[str, Any]) -> None:
+        self.name = str(group["name"])
+        self.phase = str(group.get("phase", "Pending"))
+        self.nodes = list(group.get("nodes") or ())
+
+
+def _job_spec(state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any]) -> dict[str, Any]:
+    template = resolved.spec["jobTemplate"]
+    spec: dict[str, Any] = copy.deepcopy(template["spec"])
+    performance = ((resolved.spec.get("validation") or {}).get("performance")) or {}
+    thresholds = (performance.get("thresholds") or {}).get("thresholds")
+    if thresholds:
+        spec["thresholds"] = dict(thresholds)
+    if performance.get("measurementTimeout"):
+        spec["measurementTimeout"] = performance["measurementTimeout"]
+    orchestration = resolved.spec.get("orchestration") or {}
+    target = orchestration.get("target")
+    if not spec.get("nodeHealthMonitor"):
+        spec["nodeHealthMonitor"] = {"cel": {"expression": Default.NODE_HEALTH_EXPRESSION}}
+    if cordoned_opt_in(target):
+        spec.pop("nodeHealthMonitor", None)
+    pinned = state.orchestration.get("placement", "Pinned") != "Unpinned"
+    workload = spec["workload"]["trainJob"]
+    affinity = node_affinity(
+        target,
+        group_nodes=group["nodes"] if pinned else None,
+        products=state.orchestration.get("gpuProducts") or (),
+    )
+    spec["workload"]["trainJob"] = trainjob.place(
+        workload,
+        affinity=affinity,
+        tolerations=tolerations(target, has_launcher=trainjob.has_launcher(workload)),
+        num_nodes=len(group["nodes"]) if pinned else int(state.orchestration.get("nodesPerJob") or 1),
+    )
+    return spec
+
+
+def _job_body(
+    state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any], name: str, spec: dict[str, Any]
+) -> dict[str, Any]:
+    template_meta = (resolved.spec["jobTemplate"].get("metadata")) or {}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": Kind.JOB,
+        "metadata": {
+            "name": name,
+            "labels": {
+                **(template_meta.get("labels") or {}),
+                Label.MANAGED_BY: MANAGED_BY_VALUE,
+                Label.WORKFLOW: state.name,
+                Label.GROUP: group["name"],
+            },
+            "annotations": {
+                **(template_meta.get("annotations") or {}),
+                Annotation.GROUP_NODES: ",".join(group["nodes"]),
+            },
+        },
+        "spec": spec,
+    }
+
+
+async def _create_job_for_group(
+    state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any]
+) -> None:
+    iteration = int(state.orchestration.get("currentIteration") or 1)
+    single = _single(state)
+    name = job_name(state.name, group["name"], iteration, single=single)
+    client = state.ctx.client
+    if group.get("retries"):
+        # A retry re-uses the Job name: wait until the failed attempt's Job (and with it the
+        # copies it owns) is gone, rather than adopt copies that are on their way out.
+        previous = await get_live(client, resources.Job, name, state.namespace)
+        if previous is not None and previous["metadata"].get("deletionTimestamp"):
+            raise DependencyNotReady(name)
+    copies = job_scoped_copies(
+        resolved.spec.get("dependencies") or [],
+        _job_spec(state, resolved, group),
+        dependency_copy_suffix(state.name, group["name"], iteration, single=single),
+    )
+    if not job_scoped_refs(state, group):
+        created_domain = False
+        for obj in copies.objects:
+            ref = await create_dependency(state, obj, owner=False)
+            state.dependency_refs.append(
+                {**ref, "scope": "job", "groupName": group["name"], "iteration": iteration}
+            )
+            created_domain = created_domain or obj.get("kind") == "ComputeDomain"
+        if created_domain:
+            raise DependencyNotReady(name)
+    try:
+        created = await create_controlled(
+            client, resources.Job, _job_body(state, resolved, group, name, copies.job_spec), state.workflow
+        )
+    except HolderTerminating as error:
+        raise DependencyNotReady(name) from error
+    except NameTaken as error:
+        raise Failure(
+            WorkflowReason.JOB_NAME_COLLISION,
+            f'Job "{name}" already exists in namespace "{state.namespace}" and is not controlled by '
+            f'Workflow "{state.name}"; refusing to adopt it',
+        ) from error
+    for ref in job_scoped_refs(state, group):
+        await add_job_owner(state, ref, created.obj)
+    group.update(
+        phase="Running",
+        jobRef={"apiVersion": API_VERSION, "kind": Kind.JOB, "name": name, "namespace": state.namespace},
+        startTime=timestamp(),
+    )
+
+
+async def _retire(state: WorkflowState) -> None:
+    """Delete the Jobs of earlier attempts that the status still names on Pending groups (a
+    retry or a new iteration recorded them before acting) and the group's copies, then write
+    the status without them, so that a later pass never mistakes a new Job for an old one."""
+    retiring = [g for g in state.groups if g.get("phase") == "Pending" and g.get("jobRef")]
+    if not retiring:
+        return
+    for group in retiring:
+        await delete_if_present(state.ctx.client, resources.Job, group["jobRef"]["name"], state.namespace)
+        await clean_group_dependencies(state, group)
+        group.pop("jobRef")
+    await state.save()
+
+
+async def launch(state: WorkflowState, resolved: ResolvedWorkflow) -> Result:
+    await _retire(state)
+    execution = (resolved.spec.get("orchestration") or {}).get("execution") or {}
+    wave = groups_to_launch([_GroupView(g) for g in state.groups], int(execution.get("maxConcurrent") or 0))
+    for group in state.groups:
+        if group["name"] not in wave:
+            continue
+        try:
+            await _create_job_for_group(state, resolved, group)
+        except DependencyNotReady:
+            break
+        except DependencyError as error:
+            raise Failure(error.reason, f"Failed to create dependency: {error}") from error
+    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_CREATED, state.running_message())
+    return REQUEUE

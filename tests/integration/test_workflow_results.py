@@ -1,0 +1,114 @@
+"""The node-result ConfigMaps on the real API server: every node of every group ends in exactly
+one of the succeeded-nodes and failed-nodes lists, whatever happened to its group's Job.
+
+The test plays Kubeflow Trainer (it ends TrainJobs); the Workflow and Job controllers are real.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lightkube import Client
+
+from nvcre.controllers import resources
+from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+
+
+def make_nodes(gpu_nodes: Any, count: int, pool: str) -> list[str]:
+    return sorted(n.metadata.name for n in gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool})))
+
+
+def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
+    """The two lists, read through the Workflow's refs (an unset ref is an empty list)."""
+    status = wf["status"]
+    succeeded: list[str] = []
+    failed: list[dict[str, str]] = []
+    if status.get("succeededNodesRef"):
+        payload = config_map_payload(
+            kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+        )
+        succeeded = payload.decode().split(",")
+    if status.get("failedNodesRef"):
+        failed = json.loads(
+            config_map_payload(kube, namespace, status["failedNodesRef"]["name"], "failed-nodes.json.gz")
+        )
+    return succeeded, failed
+
+
+def assert_every_node_in_exactly_one_list(kube: Client, namespace: str, wf: dict[str, Any]) -> None:
+    succeeded, failed = results(kube, namespace, wf)
+    failed_names = {e["name"] for e in failed}
+    for group in wf["status"]["orchestration"]["groups"]:
+        for node in group["nodes"]:
+            assert (node in succeeded) != (node in failed_names), (
+                f"{node} of {group['name']} ({group['phase']}): succeeded={succeeded}, failed={failed}"
+            )
+
+
+def test_a_deleted_job_lists_its_group_nodes_as_failed(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 4, pool)
+    kube.create(resources.Workflow.from_dict(workflow("gone", namespace, pool, 2)))
+    wait_for(
+        lambda: sorted(jobs_of(kube, namespace, "gone")) == ["gone-group-0-iter-1", "gone-group-1-iter-1"],
+        60,
+        what="both Jobs",
+    )
+    kube.delete(resources.Job, "gone-group-1-iter-1", namespace=namespace)
+    finish_trainjob(
+        kube,
+        namespace,
+        trainjob_of(kube, namespace, "gone-group-0-iter-1")["metadata"]["name"],
+        succeeded=True,
+    )
+    wf = wait_true(kube, resources.Workflow, "gone", namespace, "Failed", timeout=60)
+    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    assert [g["phase"] for g in wf["status"]["orchestration"]["groups"]] == ["Succeeded", "Failed"]
+    succeeded, failed = results(kube, namespace, wf)
+    assert succeeded == nodes[:2]
+    assert failed == [
+        {
+            "name": n,
+            "reason": "JobDeleted",
+            "message": 'Job "gone-group-1-iter-1" was deleted before it finished',
+        }
+        for n in nodes[2:]
+    ]
+    assert_every_node_in_exactly_one_list(kube, namespace, wf)
+
+
+def test_a_retried_group_that_then_succeeds_lists_its_nodes_as_succeeded_only(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 2, pool)
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("again", namespace, pool, 2, orchestration={"execution": {"retryFailedGroups": 1}})
+        )
+    )
+    first = trainjob_of(kube, namespace, "again-job")
+    first_job = get(kube, resources.Job, "again-job", namespace)
+    finish_trainjob(kube, namespace, first["metadata"]["name"], succeeded=False)
+    second = wait_for(
+        lambda: (
+            (j := get(kube, resources.TrainJob, "again-job-workload", namespace))["metadata"]["uid"]
+            != first["metadata"]["uid"]
+            and j
+        ),
+        60,
+        what="the retried workload",
+        ignore=(Exception,),
+    )
+    assert get(kube, resources.Job, "again-job", namespace)["metadata"]["uid"] != first_job["metadata"]["uid"]
+    finish_trainjob(kube, namespace, second["metadata"]["name"], succeeded=True)
+    wf = wait_true(kube, resources.Workflow, "again", namespace, "Succeeded", timeout=60)
+    assert wf["status"]["orchestration"]["groups"][0]["retries"] == 1
+    assert results(kube, namespace, wf) == (nodes, []), "the attempt that ends the group decides"
+    assert_every_node_in_exactly_one_list(kube, namespace, wf)

@@ -1,0 +1,337 @@
+"""The Workflow controller's reconcile on a fake client that can fail any call or stop before
+any write: retries survive a kill, events follow the write once, Job-scoped copies get their
+owner, and every node ends in exactly one of the two result lists.
+
+The test plays the Job controller (it ends Jobs by writing their status); the real API server
+tests of the same behaviours are in tests/integration/test_workflow_results.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from lightkube.resources.core_v1 import ConfigMap, Node
+
+from nvcre.conditions import condition_true
+from nvcre.controllers import resources
+from nvcre.controllers.context import Context
+from nvcre.controllers.events import Recorder
+from nvcre.controllers.status import StatusWriter
+from nvcre.controllers.workflow.controller import WorkflowController
+from nvcre.runtime.objects import ObjectKey
+from nvcre.testing.fakeclient import Call, FakeClient, FakeManager, Stopped
+from nvcre.testing.nodes import GpuNodeSpec, gpu_node
+from nvcre.testing.workloads import POOL_LABEL, workflow
+
+pytestmark = pytest.mark.asyncio
+
+NS = "team"
+KEY = ObjectKey(NS, "wf")
+
+
+def condition(type_: str, reason: str, message: str) -> dict[str, str]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"type": type_, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
+
+
+class Harness:
+    def __init__(self, nodes: int, num_nodes: int, *, cordoned: int = 0, **orchestration: Any) -> None:
+        self.client = FakeClient()
+        recorder = Recorder(self.client)  # type: ignore[arg-type]
+        ctx = Context(self.client, FakeManager(self.client), recorder, StatusWriter(self.client, recorder))  # type: ignore[arg-type]
+        self.controller = WorkflowController(ctx)
+        self.nodes = [f"node-{i}" for i in range(nodes)]
+        for i, name in enumerate(self.nodes + [f"cordoned-{i}" for i in range(cordoned)]):
+            spec = GpuNodeSpec(labels={POOL_LABEL: "pool"}, unschedulable=i >= nodes)
+            self.client.put(Node, gpu_node(name, spec).to_dict())
+        self.client.put(
+            resources.Workflow, workflow("wf", NS, "pool", num_nodes, orchestration=orchestration)
+        )
+        self.errors: list[Exception] = []
+
+    @property
+    def workflow(self) -> dict[str, Any]:
+        found = self.client.peek(resources.Workflow, "wf", NS)
+        assert found is not None
+        return found
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        return list(((self.workflow.get("status") or {}).get("orchestration") or {}).get("groups") or [])
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return self.client.peek(resources.Job, name, NS)
+
+    async def drive(self, until: Callable[[], object], passes: int = 40) -> None:
+        """Reconcile (as the work queue would, errors requeue) until ``until()`` holds."""
+        for _ in range(passes):
+            if until():
+                return
+            try:
+                await self.controller.reconcile(KEY)
+            except Exception as error:  # the work queue retries with backoff
+                self.errors.append(error)
+        assert until(), f"not reached after {passes} passes; errors: {self.errors[-3:]}"
+
+    def terminal(self) -> bool:
+        return condition_true(self.workflow, "Succeeded") or condition_true(self.workflow, "Failed")
+
+    def end_job(
+        self, name: str, *, failed: bool, failed_nodes: list[str] | None = None, **status: Any
+    ) -> None:
+        """What the Job controller writes when its workload ends (failedNodes: every group node)."""
+        job = self.job(name)
+        assert job is not None, name
+        group_nodes = job["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"].split(",")
+        kind, reason, message = (
+            ("Failed", "WorkloadFailed", "rank 0 exited with code 1")
+            if failed
+            else ("Succeeded", "WorkloadCompleted", "done")
+        )
+        job["status"] = {
+            "conditions": [condition(kind, reason, message)],
+            **status,
+        }
+        if failed:
+            named = group_nodes if failed_nodes is None else failed_nodes
+            job["status"]["failedNodes"] = [
+                {"name": n, "reason": "WorkloadFailed", "message": message} for n in named
+            ]
+        self.client.put(resources.Job, job)
+
+    def payload(self, name: str, key: str) -> bytes | None:
+        config_map = self.client.peek(ConfigMap, name, NS)
+        if config_map is None:
+            return None
+        return gzip.decompress(base64.b64decode(config_map["binaryData"][key]))
+
+    def results(self) -> tuple[list[str], list[dict[str, str]]]:
+        uid8 = self.workflow["metadata"]["uid"][:8]
+        succeeded = self.payload(f"succeeded-nodes-{uid8}", "succeeded-nodes.csv.gz")
+        failed = self.payload(f"failed-nodes-{uid8}", "failed-nodes.json.gz")
+        return (
+            succeeded.decode().split(",") if succeeded else [],
+            json.loads(failed) if failed else [],
+        )
+
+    def assert_every_node_in_exactly_one_list(self) -> None:
+        succeeded, failed = self.results()
+        failed_names = {e["name"] for e in failed}
+        for group in self.groups:
+            for node in group["nodes"]:
+                assert (node in succeeded) != (node in failed_names), (
+                    f"{node} of {group['name']} ({group['phase']}): succeeded={succeeded} failed={failed}"
+                )
+        status = self.workflow["status"]
+        if succeeded:
+            assert status["succeededNodesRef"]["name"].startswith("succeeded-nodes-")
+        if failed:
+            assert status["failedNodesRef"]["name"].startswith("failed-nodes-")
+
+
+def running(h: Harness, *names: str) -> Callable[[], bool]:
+    """The named Jobs exist and the status names each on a Running group."""
+
+    def check() -> bool:
+        refs = {g.get("jobRef", {}).get("name") for g in h.groups if g["phase"] == "Running"}
+        return all(h.job(n) is not None and n in refs for n in names)
+
+    return check
+
+
+def replaced(h: Harness, job: dict[str, Any]) -> Callable[[], bool]:
+    """A new Job of that name runs (the old one was retried), or the Workflow ended."""
+
+    def check() -> bool:
+        live = h.job(job["metadata"]["name"])
+        renewed = live is not None and live["metadata"]["uid"] != job["metadata"]["uid"]
+        return (renewed and h.groups[0]["phase"] == "Running") or h.terminal()
+
+    return check
+
+
+async def _retry_with_a_stop_before_write(stop: int) -> bool:
+    """One run whose failed group is retried, the controller stopped before the ``stop``-th
+    write after the failure and restarted; True when it did stop."""
+    h = Harness(1, 1, execution={"retryFailedGroups": 1})
+    await h.drive(running(h, "wf-job"))
+    first = h.job("wf-job")
+    assert first is not None
+    h.end_job("wf-job", failed=True)
+    h.client.stop_at = h.client.writes + stop
+    stopped = False
+    try:
+        await h.drive(lambda: False, passes=10)
+    except Stopped:
+        stopped = True
+    except AssertionError:
+        pass  # never stopped: the retry needed fewer writes
+    h.client.stop_at = None
+    await h.drive(replaced(h, first))
+    assert h.groups[0]["phase"] == "Running" and h.groups[0]["retries"] == 1, (stop, h.groups)
+    h.end_job("wf-job", failed=False)
+    await h.drive(h.terminal)
+    assert condition_true(h.workflow, "Succeeded"), (stop, h.workflow["status"]["conditions"])
+    return stopped
+
+
+async def test_a_kill_before_any_write_never_loses_a_retry() -> None:
+    """Fail a group with one retry left and stop the controller before each write in turn:
+    the restarted controller always retries it (retries=1, a new Job) and ends Succeeded."""
+    stops = [await _retry_with_a_stop_before_write(stop) for stop in range(1, 12)]
+    assert sum(stops) >= 3
+
+
+async def test_the_attempt_that_ends_a_group_decides_where_its_nodes_are_listed() -> None:
+    h = Harness(2, 2, execution={"retryFailedGroups": 1})
+    await h.drive(running(h, "wf-job"))
+    first = h.job("wf-job")
+    assert first is not None
+    h.end_job("wf-job", failed=True)
+    await h.drive(
+        lambda: (j := h.job("wf-job")) is not None and j["metadata"]["uid"] != first["metadata"]["uid"]
+    )
+    h.end_job("wf-job", failed=False)
+    await h.drive(h.terminal)
+    assert condition_true(h.workflow, "Succeeded")
+    assert h.results() == (h.nodes, [])
+    h.assert_every_node_in_exactly_one_list()
+
+
+async def test_partitioning_events_follow_the_status_write_once() -> None:
+    h = Harness(2, 1, cordoned=1)
+    conflicts = []
+
+    def conflict_once(call: Call) -> int | None:
+        if call.kind == "Workflow" and call.subresource == "status" and not conflicts:
+            conflicts.append(call)
+            return 409
+        return None
+
+    h.client.fail = conflict_once
+    await h.drive(lambda: h.groups)
+    assert conflicts, "the first status write conflicted"
+    cordoned = [e for e in h.client.events if e["reason"] == "CordonedNodesExcluded"]
+    assert len(cordoned) == 1, [e["note"] for e in cordoned]
+    reasons = [e["reason"] for e in h.client.events]
+    assert reasons.index("GroupsPartitioned") < reasons.index("CordonedNodesExcluded"), (
+        "emitted after the write that records the decision"
+    )
+
+
+@pytest.mark.parametrize("code", [409, 500, 429])
+async def test_a_job_scoped_copy_always_gets_its_job_as_owner(code: int) -> None:
+    h = Harness(1, 1)
+    failures = []
+
+    def fail_once(call: Call) -> int | None:
+        if call.kind == "TrainingRuntime" and call.verb == "replace" and not failures:
+            failures.append(call)
+            return code
+        return None
+
+    h.client.fail = fail_once
+    await h.drive(running(h, "wf-job"))
+    job = h.job("wf-job")
+    copies = h.client.all(resources.TrainingRuntime, NS)
+    assert failures and job is not None and len(copies) == 1
+    assert job["metadata"]["uid"] in [o["uid"] for o in copies[0]["metadata"].get("ownerReferences") or ()], (
+        "the copy is garbage-collected with its Job"
+    )
+
+
+async def test_result_config_maps_are_written_through_any_number_of_conflicts() -> None:
+    h = Harness(2, 1)
+    conflicts = []
+
+    def conflict_a_while(call: Call) -> int | None:
+        if call.kind == "ConfigMap" and call.verb in ("create", "replace") and len(conflicts) < 12:
+            conflicts.append(call)
+            return 409
+        return None
+
+    await h.drive(running(h, "wf-group-0-iter-1", "wf-group-1-iter-1"))
+    h.client.fail = conflict_a_while
+    h.end_job("wf-group-0-iter-1", failed=True)
+    h.end_job("wf-group-1-iter-1", failed=False)
+    await h.drive(h.terminal)
+    assert len(conflicts) == 12
+    assert h.results() == (
+        ["node-1"],
+        [{"name": "node-0", "reason": "WorkloadFailed", "message": "rank 0 exited with code 1"}],
+    )
+    h.assert_every_node_in_exactly_one_list()
+
+
+async def test_every_node_ends_in_exactly_one_result_list() -> None:
+    """Five groups: succeeded, failed, Job deleted, hardware failure on one of two nodes,
+    timed out; plus an overflow-free partition of ten nodes into pairs."""
+    h = Harness(10, 2, execution={"timeoutPerJob": "1h"})
+    names = [f"wf-group-{i}-iter-1" for i in range(5)]
+    await h.drive(running(h, *names))
+    h.end_job(names[0], failed=False)
+    h.end_job(names[1], failed=True)
+    h.client.objects.pop(("nvcre.nvidia.com", "Job", NS, names[2]))
+    job = h.job(names[3])
+    assert job is not None
+    job["status"] = {
+        "conditions": [
+            condition(
+                "HardwareFailed", "HardwareFailureDetected", "Hardware failure detected on node(s): [node-7]"
+            )
+        ],
+        "failedNodes": [
+            {
+                "name": "node-7",
+                "reason": "HardwareFailureDetected",
+                "message": "Hardware failure detected by node health check",
+            }
+        ],
+    }
+    h.client.put(resources.Job, job)
+    long_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    job = h.job(names[4])
+    assert job is not None
+    job["status"] = {
+        "workloadStartTime": long_ago,
+        "conditions": [condition("InProgress", "WorkloadRunning", "")],
+    }
+    h.client.put(resources.Job, job)
+    await h.drive(h.terminal)
+    assert [g["phase"] for g in h.groups] == ["Succeeded", "Failed", "Failed", "Failed", "Failed"]
+    h.assert_every_node_in_exactly_one_list()
+    succeeded, failed = h.results()
+    assert succeeded == ["node-0", "node-1"]
+    assert {(e["name"], e["reason"]) for e in failed} == {
+        ("node-2", "WorkloadFailed"),
+        ("node-3", "WorkloadFailed"),
+        ("node-4", "JobDeleted"),
+        ("node-5", "JobDeleted"),
+        ("node-6", "WorkloadFailed"),
+        ("node-7", "HardwareFailureDetected"),
+        ("node-8", "JobTimedOut"),
+        ("node-9", "JobTimedOut"),
+    }
+    deleted = next(e for e in failed if e["name"] == "node-4")
+    assert deleted["message"] == f'Job "{names[2]}" was deleted before it finished'
+    bystander = next(e for e in failed if e["name"] == "node-6")
+    assert bystander["message"] == f'Job "{names[3]}" failed: Hardware failure detected on node(s): [node-7]'
+
+
+async def test_a_node_that_failed_in_an_earlier_iteration_is_not_reported_succeeded() -> None:
+    h = Harness(1, 1, iterations=2)
+    await h.drive(running(h, "wf-group-0-iter-1"))
+    h.end_job("wf-group-0-iter-1", failed=True)
+    await h.drive(running(h, "wf-group-0-iter-2"))
+    assert h.job("wf-group-0-iter-1") is None, "an earlier iteration's Job is deleted"
+    h.end_job("wf-group-0-iter-2", failed=False)
+    await h.drive(h.terminal)
+    assert condition_true(h.workflow, "Failed")
+    assert h.results()[0] == [] and [e["name"] for e in h.results()[1]] == ["node-0"]
+    h.assert_every_node_in_exactly_one_list()
