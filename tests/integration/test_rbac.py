@@ -4,7 +4,9 @@ The module applies config/rbac/*.yaml to the real API server, mints a token for 
 ServiceAccount nvcre/nvcre-manager (TokenRequest) and runs the manager with only that token,
 leader-elected with its Lease in ``nvcre`` as deployed. It drives Workflows to success and to
 failure, and proves with the API server's own authorizer that nodes are read-only to it.
-The shared ``manager`` fixture is not used here, so this manager is the only one running.
+The shared ``manager`` fixture is not used here, so this manager is the only one running. With
+that identity it also proves that no dependency a user writes lands outside the Workflow's
+namespace (the confused deputy), and that a dependency's ``when`` is honoured.
 """
 
 from __future__ import annotations
@@ -15,19 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.authentication_v1 import SelfSubjectReview
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import ConfigMap, Namespace, PersistentVolume
 
 from nvcre.controllers import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root
 from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.inspect import true_condition, wait_true
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec
@@ -188,3 +191,122 @@ def test_an_unknown_dependency_kind_fails_cleanly_under_least_privilege(
     _, reason, message = wait_trio(kube, namespace, "widget", "Failed")
     assert reason == "DependencyCreationError" and "Widget/w" in message
     assert rbac_manager.running()
+
+
+def test_dependencies_never_land_outside_the_workflows_namespace(
+    kube: Client, namespace: str, gpu_nodes: Any, rbac_manager: ManagerProcess
+) -> None:
+    """The confused deputy: the ClusterRole may write ConfigMaps in any namespace, so a dependency
+    naming ``kube-system`` (directly, merged in by an override, or appended by a WorkloadRun's
+    override) must be refused before anything is created; so is a cluster-scoped kind. Each
+    refusal is the object's terminal Failed condition naming the field; only after every one has
+    been observed is ``kube-system`` (and the cluster scope) checked for what the manager made."""
+    pool = pool_name()
+    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    marker = f"deputy-{secrets.token_hex(3)}"
+
+    def foreign(name: str, **metadata: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, **metadata},
+            "data": {"x": "y"},
+        }
+
+    direct = workflow("direct", namespace, pool, 1, dependencies=[foreign(marker, namespace="kube-system")])
+    # an override that only moves the Workflow's own TrainingRuntime (deep merge by apiVersion, kind, name)
+    move_runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "merged-rt", "namespace": "kube-system"},
+    }
+    merged = workflow("merged", namespace, pool, 1, overrides=[{"when": {}, "dependencies": [move_runtime]}])
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": marker},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/"}},
+    }
+    cluster = workflow("cluster", namespace, pool, 1, dependencies=[volume])
+    for body in (direct, merged, cluster):
+        kube.create(resources.Workflow.from_dict(body))
+    run = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "WorkloadRun",
+        "metadata": {"name": "run", "namespace": namespace},
+        "spec": {
+            "image": "img",
+            "framework": {"exec": {"command": ["true"]}},
+            "numNodes": 1,
+            "target": {"nodeSelector": {POOL_LABEL: pool}},
+            "overrides": [{"when": {}, "dependencies": [foreign(f"{marker}-run", namespace="kube-system")]}],
+        },
+    }
+    kube.create(resources.WorkloadRun.from_dict(run))
+
+    def failed(resource: Any, name: str) -> tuple[str, str]:
+        found = true_condition(wait_true(kube, resource, name, namespace, "Failed"))
+        assert found is not None
+        return found[1], found[2]
+
+    outside = "is not the Workflow's namespace"
+    assert failed(resources.Workflow, "direct") == (
+        "DependencyCreationError",
+        f'Failed to create dependency: spec.dependencies[1].metadata.namespace: "kube-system" {outside} '
+        f'"{namespace}"; a dependency is always created in its Workflow\'s namespace (leave the field out)',
+    )
+    reason, message = failed(resources.Workflow, "merged")
+    assert reason == "DependencyCreationError"
+    assert message.startswith(
+        f'Failed to create dependency: spec.overrides[0].dependencies[0].metadata.namespace: "kube-system" {outside}'
+    )
+    assert failed(resources.Workflow, "cluster") == (
+        "DependencyCreationError",
+        f'Failed to create dependency: PersistentVolume "{marker}" (v1) is cluster-scoped; a Workflow creates '
+        "its dependencies only in its own namespace",
+    )
+    reason, message = failed(resources.WorkloadRun, "run")
+    assert reason == "BuildFailed"
+    assert message.startswith(
+        f'workloadrun run: spec.overrides[0].dependencies[0].metadata.namespace: "kube-system" {outside}'
+    )
+
+    def names(resource: Any, where: str | None = None) -> set[str]:
+        # The first list of a custom kind on a fresh API server may answer 429 while its cache fills.
+        (listed,) = wait_for(
+            lambda: ({o.metadata.name or "" for o in kube.list(resource, namespace=where) if o.metadata},),
+            30,
+            what=f"a list of {resource.__name__}",
+            ignore=(ApiError,),
+        )
+        return listed
+
+    assert not {n for n in names(ConfigMap, "kube-system") if n.startswith(marker)}
+    assert not names(resources.TrainingRuntime, "kube-system")
+    assert marker not in names(PersistentVolume)
+    assert "run" not in names(resources.Workflow, namespace)
+    assert rbac_manager.running()
+
+
+def test_a_dependency_exists_only_where_its_when_matches(
+    kube: Client, namespace: str, gpu_nodes: Any, rbac_manager: ManagerProcess
+) -> None:
+    """``dependencies[].when`` is matched like an override's: on AWS nodes the gcp-only ConfigMap
+    is never created. Workflow-scoped dependencies are all created before the first Job, so once
+    the TrainJob exists the absence is final."""
+    pool = pool_name()
+    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}, platform="aws"))
+    everywhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "everywhere"}, "data": {}}
+    aws = {**everywhere, "metadata": {"name": "aws-only"}, "when": {"platform": {"equals": "aws"}}}
+    gcp = {**everywhere, "metadata": {"name": "gcp-only"}, "when": {"platform": {"equals": "gcp"}}}
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("when", namespace, pool, 1, dependencies=[everywhere, aws, gcp])
+        )
+    )
+    wait_trainjob(kube, namespace, "when-job-workload")
+    refs = kube.get(resources.Workflow, "when", namespace=namespace).to_dict()["status"]["dependencyRefs"]
+    assert sorted(r["name"] for r in refs if r["kind"] == "ConfigMap") == ["aws-only", "everywhere"]
+    present = {c.metadata.name for c in kube.list(ConfigMap, namespace=namespace) if c.metadata}
+    assert {"everywhere", "aws-only"} <= present
+    assert "gcp-only" not in present

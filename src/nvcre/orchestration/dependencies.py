@@ -5,6 +5,11 @@ A dependency is Job-scoped when the Job spec names it (a TrainingRuntime named b
 or when a Job-scoped dependency names it or shares a resource-name-shaped string with it (a
 ComputeDomain and the ResourceClaimTemplate that reference one channel). Everything else is
 created once for the Workflow. Kinds starting with ``Cluster`` are never copied.
+
+Every dependency lives in its Workflow's namespace: the manager's ClusterRole may write in any
+namespace, so a namespace written on a dependency would let whoever may create a Workflow (or a
+WorkloadRun, through its overrides) create objects where they may not (``check_namespaces``).
+Cluster-scoped kinds are created only from ``CLUSTER_SCOPED_ALLOWED``.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from nvcre.naming import MAX_K8S_NAME_LEN, truncate
 
 _NAME_SHAPE = re.compile(r"^[a-z0-9][-a-z0-9.]*[a-z0-9]$")
 PROTECTED = ("workloadMetadata",)
+CLUSTER_SCOPED_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset()
+"""(API group, kind) of the cluster-scoped objects a Workflow may create. None: nothing the catalog
+or the examples render is cluster-scoped, and a cluster-scoped object is outside every namespace
+(docs/operations.md)."""
 
 
 def _name(dep: Mapping[str, Any]) -> str:
@@ -140,3 +149,48 @@ def job_scoped_copies(
     spec = _replace_quoted({k: v for k, v in job_spec.items() if k not in protected}, replacements)
     spec.update(copy.deepcopy(protected))
     return JobScopedCopies(copies, spec)
+
+
+# --- scope --------------------------------------------------------------------------------------
+
+
+class DependencyScopeError(ValueError):
+    """A dependency would be created outside its Workflow's namespace (another namespace, named by
+    its field, or a cluster-scoped kind)."""
+
+
+def _namespace_problem(dependency: Any, namespace: str, path: str) -> str | None:
+    metadata = dependency.get("metadata") if isinstance(dependency, Mapping) else None
+    written = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    if not written or written == namespace:
+        return None
+    theirs = f'"{namespace}"' if namespace else "(it has none)"
+    return (
+        f'{path}.metadata.namespace: "{written}" is not the Workflow\'s namespace {theirs}; a dependency is '
+        "always created in its Workflow's namespace (leave the field out)"
+    )
+
+
+def check_namespaces(spec: Mapping[str, Any], namespace: str, path: str = "spec") -> None:
+    """Refuse a ``metadata.namespace`` other than ``namespace`` on any dependency of ``spec``,
+    its own or an override's (matching or not: the spec is wrong on every platform)."""
+    dependencies = spec.get("dependencies") or ()
+    overrides = spec.get("overrides") or ()
+    candidates = [(d, f"{path}.dependencies[{i}]") for i, d in enumerate(dependencies)]
+    for i, override in enumerate(overrides):
+        nested = (override.get("dependencies") if isinstance(override, Mapping) else None) or ()
+        candidates += [(d, f"{path}.overrides[{i}].dependencies[{j}]") for j, d in enumerate(nested)]
+    for dependency, where in candidates:
+        problem = _namespace_problem(dependency, namespace, where)
+        if problem:
+            raise DependencyScopeError(problem)
+
+
+def check_cluster_scoped(api_version: str, kind: str, name: str) -> None:
+    """Refuse a cluster-scoped kind that is not in ``CLUSTER_SCOPED_ALLOWED``."""
+    group = api_version.rpartition("/")[0]
+    if (group, kind) not in CLUSTER_SCOPED_ALLOWED:
+        raise DependencyScopeError(
+            f'{kind} "{name}" ({api_version}) is cluster-scoped; a Workflow creates its dependencies '
+            "only in its own namespace"
+        )

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.api.v1alpha1.workflow import Workflow
+from nvcre.orchestration.dependencies import check_namespaces
 from nvcre.platform.detect import (
     GPUArchitectureDetection,
     PlatformDetection,
@@ -63,7 +64,8 @@ class ResolvedWorkflow:
 
 
 def _split(workflow: Workflow | Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
-    """(object without spec/status, spec dict without overrides, overrides as given)."""
+    """(object without spec/status, spec dict without overrides, overrides as given), once the
+    object is valid and every dependency, its own or an override's, is in its namespace."""
     if isinstance(workflow, Workflow):
         raw = workflow.to_dict()
         overrides: list[Any] = list(workflow.spec.overrides or [])
@@ -77,6 +79,7 @@ def _split(workflow: Workflow | Mapping[str, Any]) -> tuple[dict[str, Any], dict
             raise WorkflowResolveError(f"{loc}: {message}" if loc else str(message)) from error
         raw = copy.deepcopy(dict(workflow))
         overrides = list(raw.get("spec", {}).get("overrides") or [])
+    check_namespaces(raw.get("spec") or {}, str((raw.get("metadata") or {}).get("namespace") or ""))
     spec = dict(raw.get("spec") or {})
     spec.pop("overrides", None)
     head = {key: value for key, value in raw.items() if key not in ("spec", "status")}
@@ -94,8 +97,9 @@ def resolve_workflow(
     """Detect platform and architecture from ``nodes``, apply overrides, enforce the gang contract.
 
     ``platform`` / ``gpu_architecture`` replace detection when given (e.g. cached detection).
-    Raises ``HeterogeneousPlatformError``, ``OverrideError``, ``GangSchedulingConflict`` or
-    ``WorkflowResolveError`` (all ``ValueError``), each with a one-line message.
+    Raises ``HeterogeneousPlatformError``, ``OverrideError``, ``GangSchedulingConflict``,
+    ``DependencyScopeError`` or ``WorkflowResolveError`` (all ``ValueError``), each with a one-line
+    message.
     """
     node_list = list(nodes)
     head, base_spec, overrides = _split(workflow)

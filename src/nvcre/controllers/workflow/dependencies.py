@@ -12,6 +12,7 @@ from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
 from nvcre.runtime.objects import Obj, to_plain
 from nvcre.runtime.writes import update_with_retry
 
@@ -60,10 +61,15 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
     meta = body.setdefault("metadata", {})
     scoped = namespaced(resource)
     if scoped:
-        meta["namespace"] = meta.get("namespace") or state.namespace
+        # Only ever the Workflow's namespace (the resolve refused any other one, naming the field).
+        meta["namespace"] = state.namespace
         if owner:
             meta.setdefault("ownerReferences", []).append(state.owner_reference(controller=False))
     else:
+        try:
+            check_cluster_scoped(api_version, kind, name)
+        except DependencyScopeError as error:
+            raise DependencyError(str(error)) from error
         meta.pop("namespace", None)
     meta.setdefault("labels", {})[Label.WORKFLOW] = state.name
     meta.setdefault("annotations", {})[Annotation.WORKFLOW_UID] = state.uid

@@ -7,6 +7,7 @@ from typing import Any
 from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, WorkflowReason
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
+from nvcre.orchestration.dependencies import DependencyScopeError
 from nvcre.orchestration.discovery import discover, labels_of, name_of
 from nvcre.orchestration.partition import PartitionError, partition
 from nvcre.orchestration.placement import PlacementError, check_placement
@@ -48,6 +49,10 @@ def resolve(state: WorkflowState, nodes: list[dict[str, Any]], *, cached: bool) 
         raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, str(error)) from error
     except GangSchedulingConflict as error:
         raise Failure(WorkflowReason.GANG_SCHEDULING_CONFLICT, str(error)) from error
+    except DependencyScopeError as error:
+        raise Failure(
+            WorkflowReason.DEPENDENCY_CREATION_ERROR, f"Failed to create dependency: {error}"
+        ) from error
     except (OverrideError, ValueError) as error:
         raise Failure(WorkflowReason.OVERRIDE_ERROR, f"Failed to apply overrides: {error}") from error
 

@@ -11,6 +11,7 @@ from nvcre.api.trainer.v1alpha1 import TrainJob
 from nvcre.api.v1alpha1.constants import API_VERSION, MANAGED_BY_VALUE, Default, Kind, Label, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun, WorkloadRunSpec
 from nvcre.naming import workload_run_workflow_name
+from nvcre.orchestration.dependencies import DependencyScopeError, check_namespaces
 from nvcre.platform import GPU_ARCHITECTURES, Event, NICDetection, detect_platform, synthetic_nodes
 from nvcre.render.gang import GangIntent
 from nvcre.render.overrides import OverrideContext, when_matches
@@ -77,6 +78,10 @@ def _check(run: WorkloadRun) -> str:
     placement.validate_placement(spec)
     volumes.check_config(spec)
     volumes.check_reserved(spec, kind)
+    try:
+        check_namespaces({"overrides": [o.to_dict() for o in spec.overrides or []]}, run.namespace or "")
+    except DependencyScopeError as error:
+        raise BuildError(str(error)) from error
     return kind
 
 

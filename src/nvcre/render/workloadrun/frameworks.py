@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,6 @@ from nvcre.naming import runtime_name
 from nvcre.render.gang import GangIntent
 from nvcre.render.workloadrun.env import EnvVar, rank_forwards, replace_forwards
 from nvcre.render.workloadrun.errors import BuildError
-from nvcre.render.workloadrun.gostr import go_quote
 from nvcre.render.workloadrun.resources import launcher_resources
 from nvcre.render.workloadrun.scheduling import stamp_replicated_job
 from nvcre.render.workloadrun.volumes import (
@@ -161,10 +161,14 @@ def command_args(
 def wrap_pre_command(
     pre: Sequence[str], command: Sequence[str], args: Sequence[str]
 ) -> tuple[list[str], list[str]]:
-    """Platform preCommand lines, then ``exec`` of the original command, as one ``bash -c`` script."""
+    """Platform preCommand lines, then ``exec`` of the original command, as one ``bash -c`` script.
+
+    Each word is quoted for bash (``shlex.quote``), so it reaches the binary byte for byte: no
+    expansion of ``$``, backticks or globs (the reference's Go ``%q`` double quotes expand them).
+    """
     if not pre:
         return list(command), list(args)
-    line = "exec " + " ".join(go_quote(a) for a in [*command, *args])
+    line = "exec " + " ".join(shlex.quote(a) for a in [*command, *args])
     return ["/bin/bash", "-c"], ["\n".join([*pre, line])]
 
 
