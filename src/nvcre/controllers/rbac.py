@@ -36,7 +36,7 @@ _DEPENDENCY = (
 )
 _DEPENDENCY_VERBS = ("get", "create", "update", "delete")
 _STATUS = "status writes (StatusWriter)"
-_BLOCK_OWNER = "children carry blockOwnerDeletion to it (OwnerReferencesPermissionEnforcement)"
+_BLOCK_OWNER = "with blockOwnerDeletion in their ownerReference (OwnerReferencesPermissionEnforcement)"
 
 CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
@@ -46,7 +46,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         f"{_CACHE}; get: the live read a reconcile starts with; update: its finalizer",
     ),
     Rule(GROUP, "certifications/status", ("update",), _STATUS),
-    Rule(GROUP, "certifications/finalizers", ("update",), f"Workflows {_BLOCK_OWNER}"),
+    Rule(GROUP, "certifications/finalizers", ("update",), f"creating its Workflows {_BLOCK_OWNER}"),
     Rule(
         GROUP,
         "workloadruns",
@@ -54,7 +54,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         f"{_CACHE}; get: the live read a reconcile starts with",
     ),
     Rule(GROUP, "workloadruns/status", ("update",), _STATUS),
-    Rule(GROUP, "workloadruns/finalizers", ("update",), f"its Workflow {_BLOCK_OWNER}"),
+    Rule(GROUP, "workloadruns/finalizers", ("update",), f"creating its Workflow {_BLOCK_OWNER}"),
     Rule(
         GROUP,
         "workflows",
@@ -67,7 +67,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         GROUP,
         "workflows/finalizers",
         ("update",),
-        f"its Jobs, measurements and node-result ConfigMaps {_BLOCK_OWNER}",
+        f"creating its Jobs, measurements and node-result ConfigMaps {_BLOCK_OWNER}",
     ),
     Rule(
         GROUP,
@@ -77,7 +77,12 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         "delete: a failed group's retry and a deleted Workflow's Jobs",
     ),
     Rule(GROUP, "jobs/status", ("update",), _STATUS),
-    Rule(GROUP, "jobs/finalizers", ("update",), f"its TrainJob and measurements {_BLOCK_OWNER}"),
+    Rule(
+        GROUP,
+        "jobs/finalizers",
+        ("update",),
+        f"creating its TrainJob (and a standalone Job's measurements) {_BLOCK_OWNER}",
+    ),
     Rule(
         GROUP,
         "goodputmeasurements",
