@@ -18,7 +18,7 @@ from lightkube.generic_resource import load_in_cluster_generic_resources
 
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.controllers import resources
-from nvcre.controllers.rbac import CLUSTER_RULES
+from nvcre.controllers.rbac import DEPENDENCY_KINDS
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.nodes import GpuNodeSpec
@@ -56,6 +56,8 @@ DEPENDENCIES: list[dict[str, Any]] = [
 ]
 """One of each kind besides the TrainingRuntime; the runtime's pod names each (the
 ComputeDomain through its channel), so every one is copied for, and owned by, the Job."""
+RUNTIME = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime"}
+"""The kind of the runtime every test Workflow has (nvcre.testing.workloads.workflow)."""
 
 
 def with_dependencies_in_its_pod(spec: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +88,7 @@ def of_workflow(
     being deleted (a PVC keeps its pvc-protection finalizer: no controller-manager runs here)."""
     load_in_cluster_generic_resources(kube)
     found: dict[str, list[dict[str, Any]]] = {}
-    for dep in [*DEPENDENCIES, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime"}]:
+    for dep in [*DEPENDENCIES, RUNTIME]:
         resource = resource_registry.load(dep["apiVersion"], dep["kind"])
         objects = [
             o.to_dict() for o in kube.list(resource, namespace=namespace, labels={Label.WORKFLOW: name})
@@ -100,14 +102,8 @@ def of_workflow(
 def test_every_dependency_kind_is_created_owned_by_its_job_and_deleted_with_it(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, compute_domains: None
 ) -> None:
-    kinds = {(r.group, r.resource) for r in CLUSTER_RULES if "create" in r.verbs and "update" in r.verbs}
-    tested = {
-        (d["apiVersion"].rpartition("/")[0], d["kind"].lower() + "s")
-        for d in [*DEPENDENCIES, {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime"}]
-    }
-    assert tested == kinds - {("nvcre.nvidia.com", "workflows"), ("nvcre.nvidia.com", "jobs")}, (
-        "one dependency of every kind the role lets a Workflow create"
-    )
+    tested = {(d["apiVersion"].rpartition("/")[0], d["kind"].lower() + "s") for d in [*DEPENDENCIES, RUNTIME]}
+    assert tested == {(group, plural) for group, plural, _ in DEPENDENCY_KINDS}, "one of every kind allowed"
     pool = pool_name()
     gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
     kube.create(

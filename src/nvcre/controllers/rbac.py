@@ -35,6 +35,16 @@ _DEPENDENCY = (
     "the Job owner of a Job-scoped copy, delete when the Workflow is deleted"
 )
 _DEPENDENCY_VERBS = ("get", "create", "update", "delete")
+
+DEPENDENCY_KINDS: tuple[tuple[str, str, str], ...] = (
+    (TRAINER_GROUP, "trainingruntimes", ""),
+    ("", "configmaps", "; the node-result ConfigMaps"),
+    ("", "persistentvolumeclaims", ""),
+    ("resource.nvidia.com", "computedomains", ""),
+    ("resource.k8s.io", "resourceclaimtemplates", ""),
+)
+"""(group, plural, what else uses it) of every kind a Workflow dependency may be: the API
+server refuses the manager any other (the Workflow fails with DependencyCreationError)."""
 _STATUS = "status writes (StatusWriter)"
 _BLOCK_OWNER = "with blockOwnerDeletion in their ownerReference (OwnerReferencesPermissionEnforcement)"
 
@@ -98,11 +108,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         f"{_CACHE}; create: a Job's workload (get after a name conflict); delete: restart, "
         "retry and a deleted Job",
     ),
-    Rule(TRAINER_GROUP, "trainingruntimes", _DEPENDENCY_VERBS, _DEPENDENCY),
-    Rule("", "configmaps", _DEPENDENCY_VERBS, f"{_DEPENDENCY}; the node-result ConfigMaps"),
-    Rule("", "persistentvolumeclaims", _DEPENDENCY_VERBS, _DEPENDENCY),
-    Rule("resource.nvidia.com", "computedomains", _DEPENDENCY_VERBS, _DEPENDENCY),
-    Rule("resource.k8s.io", "resourceclaimtemplates", _DEPENDENCY_VERBS, _DEPENDENCY),
+    *(Rule(group, plural, _DEPENDENCY_VERBS, _DEPENDENCY + also) for group, plural, also in DEPENDENCY_KINDS),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
     Rule("", "pods/log", ("get",), "the log tail of a failed workload pod"),
