@@ -32,7 +32,8 @@ class Rule:
 _CACHE = "list/watch: the controllers' cache"
 _DEPENDENCY = (
     "a Workflow dependency: create, get after a name conflict and before delete, update to add "
-    "the Job owner of a Job-scoped copy, delete when the Workflow is deleted"
+    "the Job owner of a Job-scoped copy, delete when its group ends (a Job-scoped copy) or its "
+    "Workflow is deleted"
 )
 _DEPENDENCY_VERBS = ("get", "create", "update", "delete")
 
@@ -46,7 +47,7 @@ DEPENDENCY_KINDS: tuple[tuple[str, str, str], ...] = (
 """(group, plural, what else uses it) of every kind a Workflow dependency may be: the API
 server refuses the manager any other (the Workflow fails with DependencyCreationError)."""
 _STATUS = "status writes (StatusWriter)"
-_BLOCK_OWNER = "with blockOwnerDeletion in their ownerReference (OwnerReferencesPermissionEnforcement)"
+_BLOCK_OWNER = "with blockOwnerDeletion in the ownerReference to it (OwnerReferencesPermissionEnforcement)"
 
 CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
