@@ -3,7 +3,7 @@
 #   1. a virtual environment in .venv with `pip install -e '.[dev]'` (skipped while pyproject.toml
 #      is unchanged since the last install);
 #   2. the test control plane's binaries (built once with Go, then reused from the cache);
-#   3. the generated CRDs are current; ruff, mypy, import-linter and pytest over tests/.
+#   3. the generated CRDs and RBAC are current; ruff, mypy, import-linter and pytest over tests/.
 # Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
 # Extra arguments are passed to pytest, e.g. `hack/test.sh -k controlplane`.
 set -euo pipefail
@@ -30,6 +30,9 @@ hack/controlplane/build.sh >/dev/null
 
 step "generated CRDs are up to date (python -m nvcre.crd --check)"
 python -m nvcre.crd --check
+
+step "generated RBAC is up to date (python -m nvcre.manager.rbac --check)"
+python -m nvcre.manager.rbac --check
 
 step "ruff check . && ruff format --check ."
 ruff check .

@@ -25,30 +25,9 @@ from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name
+from nvcre.testing.workloads import COMPUTE_DOMAIN_CRD, POOL_LABEL, pool_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloadrun"
-
-COMPUTE_DOMAIN_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "computedomains.resource.nvidia.com"},
-    "spec": {
-        "group": "resource.nvidia.com",
-        "names": {"kind": "ComputeDomain", "plural": "computedomains", "singular": "computedomain"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1beta1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                },
-            }
-        ],
-    },
-}
 
 
 @dataclass

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from nvcre.testing.certs import ADMIN_GROUP, ADMIN_USER, CertificateAuthority, write_cert_dir
+from nvcre.testing.certs import ADMIN_GROUP, ADMIN_USER, MANAGER_USER, CertificateAuthority, write_cert_dir
 
 
 def _load(pem: bytes) -> x509.Certificate:
@@ -58,3 +58,14 @@ def test_write_cert_dir_writes_matching_keys_with_private_modes(tmp_path: Path) 
     assert isinstance(sa_key, rsa.RSAPrivateKey)
     assert serialization.load_pem_public_key(files.sa_public_key.read_bytes()) == sa_key.public_key()
     _load(files.admin_cert.read_bytes()).verify_directly_issued_by(_load(files.ca_cert.read_bytes()))
+
+
+def test_the_manager_has_its_own_user_in_system_masters(tmp_path: Path) -> None:
+    """As powerful as the admin, but a user the audit log can tell apart."""
+    files = write_cert_dir(tmp_path)
+    manager = _load(files.manager.cert_pem)
+    manager.verify_directly_issued_by(_load(files.ca.cert_pem))
+    assert manager.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == MANAGER_USER != ADMIN_USER
+    assert [a.value for a in manager.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        ADMIN_GROUP
+    ]

@@ -29,6 +29,8 @@ from nvcre.runtime.manager import LostLeadership, Manager
 log = logging.getLogger("nvcre.manager")
 
 LEADER_ELECTION_ID = "240fe9c6.nvidia.com"
+USER_AGENT = f"nvcre-manager/{__version__}"
+"""What the API server's audit log and metrics show as this manager's client."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -102,13 +104,15 @@ def client_for(args: argparse.Namespace) -> AsyncClient:
     source = args.kubeconfig or "the in-cluster config or $KUBECONFIG"
     try:
         config = KubeConfig.from_file(args.kubeconfig) if args.kubeconfig else KubeConfig.from_env()
-        return AsyncClient(config=config.get(context_name=args.context), field_manager="nvcre-manager")
+        client = AsyncClient(config=config.get(context_name=args.context), field_manager="nvcre-manager")
     except ConfigError as error:
         raise UsageError(f"kubeconfig {source}: {error}") from error
     except yaml.YAMLError as error:
         raise UsageError(f"kubeconfig {source} is not valid YAML: {str(error).splitlines()[0]}") from error
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(f"kubeconfig {source} is not usable: {type(error).__name__}: {error}") from error
+    client._client._client.headers["User-Agent"] = USER_AGENT  # lightkube has no parameter for it
+    return client
 
 
 def build(args: argparse.Namespace, client: AsyncClient) -> Manager:

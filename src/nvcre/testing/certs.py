@@ -5,7 +5,9 @@ One throw-away CA signs:
 * the serving certificate of kube-apiserver (and kwok's kubelet endpoint) for ``127.0.0.1``,
   ``localhost`` and the in-cluster ``kubernetes`` service names;
 * the admin client certificate (``CN=nvcre-admin``, ``O=system:masters``) that the kubeconfig
-  uses, so every request is authorised by the bootstrap ``cluster-admin`` binding under RBAC.
+  uses, so every request is authorised by the bootstrap ``cluster-admin`` binding under RBAC;
+* the same for the manager the tests run (``CN=nvcre-test-manager``, ``O=system:masters``): as
+  powerful, but a user of its own, so the audit log can record its requests and nobody else's.
 
 A separate RSA key pair signs and verifies service-account tokens. Keys are EC P-256 where the
 peer accepts it (fast to generate) and RSA-2048 for service accounts.
@@ -25,6 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 ADMIN_USER = "nvcre-admin"
 ADMIN_GROUP = "system:masters"
+MANAGER_USER = "nvcre-test-manager"
 SERVING_DNS_NAMES = (
     "localhost",
     "kubernetes",
@@ -57,6 +60,7 @@ class CertFiles:
     sa_public_key: Path
     ca: KeyPair
     admin: KeyPair
+    manager: KeyPair
 
 
 def _key_pem(key: PrivateKey) -> bytes:
@@ -183,6 +187,7 @@ def write_cert_dir(directory: Path) -> CertFiles:
     ca = CertificateAuthority()
     serving = ca.serving()
     admin = ca.client(ADMIN_USER, (ADMIN_GROUP,))
+    manager = ca.client(MANAGER_USER, (ADMIN_GROUP,))
     sa = service_account_keys()
     return CertFiles(
         ca_cert=_write(directory / "ca.crt", ca.pair.cert_pem),
@@ -194,4 +199,5 @@ def write_cert_dir(directory: Path) -> CertFiles:
         sa_public_key=_write(directory / "sa.pub", sa.cert_pem),
         ca=ca.pair,
         admin=admin,
+        manager=manager,
     )

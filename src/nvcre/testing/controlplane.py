@@ -14,6 +14,11 @@ every process and removes the temporary directory, also when ``start()`` failed 
 
 There is no scheduler, controller-manager or kubelet: pods stay Pending and nothing is garbage
 collected unless kwok (:mod:`nvcre.testing.kwok`) or the test drives them.
+
+OwnerReferencesPermissionEnforcement is on (as in OpenShift): setting ``blockOwnerDeletion`` on
+an owner reference takes ``update`` on the owner's ``finalizers``. With ``audit_users`` the
+API server writes an audit log of those users' requests (:mod:`nvcre.testing.audit`), read by
+:meth:`ControlPlane.audit_events`.
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
+from nvcre.testing import audit
 from nvcre.testing import binaries as bins
-from nvcre.testing.certs import ADMIN_USER, CertFiles, write_cert_dir
+from nvcre.testing.certs import ADMIN_USER, MANAGER_USER, CertFiles, KeyPair, write_cert_dir
 from nvcre.testing.processes import Process, StartupError, free_port, wait_until
 
 FIELD_MANAGER = "nvcre-testing"
@@ -113,6 +119,7 @@ class ControlPlane:
         keep_workdir: bool = False,
         start_timeout: float = 90.0,
         extra_apiserver_args: Sequence[str] = (),
+        audit_users: Sequence[str] = (),
     ) -> None:
         self._binaries = binaries
         self.crd_paths = list(crd_paths) if crd_paths is not None else [default_crd_dir()]
@@ -121,6 +128,8 @@ class ControlPlane:
         self.keep_workdir = keep_workdir
         self.start_timeout = start_timeout
         self.extra_apiserver_args = list(extra_apiserver_args)
+        self.audit_users = list(audit_users)
+        self.audit_log: Path | None = None
         self.workdir: Path | None = None
         self.certs: CertFiles | None = None
         self.etcd: Process | None = None
@@ -224,6 +233,7 @@ class ControlPlane:
                 f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount",
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 "--authorization-mode=RBAC",
                 f"--service-account-issuer={self.server}",
                 f"--service-account-key-file={certs.sa_public_key}",
@@ -233,6 +243,7 @@ class ControlPlane:
                 # reach kwok's kubelet endpoint by IP (127.0.0.1), never through a DNS lookup
                 "--kubelet-preferred-address-types=InternalIP",
                 "--v=1",
+                *self._audit_args(),
                 *self.extra_apiserver_args,
             ],
             self.workdir / "kube-apiserver.log",
@@ -245,6 +256,25 @@ class ControlPlane:
             what=f"kube-apiserver {self.server}/readyz",
             process=self.apiserver,
         )
+
+    def _audit_args(self) -> list[str]:
+        if not self.audit_users:
+            return []
+        assert self.workdir is not None
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(audit.policy(self.audit_users)))
+        self.audit_log = self.workdir / "audit.log"
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+        ]
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """Every event of the audit log so far (empty without ``audit_users``)."""
+        if self.audit_log is None or not self.audit_log.exists():
+            return []
+        return audit.read_events(self.audit_log)
 
     def stop(self) -> None:
         """Stop kube-apiserver then etcd, and remove the working directory (unless kept)."""
@@ -260,8 +290,11 @@ class ControlPlane:
 
     # -- access ----------------------------------------------------------------------------
 
-    def kubeconfig(self) -> dict[str, Any]:
+    def kubeconfig(self, user: str = ADMIN_USER) -> dict[str, Any]:
+        """A kubeconfig for ``user``: the admin, or the manager's own identity
+        (:data:`~nvcre.testing.certs.MANAGER_USER`); both are in ``system:masters``."""
         assert self.certs is not None
+        pair: KeyPair = {ADMIN_USER: self.certs.admin, MANAGER_USER: self.certs.manager}[user]
 
         def b64(data: bytes) -> str:
             return base64.b64encode(data).decode()
@@ -280,20 +313,20 @@ class ControlPlane:
             ],
             "users": [
                 {
-                    "name": ADMIN_USER,
+                    "name": user,
                     "user": {
-                        "client-certificate-data": b64(self.certs.admin.cert_pem),
-                        "client-key-data": b64(self.certs.admin.key_pem),
+                        "client-certificate-data": b64(pair.cert_pem),
+                        "client-key-data": b64(pair.key_pem),
                     },
                 }
             ],
-            "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": ADMIN_USER}}],
+            "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user}}],
             "current-context": CONTEXT,
         }
 
-    def write_kubeconfig(self, path: Path) -> Path:
+    def write_kubeconfig(self, path: Path, user: str = ADMIN_USER) -> Path:
         """Write a self-contained kubeconfig (certificates embedded) for cluster-admin access."""
-        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        path.write_text(yaml.safe_dump(self.kubeconfig(user), sort_keys=False))
         path.chmod(0o600)
         return path
 

@@ -3,7 +3,8 @@
 Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 
 * ``control_plane`` (session) — a started :class:`ControlPlane`; missing binaries are built first
-  (a failed build fails the session loudly, nothing is skipped);
+  (a failed build fails the session loudly, nothing is skipped); it keeps an audit log of the
+  manager's requests (:mod:`nvcre.testing.audit`) for ``test_zz_rbac_used``;
 * ``kube`` (session) — a lightkube ``Client`` with cluster-admin rights;
 * ``namespace`` (function) — a fresh namespace per test, deleted afterwards;
 * ``kwok`` (session) — kwok running against the control plane;
@@ -36,6 +37,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node
 
+from nvcre.testing.audit import MANAGER_USERS
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
@@ -47,7 +49,7 @@ GpuNodeFactory = Callable[..., list[Node]]
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
-    with ControlPlane() as cp:
+    with ControlPlane(audit_users=MANAGER_USERS) as cp:
         yield cp
 
 

@@ -7,6 +7,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from nvcre.testing.certs import MANAGER_USER
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.processes import Process, free_port, wait_until
 
@@ -27,12 +28,15 @@ class ManagerProcess:
         kubeconfig: Path | None = None,
         extra_args: tuple[str, ...] = (),
     ) -> None:
-        """``kubeconfig`` defaults to a cluster-admin one; pass another to run with less rights.
+        """``kubeconfig`` defaults to a cluster-admin one of the manager's own user
+        (:data:`~nvcre.testing.certs.MANAGER_USER`); pass another to run with less rights.
         With ``leader_elect`` the replica's identity is ``name`` and its Lease (the default id)
         lives in ``lease_namespace``; ``extra_args`` come last, so they override any flag."""
         self.control_plane = control_plane
         self.name = name
-        self.kubeconfig = kubeconfig or control_plane.write_kubeconfig(workdir / f"{name}.kubeconfig")
+        self.kubeconfig = kubeconfig or control_plane.write_kubeconfig(
+            workdir / f"{name}.kubeconfig", MANAGER_USER
+        )
         self.log_path = workdir / f"{name}.log"
         self.leader_elect = leader_elect
         self.lease_namespace = lease_namespace

@@ -12,6 +12,28 @@ from nvcre.controllers import resources
 
 POOL_LABEL = "nvcre.test/pool"
 
+COMPUTE_DOMAIN_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "computedomains.resource.nvidia.com"},
+    "spec": {
+        "group": "resource.nvidia.com",
+        "names": {"kind": "ComputeDomain", "plural": "computedomains", "singular": "computedomain"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1beta1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+"""Serves the ComputeDomain kind (NVIDIA's DRA driver, which does not run here) for dependencies."""
+
 
 def pool_name() -> str:
     return f"pool-{secrets.token_hex(3)}"

@@ -1,0 +1,123 @@
+"""What the controllers call on the API server, as RBAC rules (``config/rbac/role.yaml``).
+
+One rule per resource, with the code path that needs each verb. ``python -m nvcre.manager.rbac``
+writes the ClusterRole from these rules, and the integration suite compares them with the
+manager's requests in the API server's audit log (``tests/integration/test_zz_rbac_used.py``):
+a verb used and not listed, or listed and never used, fails it. Add or drop a verb here, next
+to the change in the code, and regenerate.
+
+``*/finalizers`` ``update`` is never a request: the OwnerReferencesPermissionEnforcement
+admission plugin (on in OpenShift, and in the test control plane) asks for it when a child is
+created with ``blockOwnerDeletion`` in an ownerReference to an object of that kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nvcre.api.v1alpha1.constants import GROUP, TRAINER_GROUP
+
+
+@dataclass(frozen=True)
+class Rule:
+    group: str
+    resource: str
+    """A plural, or ``plural/subresource``."""
+    verbs: tuple[str, ...]
+    why: str
+    resource_names: tuple[str, ...] = ()
+    """Empty: any name."""
+
+
+_CACHE = "list/watch: the controllers' cache"
+_DEPENDENCY = (
+    "a Workflow dependency: create, get after a name conflict and before delete, update to add "
+    "the Job owner of a Job-scoped copy, delete when its group ends (a Job-scoped copy) or its "
+    "Workflow is deleted"
+)
+_DEPENDENCY_VERBS = ("get", "create", "update", "delete")
+
+DEPENDENCY_KINDS: tuple[tuple[str, str, str], ...] = (
+    (TRAINER_GROUP, "trainingruntimes", ""),
+    ("", "configmaps", "; the node-result ConfigMaps"),
+    ("", "persistentvolumeclaims", ""),
+    ("resource.nvidia.com", "computedomains", ""),
+    ("resource.k8s.io", "resourceclaimtemplates", ""),
+)
+"""(group, plural, what else uses it) of every kind a Workflow dependency may be: the API
+server refuses the manager any other (the Workflow fails with DependencyCreationError)."""
+_STATUS = "status writes (StatusWriter)"
+_BLOCK_OWNER = "with blockOwnerDeletion in the ownerReference to it (OwnerReferencesPermissionEnforcement)"
+
+CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule(
+        GROUP,
+        "certifications",
+        ("get", "list", "watch", "update"),
+        f"{_CACHE}; get: the live read a reconcile starts with; update: its finalizer",
+    ),
+    Rule(GROUP, "certifications/status", ("update",), _STATUS),
+    Rule(GROUP, "certifications/finalizers", ("update",), f"creating its Workflows {_BLOCK_OWNER}"),
+    Rule(
+        GROUP,
+        "workloadruns",
+        ("get", "list", "watch"),
+        f"{_CACHE}; get: the live read a reconcile starts with",
+    ),
+    Rule(GROUP, "workloadruns/status", ("update",), _STATUS),
+    Rule(GROUP, "workloadruns/finalizers", ("update",), f"creating its Workflow {_BLOCK_OWNER}"),
+    Rule(
+        GROUP,
+        "workflows",
+        ("get", "list", "watch", "create", "update", "delete"),
+        f"{_CACHE}; create: by a WorkloadRun or Certification (get after a name conflict); "
+        "update: its finalizer; delete: a Certification's cleanup",
+    ),
+    Rule(GROUP, "workflows/status", ("update",), _STATUS),
+    Rule(
+        GROUP,
+        "workflows/finalizers",
+        ("update",),
+        f"creating its Jobs, measurements and node-result ConfigMaps {_BLOCK_OWNER}",
+    ),
+    Rule(
+        GROUP,
+        "jobs",
+        ("get", "list", "watch", "create", "update", "delete"),
+        f"{_CACHE}; create: one per group (get after a name conflict); update: its finalizer; "
+        "delete: a failed group's retry and a deleted Workflow's Jobs",
+    ),
+    Rule(GROUP, "jobs/status", ("update",), _STATUS),
+    Rule(
+        GROUP,
+        "jobs/finalizers",
+        ("update",),
+        f"creating its TrainJob (and a standalone Job's measurements) {_BLOCK_OWNER}",
+    ),
+    Rule(
+        GROUP,
+        "goodputmeasurements",
+        ("list", "watch", "create"),
+        f"{_CACHE}; create: a Job's goodput measurement",
+    ),
+    Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
+    Rule(GROUP, "bandwidthmeasurements", ("create",), "a Job's bandwidth measurement"),
+    Rule(
+        TRAINER_GROUP,
+        "trainjobs",
+        ("get", "list", "watch", "create", "delete"),
+        f"{_CACHE}; create: a Job's workload (get after a name conflict); delete: restart, "
+        "retry and a deleted Job",
+    ),
+    *(Rule(group, plural, _DEPENDENCY_VERBS, _DEPENDENCY + also) for group, plural, also in DEPENDENCY_KINDS),
+    Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
+    Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
+    Rule("", "pods/log", ("get",), "the log tail of a failed workload pod"),
+    Rule("events.k8s.io", "events", ("create",), "events about nvcre objects, in their namespace"),
+    Rule(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        ("list",),
+        "resolving a dependency kind not known in advance (fails cleanly when unserved)",
+    ),
+)

@@ -1,0 +1,70 @@
+"""nvcre-manager uses exactly what config/rbac grants it, over the whole session (this module runs last).
+
+The session's control plane keeps an audit log of the manager's requests (its users, its user
+agent; :mod:`nvcre.testing.audit`), whichever identity a test ran it with: cluster-admin as the
+shared ``manager`` fixture does, or its own ServiceAccount as test_rbac does. Every request must
+be one the ClusterRole or the leader-election Role grants, and none may have been refused; and
+every verb they grant must have been used by some test: a grant no test uses is either not
+needed (drop it from src/nvcre/controllers/rbac.py) or lacks a test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lightkube import Client
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+from nvcre.testing.access import load_manifests
+from nvcre.testing.audit import Access, Grant, accesses, by_manager, compare, denied, grants
+from nvcre.testing.binaries import repo_root
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.manager import ManagerProcess
+
+INTEGRATION = Path(__file__).parent
+
+
+def plurals(kube: Client) -> dict[tuple[str, str], str]:
+    """(apiVersion, kind) -> plural of every served custom resource."""
+    found = {}
+    for crd in kube.list(CustomResourceDefinition):
+        spec = crd.spec
+        for version in spec.versions:
+            found[(f"{spec.group}/{version.name}", spec.names.kind)] = spec.names.plural
+    return found
+
+
+def used(control_plane: ControlPlane, kube: Client) -> list[Access]:
+    known = plurals(kube)
+    return accesses(
+        by_manager(control_plane.audit_events()), lambda api_version, kind: known[(api_version, kind)]
+    )
+
+
+def granted() -> list[Grant]:
+    return grants(load_manifests(sorted((repo_root() / "config" / "rbac").glob("*.yaml"))))
+
+
+def test_no_request_of_the_manager_was_refused(control_plane: ControlPlane, manager: ManagerProcess) -> None:
+    events = by_manager(control_plane.audit_events())
+    assert any(e["verb"] == "watch" for e in events), "the audit log holds no request of the manager"
+    assert denied(events) == []
+
+
+def test_every_verb_the_manager_used_is_granted(
+    control_plane: ControlPlane, kube: Client, manager: ManagerProcess
+) -> None:
+    assert compare(used(control_plane, kube), granted()).not_granted == []
+
+
+def test_every_granted_verb_was_used(
+    control_plane: ControlPlane, kube: Client, request: pytest.FixtureRequest
+) -> None:
+    ran = {Path(str(item.path)).name for item in request.session.items}
+    missing = sorted(p.name for p in INTEGRATION.glob("test_*.py") if p.name not in ran)
+    if missing or request.config.option.keyword or request.config.option.markexpr:
+        pytest.skip(
+            f"only the whole integration suite uses every grant (not run: {', '.join(missing) or '-k/-m'})"
+        )
+    assert compare(used(control_plane, kube), granted()).never_used == []
