@@ -1,13 +1,17 @@
-"""Building test Workflows and playing the part of Kubeflow Trainer (TrainJob status)."""
+"""Building test Workflows and playing the part of Kubeflow Trainer and JobSet (TrainJob status,
+the pods of a rendered TrainJob)."""
 
 from __future__ import annotations
 
+import copy
 import secrets
 from datetime import UTC, datetime
 from typing import Any
 
 from lightkube import Client
+from lightkube.resources.core_v1 import Pod
 
+from nvcre.api.v1alpha1.constants import ReplicatedJob
 from nvcre.controllers import resources
 
 POOL_LABEL = "nvcre.test/pool"
@@ -95,3 +99,100 @@ def finish_trainjob(kube: Client, namespace: str, name: str, *, succeeded: bool,
     live.update(apiVersion="trainer.kubeflow.org/v1alpha1", kind="TrainJob")
     live["status"] = {"conditions": [condition]}
     kube.replace(resources.TrainJob.Status.from_dict(live), name, namespace=namespace)
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    """A runtime patch over a template: maps merged key by key, lists of named items by name
+    (containers, volumes), any other value replaced, as Trainer applies a pod template patch."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = _merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    named = isinstance(base, list) and isinstance(patch, list)
+    if named and all(isinstance(i, dict) and "name" in i for i in [*base, *patch]):
+        merged = {i["name"]: i for i in base}
+        for item in patch:
+            merged[item["name"]] = _merge(merged[item["name"]], item) if item["name"] in merged else item
+        return list(merged.values())
+    return copy.deepcopy(patch)
+
+
+def _pinned_hosts(pod_spec: dict[str, Any]) -> list[str]:
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or ():
+        for expression in term.get("matchExpressions") or ():
+            if expression.get("key") == "kubernetes.io/hostname" and expression.get("operator") == "In":
+                return list(expression.get("values") or ())
+    return []
+
+
+def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
+    """The pods JobSet would run for the TrainJob ``name`` as nvcre rendered it.
+
+    Each replicated job of the TrainJob's TrainingRuntime gets its pod template with the
+    TrainJob's runtime patches applied in order (so every label, affinity and toleration comes
+    from what the controllers wrote, nothing is set here by hand), plus JobSet's own labels; the
+    worker job has ``trainer.numNodes`` pods, any other (the MPI launcher) one. With ``bind``,
+    each pod is bound to a node as the scheduler would: the hosts of its pinned node affinity
+    in order (the launcher beside the first worker). Without a scheduler or Trainer in the test
+    control plane, this is how a test gets the pods a real cluster would have.
+    """
+    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
+    spec = trainjob["spec"]
+    runtime = kube.get(resources.TrainingRuntime, spec["runtimeRef"]["name"], namespace=namespace).to_dict()
+    jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    pods: list[dict[str, Any]] = []
+    for job in jobs:
+        template = copy.deepcopy(job["template"]["spec"]["template"])
+        for patch in spec.get("runtimePatches") or ():
+            patched = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+            for entry in (patched.get("spec") or {}).get("replicatedJobs") or ():
+                pod_patch = (((entry.get("template") or {}).get("spec") or {}).get("template")) or {}
+                if entry.get("name") == job["name"] and pod_patch:
+                    template = _merge(template, pod_patch)
+        launcher = job["name"] == ReplicatedJob.LAUNCHER
+        count = 1 if launcher else int((spec.get("trainer") or {}).get("numNodes") or 1)
+        hosts = _pinned_hosts(template.get("spec") or {})
+        for index in range(count):
+            meta = template.get("metadata") or {}
+            labels = {
+                **(meta.get("labels") or {}),
+                "jobset.sigs.k8s.io/jobset-name": name,
+                "jobset.sigs.k8s.io/replicatedjob-name": job["name"],
+            }
+            pod_spec = copy.deepcopy(template.get("spec") or {})
+            if bind and index < len(hosts):
+                pod_spec["nodeName"] = hosts[index]
+            pods.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{name}-{job['name']}-0-{index}",
+                        "namespace": namespace,
+                        "labels": labels,
+                        "annotations": dict(meta.get("annotations") or {}),
+                    },
+                    "spec": pod_spec,
+                }
+            )
+    return pods
+
+
+def create_trainjob_pods(
+    kube: Client,
+    namespace: str,
+    name: str,
+    *,
+    bind: bool = True,
+    annotations: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Create :func:`trainjob_pods` (with extra ``annotations``, e.g. kwok's phase); returns them."""
+    created = []
+    for pod in trainjob_pods(kube, namespace, name, bind=bind):
+        pod["metadata"]["annotations"].update(annotations or {})
+        created.append(kube.create(Pod.from_dict(pod)).to_dict())  # type: ignore[call-overload]
+    return created
