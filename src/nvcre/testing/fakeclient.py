@@ -119,7 +119,9 @@ class FakeClient:
         if status_only:
             written = {**copy.deepcopy(live), "status": data.get("status") or {}}
         else:
-            written = {**data, "status": copy.deepcopy(live.get("status"))}
+            written = {k: v for k, v in data.items() if k != "status"}
+            if "status" in live:  # a main-resource write never changes status
+                written["status"] = copy.deepcopy(live["status"])
             if live["metadata"].get("deletionTimestamp") and not data["metadata"].get("finalizers"):
                 del self.objects[key]
                 return data

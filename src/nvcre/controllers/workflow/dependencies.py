@@ -12,6 +12,7 @@ from lightkube.codecs import from_dict
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.runtime.errors import is_invalid
 from nvcre.runtime.objects import Obj, to_plain
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,10 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
     try:
         await state.ctx.client.create(from_dict(body))
     except ApiError as error:
-        if error.status.code != 409:
+        if is_invalid(error):
             raise DependencyError(f"{kind}/{name}: {error.status.message}") from error
+        if error.status.code != 409:
+            raise  # transient: the Workflow reconcile is retried with backoff
         existing = to_plain(resource, await state.ctx.client.get(resource, name, **scope))
         if not _owned(existing, state):
             raise DependencyError(
