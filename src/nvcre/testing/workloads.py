@@ -21,7 +21,9 @@ def pool_name() -> str:
     return f"pool-{secrets.token_hex(3)}"
 
 
-def training_runtime(name: str) -> dict[str, Any]:
+def training_runtime(name: str, *, launcher: bool = False) -> dict[str, Any]:
+    """A TrainingRuntime with a ``node`` job (and an MPI ``launcher`` job first, if asked)."""
+    jobs = [ReplicatedJob.LAUNCHER] if launcher else []
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainingRuntime",
@@ -32,13 +34,14 @@ def training_runtime(name: str) -> dict[str, Any]:
                 "spec": {
                     "replicatedJobs": [
                         {
-                            "name": "node",
+                            "name": job,
                             "template": {
                                 "spec": {
-                                    "template": {"spec": {"containers": [{"name": "node", "image": "img"}]}}
+                                    "template": {"spec": {"containers": [{"name": job, "image": "img"}]}}
                                 }
                             },
                         }
+                        for job in [*jobs, ReplicatedJob.NODE]
                     ]
                 }
             },
@@ -55,10 +58,24 @@ def workflow(
     orchestration: dict[str, Any] | None = None,
     dependencies: list[dict[str, Any]] | None = None,
     job_spec: dict[str, Any] | None = None,
+    mpi: bool = False,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group."""
+    """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group; with ``mpi``,
+    its runtime has a launcher, which the TrainJob's patch names as the catalog's MPI entries do."""
     runtime = f"{name}-rt"
+    train_job: dict[str, Any] = {
+        "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
+        "trainer": {"image": "img", "numNodes": num_nodes},
+    }
+    if mpi:
+        names = [{"name": ReplicatedJob.NODE}, {"name": ReplicatedJob.LAUNCHER}]
+        train_job["runtimePatches"] = [
+            {
+                "manager": "nvcre.nvidia.com/catalog",
+                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": names}}},
+            }
+        ]
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Workflow",
@@ -66,17 +83,12 @@ def workflow(
         "spec": {
             "jobTemplate": {
                 "spec": {
-                    "workload": {
-                        "trainJob": {
-                            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
-                            "trainer": {"image": "img", "numNodes": num_nodes},
-                        }
-                    },
+                    "workload": {"trainJob": train_job},
                     **(job_spec or {}),
                 }
             },
             "orchestration": {"target": {"nodeSelector": {POOL_LABEL: pool}}, **(orchestration or {})},
-            "dependencies": [training_runtime(runtime), *(dependencies or [])],
+            "dependencies": [training_runtime(runtime, launcher=mpi), *(dependencies or [])],
             **spec,
         },
     }

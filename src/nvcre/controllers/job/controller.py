@@ -37,7 +37,7 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
-from nvcre.controllers.status import conditions_of, now
+from nvcre.controllers.status import StatusChange, conditions_of, now
 from nvcre.health.nodes import merge_failed_nodes
 from nvcre.naming import goodput_measurement_name
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
@@ -267,7 +267,9 @@ class JobController:
         )
         if written is None:
             return None  # terminal meanwhile, or gone
-        await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, decision.message)
+        counted = int((job.get("status") or {}).get("restartCount") or 0) + 1
+        if written["status"].get("restartCount") == counted:  # this pass recorded it
+            await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, decision.message)
         return await self._continue_restart(written)
 
     async def _continue_restart(self, job: Obj) -> Result | None:
@@ -322,7 +324,7 @@ class JobController:
             await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
 
     async def _set(
-        self, job: Obj, cond_type: str, reason: str, message: str, extra: Any = None
+        self, job: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
     ) -> Obj | None:
         return await self.ctx.status.set_exclusive(
             resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True
