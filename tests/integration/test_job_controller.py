@@ -9,7 +9,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node, Pod
 
 from nvcre.controllers import resources
-from nvcre.testing.inspect import get, trainjob_of, true_condition, wait_true
+from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION, REASON_ANNOTATION
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
@@ -44,6 +44,7 @@ def test_a_workload_the_trainjob_crd_refuses_fails_the_job_with_the_servers_mess
     pool = pool_name()
     make_nodes(gpu_nodes, 1, pool)
     kube.create(resources.Workflow.from_dict(workflow("9lives", namespace, pool, 1)))
+    wait_for(lambda: jobs_of(kube, namespace, "9lives"), 30, what="the Workflow's Job")
     job = wait_true(kube, resources.Job, "9lives-job", namespace, "Failed")
     kind, reason, message = true_condition(job) or ("", "", "")
     assert (kind, reason) == ("Failed", "WorkloadCreationError")
@@ -68,7 +69,9 @@ def test_the_launcher_where_mpirun_fails_is_found_by_the_failure_log(
         name = pod["metadata"]["name"]
         wait_for(lambda name=name: phase(kube, namespace, name) == "Running", 30, what=f"pod {name} running")
     failure = "mpirun noticed that process rank 3 with PID 0 on node mpi-1 exited on signal 9 (Killed)."
-    kwok.write_pod_logs(kube, namespace, launcher, ["Warning: Permanently added 'mpi-1'", failure])
+    kwok.write_pod_logs(
+        kube, namespace, launcher, ["Warning: Permanently added 'mpi-1'", failure], container="launcher"
+    )
     wait_for(
         lambda: failure in "".join(kube.log(launcher, namespace=namespace)),
         30,
