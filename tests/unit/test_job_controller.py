@@ -15,10 +15,13 @@ import pytest
 from lightkube import ApiError
 
 from nvcre.api.v1alpha1.constants import Finalizer
-from nvcre.controllers.job import JobController
+from nvcre.controllers.job import JobController, measurements
+from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
 from nvcre.runtime.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
+from nvcre.testing.workloads import pods_of, training_runtime
+from nvcre.workload.trainjob import build, place
 
 pytestmark = pytest.mark.asyncio
 
@@ -31,38 +34,36 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_job(**spec: Any) -> dict[str, Any]:
+def make_job(*nodes: str, **spec: Any) -> dict[str, Any]:
+    """A Job as a Workflow renders it: its TrainJob pinned to ``nodes`` (default one node)."""
+    hosts = list(nodes) or ["n0"]
+    train_job = {"runtimeRef": {"name": "rt", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}}
+    placed = place(
+        train_job,
+        affinity=node_affinity(None, group_nodes=hosts, products=()),
+        tolerations=[],
+        num_nodes=len(hosts),
+    )
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": NS, "uid": "job-uid", "finalizers": [Finalizer.JOB]},
-        "spec": {
-            "workload": {
-                "trainJob": {
-                    "runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
-                    "trainer": {"numNodes": 1},
-                }
-            },
-            **spec,
-        },
+        "spec": {"workload": {"trainJob": placed}, **spec},
     }
 
 
 def make_trainjob(job: dict[str, Any], condition: str | None = None) -> dict[str, Any]:
-    owner = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Job",
-        "name": "j",
-        "uid": job["metadata"]["uid"],
-    }
+    """The TrainJob the Job controller renders, with the condition Trainer would set."""
     conditions = [{"type": condition, "status": "True", "message": "jobset failed"}] if condition else []
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": WORKLOAD, "namespace": NS, "ownerReferences": [{**owner, "controller": True}]},
-        "spec": {"runtimeRef": {"name": "rt"}, "trainer": {"numNodes": 1}},
-        "status": {"conditions": conditions},
-    }
+    return {**build(job), "status": {"conditions": conditions}}
+
+
+def job_pods(job: dict[str, Any], phases: dict[str, str]) -> list[dict[str, Any]]:
+    """The pods JobSet runs for the Job's rendered TrainJob, bound to its nodes, in ``phases``."""
+    pods = pods_of(build(job), training_runtime("rt"))
+    for pod in pods:
+        pod["status"] = {"phase": phases[pod["spec"]["nodeName"]]}
+    return pods
 
 
 def with_workload(job: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any]:
@@ -110,11 +111,10 @@ CHECKPOINTED = {
 
 
 def goodput(step: str = "100") -> dict[str, Any]:
+    """The GoodputMeasurement the Job controller renders, with a checkpoint recorded."""
+    (wanted,) = [w for w in measurements.wanted(make_job(**CHECKPOINTED)) if w.kind == "GoodputMeasurement"]
     return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "GoodputMeasurement",
-        "metadata": {"name": "j-goodput", "namespace": NS, "labels": {"nvcre.nvidia.com/job": "j"}},
-        "spec": {"jobRef": {"name": "j"}, "logProfileRef": "megatron-training"},
+        **wanted.body,
         "status": {"lastCheckpointStep": step, "lastStepTimestamp": "2026-01-01T00:00:00Z"},
     }
 
@@ -285,20 +285,11 @@ def node(name: str, *, heartbeat: str, ready: str = "True", **spec: Any) -> dict
     }
 
 
-def pod(name: str, node_name: str, phase: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"nvcre.nvidia.com/job": "j"}},
-        "spec": {"nodeName": node_name, "containers": [{"name": "node", "image": "img"}]},
-        "status": {"phase": phase},
-    }
-
-
 async def test_a_node_heartbeat_wakes_no_job_but_a_condition_change_does() -> None:
     _, manager, controller = setup()
     controller.controller.start_watching()
-    manager.cache(pod("p", "n1", "Running"))
+    (running,) = job_pods(make_job("n1"), {"n1": "Running"})
+    manager.cache(running)
     manager.cache(node("n1", heartbeat="2026-01-01T00:00:00Z"))
     queue = controller.controller.queue
     while len(queue):
@@ -317,14 +308,17 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
     # spec.unschedulable is absent on a node that was never cordoned: the default makes it false.
     expression = "node.spec.unschedulable == false && node.status.allocatable['nvidia.com/gpu'] == '0'"
     spec = {"nodeHealthMonitor": {"cel": {"expression": expression}}}
-    trainjob = client.put(make_trainjob(make_job(**spec)))
+    phases = {"broken": "Running", "queued": "Pending", "finished": "Succeeded"}
+    job = make_job(*phases, **spec)
+    trainjob = client.put(make_trainjob(job))
     manager.cache(trainjob)
-    manager.cache(client.put(with_workload(make_job(**spec), trainjob)))
-    for name, phase in (("broken", "Running"), ("queued", "Pending"), ("finished", "Succeeded")):
+    manager.cache(client.put(with_workload(job, trainjob)))
+    for name in phases:
         lost = node(name, heartbeat="2026-01-01T00:00:00Z")
         lost["status"]["allocatable"] = {"nvidia.com/gpu": "0"}
         manager.cache(lost)
-        manager.cache(pod(f"p-{name}", name, phase))
+    for pod in job_pods(job, phases):
+        manager.cache(pod)
     await controller.reconcile(KEY)
     job = client.stored("Job", "j", NS)
     assert job is not None

@@ -141,23 +141,24 @@ def _pinned_hosts(pod_spec: dict[str, Any]) -> list[str]:
     return []
 
 
-def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
-    """The pods JobSet would run for the TrainJob ``name`` as nvcre rendered it.
+def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = True) -> list[dict[str, Any]]:
+    """The pods JobSet would run for ``trainjob`` (as nvcre rendered it) on ``runtime``.
 
-    Each replicated job of the TrainJob's TrainingRuntime gets its pod template with the
-    TrainJob's runtime patches applied in order (so every label, affinity and toleration comes
-    from what the controllers wrote, nothing is set here by hand), plus JobSet's own labels; the
-    worker job has ``trainer.numNodes`` pods, any other (the MPI launcher) one. With ``bind``,
-    each pod is bound to a node as the scheduler would: the hosts of its pinned node affinity
-    in order (the launcher beside the first worker). Without a scheduler or Trainer in the test
-    control plane, this is how a test gets the pods a real cluster would have.
+    Each replicated job of the TrainingRuntime gets its pod template with the TrainJob's runtime
+    patches applied in order (so every label, affinity and toleration comes from what the
+    controllers wrote; nothing is set here by hand), plus JobSet's own labels; the worker job
+    has ``trainer.numNodes`` pods, any other (the MPI launcher) one. With ``bind``, each pod is
+    bound to a node as the scheduler would: the hosts of its pinned node affinity in order (the
+    launcher beside the first worker). Without a scheduler, Trainer or JobSet in the test control
+    plane, this is how a test gets the pods a real cluster would have.
     """
-    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
-    spec = trainjob["spec"]
-    runtime = kube.get(resources.TrainingRuntime, spec["runtimeRef"]["name"], namespace=namespace).to_dict()
-    jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    name, namespace, spec = (
+        trainjob["metadata"]["name"],
+        trainjob["metadata"].get("namespace"),
+        trainjob["spec"],
+    )
     pods: list[dict[str, Any]] = []
-    for job in jobs:
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
         template = copy.deepcopy(job["template"]["spec"]["template"])
         for patch in spec.get("runtimePatches") or ():
             patched = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
@@ -192,6 +193,14 @@ def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True)
                 }
             )
     return pods
+
+
+def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
+    """:func:`pods_of` the TrainJob ``name`` and its TrainingRuntime as the API server has them."""
+    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
+    runtime_name = trainjob["spec"]["runtimeRef"]["name"]
+    runtime = kube.get(resources.TrainingRuntime, runtime_name, namespace=namespace).to_dict()
+    return pods_of(trainjob, runtime, bind=bind)
 
 
 def create_trainjob_pods(
