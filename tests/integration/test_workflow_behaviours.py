@@ -12,7 +12,7 @@ from lightkube.resources.core_v1 import ConfigMap, Node
 from nvcre.controllers import resources
 from nvcre.testing.inspect import events_for, get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
 from tests.integration.test_workflow_controller import make_nodes
 
 
@@ -484,19 +484,8 @@ def test_node_health_monitor_marks_hardware_failure_without_touching_the_node(
     trainjob_of(kube, namespace, "hw-job")
     from lightkube.resources.core_v1 import Pod
 
-    for node in nodes:
-        kube.create(
-            Pod.from_dict(
-                {
-                    "metadata": {
-                        "name": f"hw-{node[-3:]}",
-                        "namespace": namespace,
-                        "labels": {"nvcre.nvidia.com/job": "hw-job"},
-                    },
-                    "spec": {"nodeName": node, "containers": [{"name": "node", "image": "img"}]},
-                }
-            )
-        )
+    pods = create_trainjob_pods(kube, namespace, "hw-job-workload")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == nodes
     before = kube.get(Node, nodes[1]).metadata.resourceVersion
     kube.patch(Node, nodes[1], {"spec": {"unschedulable": True}})
     job = wait_for(
@@ -524,8 +513,8 @@ def test_node_health_monitor_marks_hardware_failure_without_touching_the_node(
         30,
         what="the workload deleted",
     )
-    for node in nodes:  # what the garbage collector does for the deleted TrainJob's pods
-        kube.delete(Pod, f"hw-{node[-3:]}", namespace=namespace, grace_period=0)
+    for pod in pods:  # what the garbage collector does for the deleted TrainJob's pods
+        kube.delete(Pod, pod["metadata"]["name"], namespace=namespace, grace_period=0)
     wf = wait_true(kube, resources.Workflow, "hw", namespace, "Failed", timeout=60)
     assert true_condition(wf)[1:] == (
         "JobHardwareFailed",
@@ -554,18 +543,8 @@ def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
     )
     kube.create(resources.Workflow.from_dict(doc))
     trainjob_of(kube, namespace, "blocked-job")
-    pod = kube.create(
-        Pod.from_dict(
-            {
-                "metadata": {
-                    "name": "blocked-node-0",
-                    "namespace": namespace,
-                    "labels": {"nvcre.nvidia.com/job": "blocked-job"},
-                },
-                "spec": {"containers": [{"name": "node", "image": "img"}]},
-            }
-        )
-    ).to_dict()
+    (pod,) = create_trainjob_pods(kube, namespace, "blocked-job-workload", bind=False)
+    name = pod["metadata"]["name"]
     why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
     pod.update(
         apiVersion="v1",
@@ -583,11 +562,11 @@ def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
             ],
         },
     )
-    kube.replace(Pod.Status.from_dict(pod), "blocked-node-0", namespace=namespace)
+    kube.replace(Pod.Status.from_dict(pod), name, namespace=namespace)
     expected = (
         "InProgress",
         "WorkloadSchedulingBlocked",
-        f"Workload TrainJob/blocked-job-workload cannot be scheduled: pod blocked-node-0: {why}",
+        f"Workload TrainJob/blocked-job-workload cannot be scheduled: pod {name}: {why}",
     )
     job = wait_for(
         lambda: true_condition(j := get(kube, resources.Job, "blocked-job", namespace)) == expected and j,
@@ -696,29 +675,19 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
     nodes = make_nodes(gpu_nodes, 1, pool)
     kube.create(resources.Workflow.from_dict(workflow("oom", namespace, pool, 1)))
     trainjob_of(kube, namespace, "oom-job")
-    kube.create(
-        Pod.from_dict(
-            {
-                "metadata": {
-                    "name": "oom-node-0",
-                    "namespace": namespace,
-                    "labels": {"nvcre.nvidia.com/job": "oom-job"},
-                },
-                "spec": {"nodeName": nodes[0], "containers": [{"name": "node", "image": "img"}]},
-            }
-        )
-    )
+    (pod,) = create_trainjob_pods(kube, namespace, "oom-job-workload")
+    name = pod["metadata"]["name"]
     wait_for(
-        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Running",
+        lambda: kube.get(Pod, name, namespace=namespace).status.phase == "Running",
         30,
         what="the pod running",
     )
     kwok.write_pod_logs(
-        kube, namespace, "oom-node-0", ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
+        kube, namespace, name, ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
     )
     kube.patch(
         Pod,
-        "oom-node-0",
+        name,
         {
             "metadata": {
                 "annotations": {
@@ -731,7 +700,7 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
         namespace=namespace,
     )
     wait_for(
-        lambda: kube.get(Pod, "oom-node-0", namespace=namespace).status.phase == "Failed",
+        lambda: kube.get(Pod, name, namespace=namespace).status.phase == "Failed",
         30,
         what="the pod failed",
     )
@@ -740,7 +709,7 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
     job = wait_true(kube, resources.Job, "oom-job", namespace, "Failed")
     log = job["status"]["failureLog"]
     assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
-        "oom-node-0",
+        name,
         nodes[0],
         137,
         "OOMKilled",

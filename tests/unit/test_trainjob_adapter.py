@@ -61,11 +61,13 @@ def test_build_names_labels_and_owns_the_trainjob() -> None:
     )
 
 
-def test_pod_label_goes_to_the_worker_through_nvcres_own_patch() -> None:
+def test_pod_label_goes_to_the_workers_and_the_launcher_through_nvcres_own_patch() -> None:
     built = trainjob.build(JOB)
-    assert own_patch_jobs(built["spec"])["node"]["metadata"]["labels"] == {
-        "nvcre.nvidia.com/job": JOB["metadata"]["name"]
-    }
+    labels = {name: pod["metadata"]["labels"] for name, pod in own_patch_jobs(built["spec"]).items()}
+    assert labels == {
+        "node": {"nvcre.nvidia.com/job": JOB["metadata"]["name"]},
+        "launcher": {"nvcre.nvidia.com/job": JOB["metadata"]["name"]},
+    }, "mpirun fails in the launcher: its pod must be found by the label too"
     user_patch = built["spec"]["runtimePatches"][0]
     assert user_patch == JOB["spec"]["workload"]["trainJob"]["runtimePatches"][0], (
         "user patches are not edited"

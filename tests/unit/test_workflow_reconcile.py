@@ -25,7 +25,7 @@ from nvcre.controllers.events import Recorder
 from nvcre.controllers.status import StatusWriter
 from nvcre.controllers.workflow.controller import WorkflowController
 from nvcre.runtime.objects import ObjectKey
-from nvcre.testing.fakeclient import Call, FakeClient, FakeManager, Stopped
+from nvcre.testing.fakeclient_stop import Call, FakeClient, FakeManager, Stopped
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node
 from nvcre.testing.workloads import POOL_LABEL, workflow
 

@@ -52,6 +52,7 @@ from nvcre.controllers.status import conditions_of, now
 from nvcre.durations import format_duration
 from nvcre.orchestration.discovery import cordoned_opt_in, discover
 from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.errors import is_invalid
 from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -267,8 +268,8 @@ class CertificationController:
             )
             return None
         except ApiError as error:
-            if error.status.code is not None and error.status.code >= 500:
-                raise
+            if not is_invalid(error):
+                raise  # transient: retried with backoff, the Certification stays as it is
             message = f"Failed to create Workflow {name}: {error.status.message or error}"
             await self.ctx.recorder.warning(cert, EventReason.WORKFLOW_CREATION_ERROR, message)
             await self._set(

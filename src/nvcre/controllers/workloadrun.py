@@ -36,6 +36,7 @@ from nvcre.controllers.status import StatusChange, conditions_of
 from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.errors import is_invalid
 from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ class WorkloadRunController:
         except ApiError as error:
             message = f"Failed to create Workflow {name}: {error.status.message or error}"
             await self.ctx.recorder.warning(run, EventReason.WORKFLOW_CREATION_ERROR, message)
-            if error.status.code is not None and 400 <= error.status.code < 500:
+            if is_invalid(error):
                 # Rejected by the API server: retrying the same object cannot succeed.
                 await self._fail(run, WorkloadRunReason.WORKFLOW_FAILED, message)
                 return None

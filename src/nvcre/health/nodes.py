@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nvcre.cel import CELError, compile_expression
@@ -10,21 +12,68 @@ from nvcre.cel import CELError, compile_expression
 HARDWARE_FAILURE_MESSAGE = "Hardware failure detected by node health check"
 
 
-def unhealthy_nodes(expression: str, nodes: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Names of the nodes for which ``expression`` (over variable ``node``) is true, sorted.
+_DEFAULTS: tuple[tuple[str, str, Any], ...] = (
+    ("metadata", "labels", {}),
+    ("metadata", "annotations", {}),
+    ("spec", "taints", []),
+    ("spec", "unschedulable", False),
+    ("status", "conditions", []),
+    ("status", "addresses", []),
+    ("status", "capacity", {}),
+    ("status", "allocatable", {}),
+)
+"""Fields an expression may use on any node (spec/measurements.md 5.1): absent ones are filled in."""
 
-    A node on which the expression cannot be evaluated (a missing field, say) is not counted as
-    unhealthy: the monitor reports hardware it can see failing, never its own errors.
+
+def with_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The node as the expression sees it: a copy with every field of ``_DEFAULTS`` present."""
+    out = copy.deepcopy(dict(node))
+    for section, name, default in _DEFAULTS:
+        part = out.get(section)
+        if not isinstance(part, dict):
+            part = out[section] = {}
+        if part.get(name) is None:
+            part[name] = copy.deepcopy(default)
+    return out
+
+
+def monitored_nodes(pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The nodes the monitor looks at: those of the Job's pods that are Running or Pending."""
+    return sorted(
+        {
+            str(pod["spec"]["nodeName"])
+            for pod in pods
+            if (pod.get("spec") or {}).get("nodeName")
+            and (pod.get("status") or {}).get("phase") in ("Running", "Pending")
+        }
+    )
+
+
+@dataclass(frozen=True)
+class HealthVerdict:
+    failing: list[str]
+    """Names of the nodes for which the expression is true, sorted."""
+    errors: dict[str, str]
+    """Nodes the expression could not be evaluated on, with why; they count as healthy."""
+
+
+def unhealthy_nodes(expression: str, nodes: Iterable[Mapping[str, Any]]) -> HealthVerdict:
+    """Evaluate ``expression`` (over variable ``node``, with defaults) on every node.
+
+    A node on which the expression fails anyway (a wrong type, a field outside the defaults) is
+    counted healthy and its error returned for the caller to log: the monitor reports hardware
+    it sees failing, never its own errors. Raises ``CELError`` when the expression does not compile.
     """
     program = compile_expression(expression)
-    failing = []
+    failing, errors = [], {}
     for node in nodes:
+        name = str(node.get("metadata", {}).get("name"))
         try:
-            if program.evaluate_bool({"node": dict(node)}):
-                failing.append(str(node.get("metadata", {}).get("name")))
-        except CELError:
-            continue
-    return sorted(failing)
+            if program.evaluate_bool({"node": with_defaults(node)}):
+                failing.append(name)
+        except CELError as error:
+            errors[name] = str(error)
+    return HealthVerdict(sorted(failing), errors)
 
 
 def merge_failed_nodes(

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from nvcre.runtime.errors import retry_after
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.metrics import QUEUE_DEPTH, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from nvcre.runtime.objects import Obj, ObjectKey, controller_owner, key_of
@@ -22,6 +23,15 @@ class Result:
     """What a reconcile asks for next: nothing, or another look after ``requeue_after`` seconds."""
 
     requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """A reconcile that retrying cannot fix (controller-runtime's ``TerminalError``).
+
+    Raise it once the outcome is recorded on the object (e.g. ``Failed`` with the server's
+    message): the controller logs and counts it and does not requeue the key; the next event
+    for the object reconciles it again as usual.
+    """
 
 
 Reconcile = Callable[[ObjectKey], Awaitable[Result | None]]
@@ -113,8 +123,14 @@ class Controller:
                 self.queue.add_rate_limited(key)
                 RECONCILE_TOTAL.labels(self.name, "conflict").inc()
                 log.debug("%s: %s changed while reconciling; again", self.name, key)
-            except Exception:
-                delay = self.queue.add_rate_limited(key)
+            except TerminalError as error:
+                self.queue.forget(key)
+                RECONCILE_TOTAL.labels(self.name, "terminal").inc()
+                log.info("%s: %s ended: %s", self.name, key, error)
+            except Exception as error:
+                # Errors the server says are transient (and our own) retry with backoff,
+                # no sooner than a Retry-After the server sent.
+                delay = self.queue.add_rate_limited(key, at_least=retry_after(error) or 0.0)
                 RECONCILE_ERRORS.labels(self.name).inc()
                 RECONCILE_TOTAL.labels(self.name, "error").inc()
                 log.exception("%s: reconcile of %s failed; retrying in %.3fs", self.name, key, delay)

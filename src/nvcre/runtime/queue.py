@@ -66,11 +66,12 @@ class WorkQueue(Generic[K]):
         self._timers.pop(key, None)
         self.add(key)
 
-    def add_rate_limited(self, key: K) -> float:
-        """Add ``key`` after its exponential backoff; returns the delay used."""
+    def add_rate_limited(self, key: K, *, at_least: float = 0.0) -> float:
+        """Add ``key`` after its exponential backoff (or ``at_least`` seconds, if longer, e.g. a
+        server's Retry-After); returns the delay used."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay: float = min(self._base_delay * 2.0**failures, self._max_delay)
+        delay: float = max(min(self._base_delay * 2.0**failures, self._max_delay), at_least)
         self.add_after(key, delay)
         return delay
 

@@ -1,13 +1,17 @@
-"""Building test Workflows and playing the part of Kubeflow Trainer (TrainJob status)."""
+"""Building test Workflows and playing the part of Kubeflow Trainer and JobSet (TrainJob status,
+the pods of a rendered TrainJob)."""
 
 from __future__ import annotations
 
+import copy
 import secrets
 from datetime import UTC, datetime
 from typing import Any
 
 from lightkube import Client
+from lightkube.resources.core_v1 import Pod
 
+from nvcre.api.v1alpha1.constants import ReplicatedJob
 from nvcre.controllers import resources
 
 POOL_LABEL = "nvcre.test/pool"
@@ -39,7 +43,9 @@ def pool_name() -> str:
     return f"pool-{secrets.token_hex(3)}"
 
 
-def training_runtime(name: str) -> dict[str, Any]:
+def training_runtime(name: str, *, launcher: bool = False) -> dict[str, Any]:
+    """A TrainingRuntime with a ``node`` job (and an MPI ``launcher`` job first, if asked)."""
+    jobs = [ReplicatedJob.LAUNCHER] if launcher else []
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainingRuntime",
@@ -50,13 +56,14 @@ def training_runtime(name: str) -> dict[str, Any]:
                 "spec": {
                     "replicatedJobs": [
                         {
-                            "name": "node",
+                            "name": job,
                             "template": {
                                 "spec": {
-                                    "template": {"spec": {"containers": [{"name": "node", "image": "img"}]}}
+                                    "template": {"spec": {"containers": [{"name": job, "image": "img"}]}}
                                 }
                             },
                         }
+                        for job in [*jobs, ReplicatedJob.NODE]
                     ]
                 }
             },
@@ -73,10 +80,24 @@ def workflow(
     orchestration: dict[str, Any] | None = None,
     dependencies: list[dict[str, Any]] | None = None,
     job_spec: dict[str, Any] | None = None,
+    mpi: bool = False,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group."""
+    """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group; with ``mpi``,
+    its runtime has a launcher, which the TrainJob's patch names as the catalog's MPI entries do."""
     runtime = f"{name}-rt"
+    train_job: dict[str, Any] = {
+        "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
+        "trainer": {"image": "img", "numNodes": num_nodes},
+    }
+    if mpi:
+        names = [{"name": ReplicatedJob.NODE}, {"name": ReplicatedJob.LAUNCHER}]
+        train_job["runtimePatches"] = [
+            {
+                "manager": "nvcre.nvidia.com/catalog",
+                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": names}}},
+            }
+        ]
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Workflow",
@@ -84,17 +105,12 @@ def workflow(
         "spec": {
             "jobTemplate": {
                 "spec": {
-                    "workload": {
-                        "trainJob": {
-                            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
-                            "trainer": {"image": "img", "numNodes": num_nodes},
-                        }
-                    },
+                    "workload": {"trainJob": train_job},
                     **(job_spec or {}),
                 }
             },
             "orchestration": {"target": {"nodeSelector": {POOL_LABEL: pool}}, **(orchestration or {})},
-            "dependencies": [training_runtime(runtime), *(dependencies or [])],
+            "dependencies": [training_runtime(runtime, launcher=mpi), *(dependencies or [])],
             **spec,
         },
     }
@@ -117,3 +133,109 @@ def finish_trainjob(kube: Client, namespace: str, name: str, *, succeeded: bool,
     live.update(apiVersion="trainer.kubeflow.org/v1alpha1", kind="TrainJob")
     live["status"] = {"conditions": [condition]}
     kube.replace(resources.TrainJob.Status.from_dict(live), name, namespace=namespace)
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    """A runtime patch over a template: maps merged key by key, lists of named items by name
+    (containers, volumes), any other value replaced, as Trainer applies a pod template patch."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = _merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    named = isinstance(base, list) and isinstance(patch, list)
+    if named and all(isinstance(i, dict) and "name" in i for i in [*base, *patch]):
+        merged = {i["name"]: i for i in base}
+        for item in patch:
+            merged[item["name"]] = _merge(merged[item["name"]], item) if item["name"] in merged else item
+        return list(merged.values())
+    return copy.deepcopy(patch)
+
+
+def _pinned_hosts(pod_spec: dict[str, Any]) -> list[str]:
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or ():
+        for expression in term.get("matchExpressions") or ():
+            if expression.get("key") == "kubernetes.io/hostname" and expression.get("operator") == "In":
+                return list(expression.get("values") or ())
+    return []
+
+
+def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = True) -> list[dict[str, Any]]:
+    """The pods JobSet would run for ``trainjob`` (as nvcre rendered it) on ``runtime``.
+
+    Each replicated job of the TrainingRuntime gets its pod template with the TrainJob's runtime
+    patches applied in order (so every label, affinity and toleration comes from what the
+    controllers wrote; nothing is set here by hand), plus JobSet's own labels; the worker job
+    has ``trainer.numNodes`` pods, any other (the MPI launcher) one. With ``bind``, each pod is
+    bound to a node as the scheduler would: the hosts of its pinned node affinity in order (the
+    launcher beside the first worker). Without a scheduler, Trainer or JobSet in the test control
+    plane, this is how a test gets the pods a real cluster would have.
+    """
+    name, namespace, spec = (
+        trainjob["metadata"]["name"],
+        trainjob["metadata"].get("namespace"),
+        trainjob["spec"],
+    )
+    pods: list[dict[str, Any]] = []
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        template = copy.deepcopy(job["template"]["spec"]["template"])
+        for patch in spec.get("runtimePatches") or ():
+            patched = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+            for entry in (patched.get("spec") or {}).get("replicatedJobs") or ():
+                pod_patch = (((entry.get("template") or {}).get("spec") or {}).get("template")) or {}
+                if entry.get("name") == job["name"] and pod_patch:
+                    template = _merge(template, pod_patch)
+        launcher = job["name"] == ReplicatedJob.LAUNCHER
+        count = 1 if launcher else int((spec.get("trainer") or {}).get("numNodes") or 1)
+        hosts = _pinned_hosts(template.get("spec") or {})
+        for index in range(count):
+            meta = template.get("metadata") or {}
+            labels = {
+                **(meta.get("labels") or {}),
+                "jobset.sigs.k8s.io/jobset-name": name,
+                "jobset.sigs.k8s.io/replicatedjob-name": job["name"],
+            }
+            pod_spec = copy.deepcopy(template.get("spec") or {})
+            if bind and index < len(hosts):
+                pod_spec["nodeName"] = hosts[index]
+            pods.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{name}-{job['name']}-0-{index}",
+                        "namespace": namespace,
+                        "labels": labels,
+                        "annotations": dict(meta.get("annotations") or {}),
+                    },
+                    "spec": pod_spec,
+                }
+            )
+    return pods
+
+
+def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
+    """:func:`pods_of` the TrainJob ``name`` and its TrainingRuntime as the API server has them."""
+    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
+    runtime_name = trainjob["spec"]["runtimeRef"]["name"]
+    runtime = kube.get(resources.TrainingRuntime, runtime_name, namespace=namespace).to_dict()
+    return pods_of(trainjob, runtime, bind=bind)
+
+
+def create_trainjob_pods(
+    kube: Client,
+    namespace: str,
+    name: str,
+    *,
+    bind: bool = True,
+    annotations: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Create :func:`trainjob_pods` (with extra ``annotations``, e.g. kwok's phase); returns them."""
+    created = []
+    for pod in trainjob_pods(kube, namespace, name, bind=bind):
+        pod["metadata"]["annotations"].update(annotations or {})
+        created.append(kube.create(Pod.from_dict(pod)).to_dict())  # type: ignore[call-overload]
+    return created

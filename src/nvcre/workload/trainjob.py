@@ -112,11 +112,15 @@ def place(
 
 def build(job: Mapping[str, Any]) -> dict[str, Any]:
     """The TrainJob a Job creates: named ``<job>-workload``, labelled, owned by the Job, with
-    ``nvcre.nvidia.com/job`` injected into the worker pods through nvcre's runtime patch."""
+    ``nvcre.nvidia.com/job`` injected through nvcre's runtime patch into the pods of every
+    replicated job it names (the workers and, for MPI, the launcher, where ``mpirun`` fails):
+    the failure log, the pod-drain barrier, node health and the unschedulable check find a
+    Job's pods by that label."""
     meta = job["metadata"]
     spec = trainjob_spec(job["spec"])
-    pod_meta = _pod_template(spec, worker_job(spec)).setdefault("metadata", {})
-    pod_meta.setdefault("labels", {})[Label.JOB] = meta["name"]
+    for name in dict.fromkeys([worker_job(spec), *_patched_jobs(spec)]):
+        pod_meta = _pod_template(spec, name).setdefault("metadata", {})
+        pod_meta.setdefault("labels", {})[Label.JOB] = meta["name"]
     user_labels = ((job["spec"].get("workloadMetadata") or {}).get("labels")) or {}
     return {
         "apiVersion": TRAINER_API_VERSION,

@@ -62,6 +62,10 @@ class WorkloadReference(NvcreModel):
     kind: str
     name: str
     namespace: str | None = None
+    uid: str | None = Field(
+        default=None,
+        description="The UID of the object referred to, telling it from a later one of that name.",
+    )
 
 
 class TaintSelector(NvcreModel):

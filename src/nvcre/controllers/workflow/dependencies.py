@@ -13,6 +13,7 @@ from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
+from nvcre.runtime.errors import is_invalid
 from nvcre.runtime.objects import Obj, to_plain
 from nvcre.runtime.writes import update_with_retry
 
@@ -77,8 +78,10 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
     try:
         await state.ctx.client.create(from_dict(body))
     except ApiError as error:
-        if error.status.code != 409:
+        if is_invalid(error):
             raise DependencyError(f"{kind}/{name}: {error.status.message}") from error
+        if error.status.code != 409:
+            raise  # transient: the Workflow reconcile is retried with backoff
         existing = to_plain(resource, await state.ctx.client.get(resource, name, **scope))
         if not _owned(existing, state):
             raise DependencyError(

@@ -1,0 +1,331 @@
+"""The Job controller's shell: reads the Job and its workload live, asks the pure modules what to
+do, and carries it out with one status write (events after it)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NoReturn
+
+from lightkube import ApiError
+from lightkube.resources.core_v1 import Node
+
+from nvcre.api.v1alpha1.constants import (
+    GROUP,
+    TRAINER_API_VERSION,
+    Annotation,
+    ConditionType,
+    Default,
+    FailedNodeReason,
+    Finalizer,
+    JobReason,
+    Kind,
+    Label,
+    TrainerKind,
+)
+from nvcre.cel import CELError
+from nvcre.conditions import is_terminal
+from nvcre.controllers import indexes, resources
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    controlled_by,
+    create_controlled,
+    delete_if_present,
+    get_live,
+)
+from nvcre.controllers.context import Context
+from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
+from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
+from nvcre.controllers.status import StatusChange, conditions_of, now
+from nvcre.health.nodes import merge_failed_nodes
+from nvcre.naming import goodput_measurement_name
+from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
+from nvcre.runtime.errors import is_invalid, server_message
+from nvcre.runtime.objects import Obj, ObjectKey
+from nvcre.workload import trainjob
+
+log = logging.getLogger(__name__)
+
+REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+SOON = Result(requeue_after=1.0)
+
+
+def pod_to_job(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+    job = (new["metadata"].get("labels") or {}).get(Label.JOB)
+    return [ObjectKey(new["metadata"].get("namespace", ""), job)] if job else []
+
+
+class JobController:
+    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+        self.ctx = ctx
+        manager = ctx.manager
+        self.jobs = manager.informer(resources.Job)
+        self.trainjobs = manager.informer(resources.TrainJob)
+        self.pods = indexes.pods(manager)
+        self.nodes = manager.informer(Node)
+        self.goodputs = manager.informer(resources.GoodputMeasurement)
+        self.bandwidths = manager.informer(resources.BandwidthMeasurement)
+        self.controller = Controller("job", self.reconcile, workers=workers)
+        self.controller.watch(self.jobs)
+        self.controller.watch(self.trainjobs, owned_by(Kind.JOB, GROUP))
+        self.controller.watch(self.pods, pod_to_job)
+        self.controller.watch(self.nodes, self._node_to_jobs)
+        self.controller.watch(self.goodputs, by_label(Label.JOB))
+        manager.add(self.controller)
+
+    def _node_to_jobs(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        if not health.node_changed(old, new):
+            return []
+        keys = set()
+        for pod in self.pods.by_index(POD_NODE_INDEX, new["metadata"]["name"]):
+            job = (pod["metadata"].get("labels") or {}).get(Label.JOB)
+            if job:
+                keys.add(ObjectKey(pod["metadata"].get("namespace", ""), job))
+        return sorted(keys)
+
+    def _job_pods(self, job: Obj) -> list[Obj]:
+        namespace = job["metadata"].get("namespace", "")
+        return [
+            p
+            for p in self.pods.by_index(POD_JOB_INDEX, job["metadata"]["name"])
+            if p["metadata"].get("namespace") == namespace
+        ]
+
+    # -- reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        job = await get_live(self.ctx.client, resources.Job, key.name, key.namespace)
+        if job is None:
+            return None
+        if job["metadata"].get("deletionTimestamp"):
+            return await self._delete(job)
+        if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
+            return None
+        if is_terminal(conditions_of(job)):
+            return None
+        status = job.get("status") or {}
+        if not status.get("workloadRef"):
+            return await self._create_workload(job)
+        await self._ensure_measurements(job)
+        if restart.restarting(status):
+            return await self._continue_restart(job)
+        result = await self._follow_workload(job)
+        if job["spec"].get("nodeHealthMonitor"):
+            await self._check_node_health(job)
+        return result
+
+    async def _delete(self, job: Obj) -> Result | None:
+        await self._delete_workload(job)
+        if not deletion.may_release(job, self._job_pods(job), now()):
+            return REQUEUE
+        await remove_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB)
+        return None
+
+    async def _delete_workload(self, job: Obj) -> None:
+        ref = (job.get("status") or {}).get("workloadRef")
+        if ref:
+            namespace = ref.get("namespace") or job["metadata"]["namespace"]
+            await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+
+    async def _workload(self, job: Obj) -> Obj | None:
+        """The workload named by ``workloadRef`` as it is now; None only when a live read says so.
+
+        A cache that lacks it (not yet seen) or holds another object of that name (the one a
+        restart replaced) is no proof either way.
+        """
+        ref = job["status"]["workloadRef"]
+        namespace = ref.get("namespace") or job["metadata"]["namespace"]
+        cached = self.trainjobs.get(namespace, ref["name"])
+        if cached is not None and (not ref.get("uid") or cached["metadata"].get("uid") == ref["uid"]):
+            return cached
+        live = await get_live(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+        if live is not None and ref.get("uid") and live["metadata"].get("uid") != ref["uid"]:
+            return None  # the name now holds another object: ours is gone
+        return live
+
+    # -- creating the workload ----------------------------------------------------------------
+
+    async def _create_workload(self, job: Obj) -> Result | None:
+        try:
+            body = trainjob.build(job)
+        except trainjob.AdapterError as error:
+            await self._set(
+                job,
+                ConditionType.FAILED,
+                JobReason.WORKLOAD_CREATION_ERROR,
+                f"Unsupported workload type: {error}",
+            )
+            return None
+        name, namespace = body["metadata"]["name"], job["metadata"]["namespace"]
+        taken = (
+            f"Failed to build workload: TrainJob/{name} already exists and is not controlled by "
+            f"Job {job['metadata']['name']}"
+        )
+        existing = None
+        if self.trainjobs.get(namespace, name) is not None:
+            # The cache knows one: read it instead of a POST that can only fail with 409.
+            existing = await get_live(self.ctx.client, resources.TrainJob, name, namespace)
+        if existing is None:
+            try:
+                created = await create_controlled(self.ctx.client, resources.TrainJob, body, job)
+            except HolderTerminating:
+                return SOON
+            except NameTaken:
+                await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
+                return None
+            except ApiError as error:
+                return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
+            existing, adopted = created.obj, created.adopted
+        elif controlled_by(existing, job):
+            adopted = True
+        else:
+            await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
+            return None
+        if existing["metadata"].get("deletionTimestamp") or restart.replaced(
+            job.get("status") or {}, existing
+        ):
+            return SOON  # the previous attempt's workload is still going away
+        reason, verb = (
+            (JobReason.WORKLOAD_ADOPTED, "adopted")
+            if adopted
+            else (JobReason.WORKLOAD_CREATED, "created and is starting")
+        )
+        ref = {
+            "apiVersion": TRAINER_API_VERSION,
+            "kind": TrainerKind.TRAIN_JOB,
+            "name": name,
+            "namespace": namespace,
+            "uid": existing["metadata"]["uid"],
+        }
+
+        def record(status: dict[str, Any]) -> None:
+            status["workloadRef"] = ref
+
+        await self._set(job, ConditionType.IN_PROGRESS, reason, f"Workload TrainJob/{name} {verb}", record)
+        return REQUEUE
+
+    async def _creation_error(self, job: Obj, what: str, error: ApiError) -> NoReturn:
+        """A refused create fails the Job with the server's message; any other error is retried."""
+        message = f"{what}: {server_message(error)}"
+        await self.ctx.recorder.warning(job, JobReason.WORKLOAD_CREATION_ERROR, message)
+        if not is_invalid(error):
+            raise error  # transient: retried with backoff, the Job stays as it is
+        await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, message)
+        raise TerminalError(message) from error
+
+    async def _ensure_measurements(self, job: Obj) -> None:
+        """Create the measurements the cache does not hold (a 409 means it lags: fine)."""
+        caches = {"GoodputMeasurement": self.goodputs, "BandwidthMeasurement": self.bandwidths}
+        kinds = {
+            "GoodputMeasurement": resources.GoodputMeasurement,
+            "BandwidthMeasurement": resources.BandwidthMeasurement,
+        }
+        for want in measurements.wanted(job):
+            meta = want.body["metadata"]
+            if caches[want.kind].get(meta["namespace"], meta["name"]) is not None:
+                continue
+            try:
+                await self.ctx.client.create(kinds[want.kind].from_dict(want.body))
+            except ApiError as error:
+                if error.status.code != 409:
+                    await self.ctx.recorder.warning(
+                        job,
+                        "MeasurementCreationError",
+                        f"Failed to ensure {want.kind}: {server_message(error)}",
+                    )
+
+    # -- following the workload ---------------------------------------------------------------
+
+    def _goodput(self, job: Obj) -> Obj | None:
+        return self.goodputs.get(
+            job["metadata"]["namespace"], goodput_measurement_name(job["metadata"]["name"])
+        )
+
+    async def _follow_workload(self, job: Obj) -> Result | None:
+        pods = self._job_pods(job)
+        decision = lifecycle.follow(job, await self._workload(job), self._goodput(job), pods, now())
+        if isinstance(decision, lifecycle.Restart):
+            return await self._restart(job, decision)
+        if isinstance(decision, lifecycle.Fail):
+            await self._fail(job, decision, pods)
+            return None
+        if isinstance(decision, lifecycle.Succeed):
+            await self._set(job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message)
+            return None
+        await self._set(job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change)
+        return Result(requeue_after=decision.requeue)
+
+    async def _restart(self, job: Obj, decision: lifecycle.Restart) -> Result | None:
+        """Record the restart (one write), then carry it on as every later pass does."""
+        written = await self._set(
+            job,
+            ConditionType.IN_PROGRESS,
+            JobReason.WORKLOAD_RESTARTING,
+            decision.message,
+            restart.record(decision.workload_uid),
+        )
+        if written is None:
+            return None  # terminal meanwhile, or gone
+        counted = int((job.get("status") or {}).get("restartCount") or 0) + 1
+        if written["status"].get("restartCount") == counted:  # this pass recorded it
+            await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, decision.message)
+        return await self._continue_restart(written)
+
+    async def _continue_restart(self, job: Obj) -> Result | None:
+        """Delete the replaced workload; once it is gone, reset the goodput clock and create anew."""
+        ref = job["status"]["workloadRef"]
+        namespace = ref.get("namespace") or job["metadata"]["namespace"]
+        live = await get_live(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+        if live is not None and restart.replaced(job["status"], live):
+            if not live["metadata"].get("deletionTimestamp"):
+                await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+            return Result(requeue_after=restart.requeue_after(job["spec"]))  # its deletion wakes us
+        goodput = self._goodput(job)
+        if goodput is not None:
+            await self.ctx.status.update(resources.GoodputMeasurement, goodput, restart.reset_goodput(now()))
+        return await self._create_workload(job)
+
+    async def _fail(self, job: Obj, decision: lifecycle.Fail, pods: list[Obj]) -> None:
+        entry = await failure_log.collect(self.ctx.client, pods)
+        annotation = (job["metadata"].get("annotations") or {}).get(Annotation.GROUP_NODES, "")
+        group_nodes = [n for n in annotation.split(",") if n]
+
+        def record(status: dict[str, Any]) -> None:
+            status["failureLog"] = entry
+            if not status.get("failedNodes"):
+                status["failedNodes"] = merge_failed_nodes(
+                    [], group_nodes, FailedNodeReason.WORKLOAD_FAILED, decision.message
+                )
+
+        await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
+
+    async def _check_node_health(self, job: Obj) -> None:
+        try:
+            verdict = health.check(job, self._job_pods(job), lambda name: self.nodes.get("", name))
+        except CELError as error:  # a bad expression is the user's; report it, never crash-loop
+            log.warning("node health expression of %s failed: %s", job["metadata"]["name"], error)
+            return
+        for node, why in verdict.errors.items():
+            log.info("node health of %s: %s counts as healthy: %s", job["metadata"]["name"], node, why)
+        update = verdict.update
+        if update is None:
+            return
+        written = await self.ctx.status.set_condition(
+            resources.Job,
+            job,
+            ConditionType.HARDWARE_FAILED,
+            "True",
+            JobReason.HARDWARE_FAILURE_DETECTED,
+            update.message,
+            extra=update.change,
+        )
+        if written is not None and update.first:
+            await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
+
+    async def _set(
+        self, job: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
+    ) -> Obj | None:
+        return await self.ctx.status.set_exclusive(
+            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True
+        )

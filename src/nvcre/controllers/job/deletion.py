@@ -1,0 +1,28 @@
+"""When a deleted Job may let go: its pods are gone, or the drain grace has passed (pure)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from nvcre.api.v1alpha1.constants import ConditionType, Default
+from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.runtime.objects import Obj
+
+_ENDED = (ConditionType.FAILED, ConditionType.HARDWARE_FAILED, ConditionType.SUCCEEDED)
+
+
+def active(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def drain_expired(job: Obj, now: datetime) -> bool:
+    """The grace runs from the deletion or from the Job's end, whichever is later."""
+    anchors = [parse_time(job["metadata"]["deletionTimestamp"])]
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        if condition.get("type") in _ENDED and condition.get("status") == "True":
+            anchors.append(parse_time(condition["lastTransitionTime"]))
+    return (now - max(anchors)).total_seconds() > Default.POD_DRAIN_GRACE_SECONDS
+
+
+def may_release(job: Obj, pods: list[Obj], now: datetime) -> bool:
+    return not any(active(p) for p in pods) or drain_expired(job, now)

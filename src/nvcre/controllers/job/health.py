@@ -1,0 +1,78 @@
+"""Node health of a running Job (spec/measurements.md 5.1) and which Node changes matter (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason
+from nvcre.controllers.status import StatusChange, condition_true
+from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, merge_failed_nodes, monitored_nodes, unhealthy_nodes
+from nvcre.runtime.objects import Obj
+
+NodeLookup = Callable[[str], Obj | None]
+
+
+@dataclass(frozen=True)
+class HardwareFailure:
+    """Set ``HardwareFailed=True`` with ``message``, ``change`` merging the failing nodes."""
+
+    message: str
+    change: StatusChange
+    first: bool
+    """The condition flips to True now (the Warning event is emitted once)."""
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    update: HardwareFailure | None
+    errors: dict[str, str]
+    """Nodes the expression failed on (logged; they count as healthy)."""
+
+
+def check(job: Obj, pods: list[Obj], node: NodeLookup) -> HealthCheck:
+    """Evaluate the Job's CEL monitor on the nodes of its Running and Pending pods.
+
+    Raises ``CELError`` when the expression does not compile (the caller logs it; no condition).
+    """
+    expression = job["spec"]["nodeHealthMonitor"]["cel"]["expression"]
+    nodes = [n for n in (node(name) for name in monitored_nodes(pods)) if n is not None]
+    verdict = unhealthy_nodes(expression, nodes)
+    reason = FailedNodeReason.HARDWARE_FAILURE_DETECTED
+    known = {(e["name"], e["reason"]) for e in (job.get("status") or {}).get("failedNodes") or ()}
+    if all((name, reason) in known for name in verdict.failing):
+        return HealthCheck(None, verdict.errors)
+    every = sorted({n for n, r in known if r == reason} | set(verdict.failing))
+    failing = verdict.failing
+
+    def change(status: dict[str, Any]) -> None:
+        status["failedNodes"] = merge_failed_nodes(
+            status.get("failedNodes") or [], failing, reason, HARDWARE_FAILURE_MESSAGE
+        )
+
+    message = f"Hardware failure detected on node(s): [{' '.join(every)}]"
+    first = not condition_true(job, ConditionType.HARDWARE_FAILED)
+    return HealthCheck(HardwareFailure(message, change, first), verdict.errors)
+
+
+def _conditions(node: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """A node's conditions as the monitor judges them: without heartbeat or transition times."""
+    return sorted(
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+        for c in (node.get("status") or {}).get("conditions") or ()
+    )
+
+
+def node_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """A Node event may change a Job's health or scheduling verdict (spec 8.7): a new node, or
+    changed labels, taints, cordon or conditions. A kubelet heartbeat changes none of them."""
+    if old is None:
+        return True
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    return (
+        (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
+        or old_spec.get("taints") != new_spec.get("taints")
+        or bool(old_spec.get("unschedulable")) != bool(new_spec.get("unschedulable"))
+        or _conditions(old) != _conditions(new)
+    )

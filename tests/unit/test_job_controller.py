@@ -1,0 +1,330 @@
+"""The Job controller's reconcile paths on a fake API server whose caches lag as a test says.
+
+The real API server (tests/integration) covers schema, watches and restarts; here the branches
+that need a cache miss, a stale view, a failing call or a crash between two writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from lightkube import ApiError
+
+from nvcre.api.v1alpha1.constants import Finalizer
+from nvcre.controllers.job import JobController, measurements
+from nvcre.orchestration.placement import node_affinity
+from nvcre.runtime.controller import TerminalError
+from nvcre.runtime.objects import ObjectKey
+from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
+from nvcre.testing.workloads import pods_of, training_runtime
+from nvcre.workload.trainjob import build, place
+
+pytestmark = pytest.mark.asyncio
+
+NS = "team"
+KEY = ObjectKey(NS, "j")
+WORKLOAD = "j-workload"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_job(*nodes: str, **spec: Any) -> dict[str, Any]:
+    """A Job as a Workflow renders it: its TrainJob pinned to ``nodes`` (default one node)."""
+    hosts = list(nodes) or ["n0"]
+    train_job = {"runtimeRef": {"name": "rt", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}}
+    placed = place(
+        train_job,
+        affinity=node_affinity(None, group_nodes=hosts, products=()),
+        tolerations=[],
+        num_nodes=len(hosts),
+    )
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": NS, "uid": "job-uid", "finalizers": [Finalizer.JOB]},
+        "spec": {"workload": {"trainJob": placed}, **spec},
+    }
+
+
+def make_trainjob(job: dict[str, Any], condition: str | None = None) -> dict[str, Any]:
+    """The TrainJob the Job controller renders, with the condition Trainer would set."""
+    conditions = [{"type": condition, "status": "True", "message": "jobset failed"}] if condition else []
+    return {**build(job), "status": {"conditions": conditions}}
+
+
+def job_pods(job: dict[str, Any], phases: dict[str, str]) -> list[dict[str, Any]]:
+    """The pods JobSet runs for the Job's rendered TrainJob, bound to its nodes, in ``phases``."""
+    pods = pods_of(build(job), training_runtime("rt"))
+    for pod in pods:
+        pod["status"] = {"phase": phases[pod["spec"]["nodeName"]]}
+    return pods
+
+
+def with_workload(job: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(job)
+    out["status"] = {
+        "workloadRef": {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "name": WORKLOAD,
+            "namespace": NS,
+        },
+        "conditions": [
+            {
+                "type": "InProgress",
+                "status": "True",
+                "reason": "WorkloadRunning",
+                "message": f"Workload TrainJob/{WORKLOAD} is running",
+                "lastTransitionTime": _now(),
+            }
+        ],
+    }
+    return out
+
+
+def setup() -> tuple[FakeClient, FakeManager, JobController]:
+    client = FakeClient()
+    ctx = context(client)
+    controller = JobController(ctx)
+    assert isinstance(ctx.manager, FakeManager)
+    return client, ctx.manager, controller
+
+
+def true_condition(job: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    assert job is not None
+    for c in job.get("status", {}).get("conditions") or ():
+        if c["type"] in ("InProgress", "Succeeded", "Failed") and c["status"] == "True":
+            return c["type"], c["reason"], c["message"]
+    return None
+
+
+CHECKPOINTED = {
+    "checkpoint": {"pvcName": "ckpt", "maxRestarts": 2},
+    "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "1s"},
+}
+
+
+def goodput(step: str = "100") -> dict[str, Any]:
+    """The GoodputMeasurement the Job controller renders, with a checkpoint recorded."""
+    (wanted,) = [w for w in measurements.wanted(make_job(**CHECKPOINTED)) if w.kind == "GoodputMeasurement"]
+    return {
+        **wanted.body,
+        "status": {"lastCheckpointStep": step, "lastStepTimestamp": "2026-01-01T00:00:00Z"},
+    }
+
+
+# -- item 4: a cache miss is no deletion ------------------------------------------------------------
+
+
+async def test_a_workload_missing_from_the_cache_is_read_live_not_declared_deleted() -> None:
+    client, manager, controller = setup()
+    trainjob = client.put(make_trainjob(make_job()))
+    manager.cache(client.put(with_workload(make_job(), trainjob)))  # the TrainJob's ADDED not yet seen
+    await controller.reconcile(KEY)
+    job = client.stored("Job", "j", NS)
+    assert true_condition(job) == (
+        "InProgress",
+        "WorkloadRunning",
+        f"Workload TrainJob/{WORKLOAD} is running",
+    )
+
+
+async def test_a_cache_miss_never_restarts_a_running_workload() -> None:
+    client, manager, controller = setup()
+    trainjob = client.put(make_trainjob(make_job(**CHECKPOINTED)))
+    manager.cache(client.put(with_workload(make_job(**CHECKPOINTED), trainjob)))
+    manager.cache(client.put(goodput()))
+    await controller.reconcile(KEY)
+    assert client.count("delete", "TrainJob") == 0
+    live = client.stored("TrainJob", WORKLOAD, NS)
+    assert live is not None and live["metadata"]["uid"] == trainjob["metadata"]["uid"]
+    assert not (client.stored("Job", "j", NS) or {})["status"].get("restartCount")
+
+
+async def test_the_job_reads_itself_live_and_creates_nothing_it_already_recorded() -> None:
+    """A cached Job from before its workloadRef was written must not POST the TrainJob again."""
+    client, manager, controller = setup()
+    job = make_job()
+    manager.cache(client.put(job))  # the cache still has the Job without status
+    trainjob = client.put(make_trainjob(job))
+    manager.cache(trainjob)
+    client.objects[("Job", NS, "j")]["status"] = with_workload(job, trainjob)["status"]
+    await controller.reconcile(KEY)
+    assert client.count("create", "TrainJob") == 0
+
+
+# -- item 5: the server's verdict on a create --------------------------------------------------------
+
+
+async def test_a_workload_the_server_refuses_fails_the_job_with_the_servers_message() -> None:
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    refusal = 'TrainJob.trainer.kubeflow.org "j-workload" is invalid: spec.trainer.numNodes: Invalid value: 0'
+    client.fail("create", "TrainJob", api_error(422, refusal))
+    with pytest.raises(TerminalError):
+        await controller.reconcile(KEY)
+    assert true_condition(client.stored("Job", "j", NS)) == (
+        "Failed",
+        "WorkloadCreationError",
+        f"Failed to create TrainJob/{WORKLOAD}: {refusal}",
+    )
+
+
+@pytest.mark.parametrize("code", [429, 500, 503])
+async def test_a_transient_create_error_is_retried_and_never_fails_the_job(code: int) -> None:
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    client.fail("create", "TrainJob", api_error(code, "try again later", retry_after=1))
+    with pytest.raises(ApiError):
+        await controller.reconcile(KEY)
+    assert true_condition(client.stored("Job", "j", NS)) is None
+    await controller.reconcile(KEY)  # the retry
+    assert true_condition(client.stored("Job", "j", NS)) == (
+        "InProgress",
+        "WorkloadCreated",
+        f"Workload TrainJob/{WORKLOAD} created and is starting",
+    )
+
+
+# -- item 6: a restart counts once --------------------------------------------------------------------
+
+
+async def test_a_restart_counts_once_when_the_caches_lag_behind_it() -> None:
+    client, manager, controller = setup()
+    failed = client.put(make_trainjob(make_job(**CHECKPOINTED), "Failed"))
+    manager.cache(failed)
+    manager.cache(client.put(with_workload(make_job(**CHECKPOINTED), failed)))
+    manager.cache(client.put(goodput()))
+    for _ in range(3):  # every watch event of the restart wakes the Job; the caches have seen none
+        await controller.reconcile(KEY)
+    job = client.stored("Job", "j", NS)
+    assert job is not None and job["status"]["restartCount"] == 1
+    fresh = client.stored("TrainJob", WORKLOAD, NS)
+    assert fresh is not None and fresh["metadata"]["uid"] != failed["metadata"]["uid"], "a new workload runs"
+    assert job["status"]["workloadRef"]["uid"] == fresh["metadata"]["uid"]
+    assert client.count("delete", "TrainJob") == 1
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind", "code"),
+    [
+        ("delete", "TrainJob", 500),  # killed after the intent write, before the delete
+        ("replace-status", "Job", 409),  # the intent write conflicts and is applied again
+        ("create", "TrainJob", 503),  # killed between the delete and the new workload
+        ("replace-status", "GoodputMeasurement", 500),
+    ],
+)
+async def test_a_restart_interrupted_anywhere_counts_once(verb: str, kind: str, code: int) -> None:
+    client, manager, controller = setup()
+    failed = client.put(make_trainjob(make_job(**CHECKPOINTED), "Failed"))
+    manager.cache(failed)
+    job = client.put(with_workload(make_job(**CHECKPOINTED), failed))
+    manager.cache(job)
+    manager.cache(client.put(goodput()))
+    client.fail(verb, kind, api_error(code, "interrupted"))
+    for _ in range(3):
+        with contextlib.suppress(ApiError):  # the controller retries with backoff
+            await controller.reconcile(KEY)
+    live = client.stored("Job", "j", NS)
+    assert live is not None and live["status"]["restartCount"] == 1
+    fresh = client.stored("TrainJob", WORKLOAD, NS)
+    assert fresh is not None and fresh["metadata"]["uid"] != failed["metadata"]["uid"]
+    assert live["status"]["workloadRef"]["uid"] == fresh["metadata"]["uid"], "and is followed"
+    events = [o["reason"] for (kind, _, _), o in client.objects.items() if kind == "Event"]
+    assert events.count("WorkloadRestarting") == 1, events
+    reset = client.stored("GoodputMeasurement", "j-goodput", NS)
+    assert reset is not None and "lastStepTimestamp" not in reset["status"]
+
+
+# -- item 9: no POST that can only fail, no wake-up per heartbeat ------------------------------------
+
+
+async def test_a_measurement_the_cache_holds_is_not_created_again() -> None:
+    client, manager, controller = setup()
+    spec = {
+        "goodputMeasurement": {"logProfileRef": "megatron-training"},
+        "bandwidthMeasurement": {"logProfileRef": "nccl"},
+    }
+    trainjob = client.put(make_trainjob(make_job(**spec)))
+    manager.cache(trainjob)
+    manager.cache(client.put(with_workload(make_job(**spec), trainjob)))
+    await controller.reconcile(KEY)
+    created = ("GoodputMeasurement", "BandwidthMeasurement")
+    assert [client.count("create", kind) for kind in created] == [1, 1]
+    for kind in created:  # once its informer sees it, no POST (which could only fail) is made
+        manager.cache(next(o for (k, _, _), o in client.objects.items() if k == kind))
+        before = client.count("create", kind)
+        await controller.reconcile(KEY)
+        assert client.count("create", kind) == before, f"{kind} is not POSTed into a 409 again"
+
+
+def node(name: str, *, heartbeat: str, ready: str = "True", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": heartbeat,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ]
+        },
+    }
+
+
+async def test_a_node_heartbeat_wakes_no_job_but_a_condition_change_does() -> None:
+    _, manager, controller = setup()
+    controller.controller.start_watching()
+    (running,) = job_pods(make_job("n1"), {"n1": "Running"})
+    manager.cache(running)
+    manager.cache(node("n1", heartbeat="2026-01-01T00:00:00Z"))
+    queue = controller.controller.queue
+    while len(queue):
+        queue.done(await queue.get())
+    manager.cache(node("n1", heartbeat="2026-01-01T00:00:10Z"), "MODIFIED")
+    assert len(queue) == 0, "a heartbeat changes nothing the Job judges"
+    manager.cache(node("n1", heartbeat="2026-01-01T00:00:20Z", ready="False"), "MODIFIED")
+    assert len(queue) == 1 and await queue.get() == KEY
+
+
+# -- item 10: node health as spec/measurements.md 5.1 defines it ------------------------------------
+
+
+async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pending_pods() -> None:
+    client, manager, controller = setup()
+    # spec.unschedulable is absent on a node that was never cordoned: the default makes it false.
+    expression = "node.spec.unschedulable == false && node.status.allocatable['nvidia.com/gpu'] == '0'"
+    spec = {"nodeHealthMonitor": {"cel": {"expression": expression}}}
+    phases = {"broken": "Running", "queued": "Pending", "finished": "Succeeded"}
+    job = make_job(*phases, **spec)
+    trainjob = client.put(make_trainjob(job))
+    manager.cache(trainjob)
+    manager.cache(client.put(with_workload(job, trainjob)))
+    for name in phases:
+        lost = node(name, heartbeat="2026-01-01T00:00:00Z")
+        lost["status"]["allocatable"] = {"nvidia.com/gpu": "0"}
+        manager.cache(lost)
+    for pod in job_pods(job, phases):
+        manager.cache(pod)
+    await controller.reconcile(KEY)
+    job = client.stored("Job", "j", NS)
+    assert job is not None
+    assert [(e["name"], e["reason"]) for e in job["status"].get("failedNodes") or ()] == [
+        ("broken", "HardwareFailureDetected"),
+        ("queued", "HardwareFailureDetected"),
+    ], "the node of a pod that already ended is not the Job's any more"
+    hardware = next(c for c in job["status"]["conditions"] if c["type"] == "HardwareFailed")
+    assert hardware["message"] == "Hardware failure detected on node(s): [broken queued]"
