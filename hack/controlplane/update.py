@@ -10,6 +10,12 @@ Run this after changing a version in ``versions.env``; commit the resulting ``go
   ``sigs.k8s.io/structured-merge-diff`` are pinned to what kubernetes requires.
 * ``etcd/`` requires ``go.etcd.io/etcd/server/v3`` (its module root is ``package main``).
 * ``kwok/`` requires ``sigs.k8s.io/kwok``.
+* ``jobset/`` requires ``sigs.k8s.io/jobset`` (its module root is ``package main``, the JobSet
+  controller manager).
+* ``trainer/`` requires ``github.com/kubeflow/trainer/v2`` for ``cmd/trainer-controller-manager``.
+
+The module proxy may refuse to *list* versions of some of these modules; every version here is
+exact, so nothing is listed. ``update.py jobset trainer`` regenerates only the named wrappers.
 
 Each wrapper lists the commands it builds as ``tool`` directives so ``go mod tidy`` keeps them.
 """
@@ -27,9 +33,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 GO_DIRECTIVE = "1.26.0"
 
-KUBERNETES_TOOLS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+KUBERNETES_TOOLS = (
+    "k8s.io/kubernetes/cmd/kube-apiserver",
+    "k8s.io/kubernetes/cmd/kubectl",
+    "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kube-controller-manager",
+)
 ETCD_TOOLS = ("go.etcd.io/etcd/server/v3",)
 KWOK_TOOLS = ("sigs.k8s.io/kwok/cmd/kwok",)
+JOBSET_TOOLS = ("sigs.k8s.io/jobset",)
+TRAINER_TOOLS = ("github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",)
 PINNED_FROM_KUBERNETES = ("k8s.io/kube-openapi", "sigs.k8s.io/structured-merge-diff/")
 
 
@@ -97,8 +110,7 @@ def write_module(
     go("mod", "tidy", cwd=directory)
 
 
-def main() -> int:
-    v = read_versions()
+def update_kubernetes(v: dict[str, str]) -> None:
     k8s = v["KUBERNETES_VERSION"]
     staging_version = "v0." + k8s.removeprefix("v").split(".", 1)[1]
     gomod = download_gomod("k8s.io/kubernetes", k8s)
@@ -111,17 +123,60 @@ def main() -> int:
         [("k8s.io/kubernetes", k8s), *pinned_requirements(gomod)],
         [(m, m, staging_version) for m in staging],
     )
+
+
+def update_etcd(v: dict[str, str]) -> None:
     write_module(
         HERE / "etcd",
         "nvcre.test/controlplane/etcd",
         ETCD_TOOLS,
         [("go.etcd.io/etcd/server/v3", v["ETCD_VERSION"])],
     )
+
+
+def update_kwok(v: dict[str, str]) -> None:
     write_module(
         HERE / "kwok", "nvcre.test/controlplane/kwok", KWOK_TOOLS, [("sigs.k8s.io/kwok", v["KWOK_VERSION"])]
     )
+
+
+def update_jobset(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "jobset",
+        "nvcre.test/controlplane/jobset",
+        JOBSET_TOOLS,
+        [("sigs.k8s.io/jobset", v["JOBSET_VERSION"])],
+    )
+
+
+def update_trainer(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "trainer",
+        "nvcre.test/controlplane/trainer",
+        TRAINER_TOOLS,
+        [("github.com/kubeflow/trainer/v2", v["TRAINER_VERSION"])],
+    )
+
+
+WRAPPERS = {
+    "kubernetes": update_kubernetes,
+    "etcd": update_etcd,
+    "kwok": update_kwok,
+    "jobset": update_jobset,
+    "trainer": update_trainer,
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    unknown = [name for name in argv if name not in WRAPPERS]
+    if unknown:
+        print(f"unknown wrapper modules {unknown}; known: {list(WRAPPERS)}", file=sys.stderr)
+        return 2
+    v = read_versions()
+    for name in argv or WRAPPERS:
+        WRAPPERS[name](v)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
