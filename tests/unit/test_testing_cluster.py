@@ -142,7 +142,7 @@ def test_every_chain_binary_has_a_build_target_a_version_and_an_override() -> No
 
 def test_chain_binaries_are_fingerprinted_by_their_own_wrapper(tmp_path: Path) -> None:
     versions = bins.load_versions()
-    for module in ("kubernetes", "jobset", "trainer"):
+    for module in ("kubernetes", "kubernetes-controllers", "jobset", "trainer"):
         (tmp_path / module).mkdir()
         (tmp_path / module / "go.mod").write_text(f"module example/{module}\n")
     jobset = bins.fingerprint(bins.JOBSET, versions, tmp_path)
@@ -150,4 +150,10 @@ def test_chain_binaries_are_fingerprinted_by_their_own_wrapper(tmp_path: Path) -
     (tmp_path / "jobset" / "go.sum").write_text("changed\n")
     assert bins.fingerprint(bins.JOBSET, versions, tmp_path) != jobset
     assert bins.fingerprint(bins.TRAINER, versions, tmp_path) == trainer
+    # kube-controller-manager's extra modules never invalidate the cached kube-apiserver
+    apiserver = bins.fingerprint(bins.KUBE_APISERVER, versions, tmp_path)
+    manager = bins.fingerprint(bins.KUBE_CONTROLLER_MANAGER, versions, tmp_path)
+    (tmp_path / "kubernetes-controllers" / "go.sum").write_text("cadvisor\n")
+    assert bins.fingerprint(bins.KUBE_CONTROLLER_MANAGER, versions, tmp_path) != manager
+    assert bins.fingerprint(bins.KUBE_APISERVER, versions, tmp_path) == apiserver
     assert "gitVersion=" + versions.kubernetes in bins.ldflags_for(bins.KUBE_SCHEDULER, versions)

@@ -59,8 +59,8 @@ _BUILD_TARGETS = {
     KUBE_APISERVER: ("kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver"),
     KWOK: ("kwok", "sigs.k8s.io/kwok/cmd/kwok"),
     KUBECTL: ("kubernetes", "k8s.io/kubernetes/cmd/kubectl"),
-    KUBE_SCHEDULER: ("kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler"),
-    KUBE_CONTROLLER_MANAGER: ("kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+    KUBE_SCHEDULER: ("kubernetes-controllers", "k8s.io/kubernetes/cmd/kube-scheduler"),
+    KUBE_CONTROLLER_MANAGER: ("kubernetes-controllers", "k8s.io/kubernetes/cmd/kube-controller-manager"),
     JOBSET: ("jobset", "sigs.k8s.io/jobset"),
     TRAINER: ("trainer", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
 }
