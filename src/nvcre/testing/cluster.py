@@ -471,9 +471,11 @@ class WorkloadChain:
         return bool(self.components) and all(c.running for c in self.components)
 
     def describe(self) -> list[str]:
-        """One line per component: name, pid, log file."""
+        """One line per component: name, when it was ready (seconds since the chain's start), pid, log."""
         return [
-            f"{c.name} pid {c.process.pid if c.process else '-'} log {c.log_path}" for c in self.components
+            f"{c.name} ready at {self.timings.get(c.name, 0.0):.1f}s, "
+            f"pid {c.process.pid if c.process else '-'}, log {c.log_path}"
+            for c in self.components
         ]
 
 
