@@ -78,6 +78,9 @@ def _print_paths(binaries: bins.Binaries) -> None:
         print(f"{name} {path}")
     print(f"trainer-crds {binaries.trainer_crds}")
     print(f"kwok-crds {binaries.kwok_crds}")
+    print(f"jobset-crds {binaries.jobset_crds}")
+    print(f"jobset-webhooks {binaries.jobset_webhooks}")
+    print(f"trainer-webhooks {binaries.trainer_webhooks}")
 
 
 def _build(args: argparse.Namespace) -> int:
