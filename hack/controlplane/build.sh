@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok (and kubectl with
-# --kubectl), and fetch the Kubeflow Trainer / kwok CRDs. Same as `python -m nvcre.testing build`.
+# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok, kubectl
+# (--no-kubectl skips it) and the workload chain: kube-scheduler, kube-controller-manager, the
+# JobSet controller and Trainer's controller manager (--no-chain skips them); fetch the Trainer,
+# kwok and JobSet CRDs and webhook manifests. Same as `python -m nvcre.testing build`.
 # Binaries go to ${NVCRE_BIN_DIR:-~/.cache/nvcre/bin/<versions>}; a warm run takes well under a
-# second. Set KUBEBUILDER_ASSETS or TEST_ASSET_{ETCD,KUBE_APISERVER,KWOK} to use prebuilt ones.
+# second. Set KUBEBUILDER_ASSETS or TEST_ASSET_<NAME> (TEST_ASSET_KUBE_APISERVER ...) to use
+# prebuilt ones.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 python="${PYTHON:-}"

@@ -8,8 +8,16 @@ Run this after changing a version in ``versions.env``; commit the resulting ``go
   kubernetes' own ``go.mod`` (``k8s.io/<m> => ./staging/src/k8s.io/<m>``) with the published
   ``k8s.io/<m> v0.<minor>.<patch>``; ``k8s.io/kube-openapi`` and
   ``sigs.k8s.io/structured-merge-diff`` are pinned to what kubernetes requires.
+* ``kubernetes-controllers/`` is the same module for ``kube-scheduler`` and
+  ``kube-controller-manager``.
 * ``etcd/`` requires ``go.etcd.io/etcd/server/v3`` (its module root is ``package main``).
 * ``kwok/`` requires ``sigs.k8s.io/kwok``.
+* ``jobset/`` requires ``sigs.k8s.io/jobset`` (its module root is ``package main``, the JobSet
+  controller manager).
+* ``trainer/`` requires ``github.com/kubeflow/trainer/v2`` for ``cmd/trainer-controller-manager``.
+
+The module proxy may refuse to *list* versions of some of these modules; every version here is
+exact, so nothing is listed. ``update.py jobset trainer`` regenerates only the named wrappers.
 
 Each wrapper lists the commands it builds as ``tool`` directives so ``go mod tidy`` keeps them.
 """
@@ -28,8 +36,18 @@ HERE = Path(__file__).resolve().parent
 GO_DIRECTIVE = "1.26.0"
 
 KUBERNETES_TOOLS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+#: A wrapper of their own: kube-controller-manager needs modules (cadvisor, the CSI spec) that the
+#: kubernetes wrapper's go.sum lacks, and growing that go.sum would change the fingerprint of the
+#: cached kube-apiserver. Same requirements and replacements, so the same module versions and the
+#: same Go build cache entries.
+KUBERNETES_CONTROLLER_TOOLS = (
+    "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kube-controller-manager",
+)
 ETCD_TOOLS = ("go.etcd.io/etcd/server/v3",)
 KWOK_TOOLS = ("sigs.k8s.io/kwok/cmd/kwok",)
+JOBSET_TOOLS = ("sigs.k8s.io/jobset",)
+TRAINER_TOOLS = ("github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",)
 PINNED_FROM_KUBERNETES = ("k8s.io/kube-openapi", "sigs.k8s.io/structured-merge-diff/")
 
 
@@ -97,31 +115,82 @@ def write_module(
     go("mod", "tidy", cwd=directory)
 
 
-def main() -> int:
-    v = read_versions()
+def _kubernetes_wrapper(v: dict[str, str], name: str, tools: Sequence[str]) -> None:
     k8s = v["KUBERNETES_VERSION"]
     staging_version = "v0." + k8s.removeprefix("v").split(".", 1)[1]
     gomod = download_gomod("k8s.io/kubernetes", k8s)
     staging = staging_modules(gomod)
     print(f"kubernetes {k8s}: {len(staging)} staging modules -> {staging_version}", file=sys.stderr)
     write_module(
-        HERE / "kubernetes",
-        "nvcre.test/controlplane/kubernetes",
-        KUBERNETES_TOOLS,
+        HERE / name,
+        f"nvcre.test/controlplane/{name}",
+        tools,
         [("k8s.io/kubernetes", k8s), *pinned_requirements(gomod)],
         [(m, m, staging_version) for m in staging],
     )
+
+
+def update_kubernetes(v: dict[str, str]) -> None:
+    _kubernetes_wrapper(v, "kubernetes", KUBERNETES_TOOLS)
+
+
+def update_kubernetes_controllers(v: dict[str, str]) -> None:
+    _kubernetes_wrapper(v, "kubernetes-controllers", KUBERNETES_CONTROLLER_TOOLS)
+
+
+def update_etcd(v: dict[str, str]) -> None:
     write_module(
         HERE / "etcd",
         "nvcre.test/controlplane/etcd",
         ETCD_TOOLS,
         [("go.etcd.io/etcd/server/v3", v["ETCD_VERSION"])],
     )
+
+
+def update_kwok(v: dict[str, str]) -> None:
     write_module(
         HERE / "kwok", "nvcre.test/controlplane/kwok", KWOK_TOOLS, [("sigs.k8s.io/kwok", v["KWOK_VERSION"])]
     )
+
+
+def update_jobset(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "jobset",
+        "nvcre.test/controlplane/jobset",
+        JOBSET_TOOLS,
+        [("sigs.k8s.io/jobset", v["JOBSET_VERSION"])],
+    )
+
+
+def update_trainer(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "trainer",
+        "nvcre.test/controlplane/trainer",
+        TRAINER_TOOLS,
+        [("github.com/kubeflow/trainer/v2", v["TRAINER_VERSION"])],
+    )
+
+
+WRAPPERS = {
+    "kubernetes": update_kubernetes,
+    "kubernetes-controllers": update_kubernetes_controllers,
+    "etcd": update_etcd,
+    "kwok": update_kwok,
+    "jobset": update_jobset,
+    "trainer": update_trainer,
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    unknown = [name for name in argv if name not in WRAPPERS]
+    if unknown:
+        print(f"unknown wrapper modules {unknown}; known: {list(WRAPPERS)}", file=sys.stderr)
+        return 2
+    v = read_versions()
+    for name in argv or WRAPPERS:
+        WRAPPERS[name](v)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

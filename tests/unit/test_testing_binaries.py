@@ -10,7 +10,9 @@ import pytest
 
 from nvcre.testing import binaries as bins
 
-VERSIONS = bins.Versions(kubernetes="v1.37.2", etcd="v3.7.3", kwok="v0.8.0", trainer="v2.2.1")
+VERSIONS = bins.Versions(
+    kubernetes="v1.37.2", etcd="v3.7.3", kwok="v0.8.0", trainer="v2.2.1", jobset="v0.12.0"
+)
 
 
 def _wrappers(tmp_path: Path) -> Path:

@@ -1,9 +1,12 @@
-"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl).
+"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl, and the
+controllers of the full workload chain: kube-scheduler, kube-controller-manager, the JobSet
+controller and Kubeflow Trainer's controller manager).
 
 Resolution order for each binary:
 
-1. ``TEST_ASSET_ETCD`` / ``TEST_ASSET_KUBE_APISERVER`` / ``TEST_ASSET_KWOK`` /
-   ``TEST_ASSET_KUBECTL`` (an explicit path, as envtest understands them);
+1. ``TEST_ASSET_<NAME>`` with the binary's name upper-cased and ``-`` as ``_``
+   (``TEST_ASSET_KUBE_APISERVER``, ``TEST_ASSET_JOBSET_CONTROLLER`` ...; an explicit path, as
+   envtest understands them);
 2. ``$KUBEBUILDER_ASSETS/<name>`` (a directory of envtest binaries);
 3. the build cache: ``$NVCRE_BIN_DIR`` if set, else
    ``${XDG_CACHE_HOME:-~/.cache}/nvcre/bin/<versions>/``, filled by ``go build`` through the
@@ -37,17 +40,18 @@ ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
 KWOK = "kwok"
 KUBECTL = "kubectl"
+KUBE_SCHEDULER = "kube-scheduler"
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
+JOBSET = "jobset-controller"
+TRAINER = "trainer-controller-manager"
 
 #: Binaries every control plane needs; kubectl is optional (handy for humans, unused by tests).
 REQUIRED = (ETCD, KUBE_APISERVER, KWOK)
-ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL)
+#: The controllers that turn a TrainJob into bound, running pods (see nvcre.testing.cluster).
+CHAIN = (KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, JOBSET, TRAINER)
+ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, *CHAIN)
 
-ENV_OVERRIDES = {
-    ETCD: "TEST_ASSET_ETCD",
-    KUBE_APISERVER: "TEST_ASSET_KUBE_APISERVER",
-    KWOK: "TEST_ASSET_KWOK",
-    KUBECTL: "TEST_ASSET_KUBECTL",
-}
+ENV_OVERRIDES = {name: "TEST_ASSET_" + name.upper().replace("-", "_") for name in ALL}
 
 #: Which wrapper module (directory under hack/controlplane) builds which package.
 _BUILD_TARGETS = {
@@ -55,6 +59,10 @@ _BUILD_TARGETS = {
     KUBE_APISERVER: ("kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver"),
     KWOK: ("kwok", "sigs.k8s.io/kwok/cmd/kwok"),
     KUBECTL: ("kubernetes", "k8s.io/kubernetes/cmd/kubectl"),
+    KUBE_SCHEDULER: ("kubernetes-controllers", "k8s.io/kubernetes/cmd/kube-scheduler"),
+    KUBE_CONTROLLER_MANAGER: ("kubernetes-controllers", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+    JOBSET: ("jobset", "sigs.k8s.io/jobset"),
+    TRAINER: ("trainer", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
 }
 
 #: Measured cold builds on 2 cores (empty Go build cache; the longer figure includes downloading
@@ -64,6 +72,10 @@ COLD_BUILD_HINT = {
     KUBE_APISERVER: "4 to 9 min",
     KWOK: "1 to 2 min",
     KUBECTL: "~30 s after kube-apiserver",
+    KUBE_SCHEDULER: "1 to 3 min after kube-apiserver",
+    KUBE_CONTROLLER_MANAGER: "2 to 4 min after kube-apiserver",
+    JOBSET: "3 to 6 min",
+    TRAINER: "3 to 6 min",
 }
 
 TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
@@ -72,6 +84,12 @@ KWOK_MODULE = "sigs.k8s.io/kwok"
 KWOK_CRD_PATH = "kustomize/crd/bases"
 #: kwok CRDs the control plane installs (kwok then reads per-pod log locations from them).
 KWOK_CRDS = ("kwok.x-k8s.io_logs.yaml", "kwok.x-k8s.io_clusterlogs.yaml")
+JOBSET_MODULE = "sigs.k8s.io/jobset"
+JOBSET_CRD_PATH = "config/components/crd/bases"
+#: Kustomizations of the JobSet and Trainer admission webhook configurations (copied whole:
+#: their patches add the object selectors, see nvcre.testing.cluster.kustomized_webhooks).
+JOBSET_WEBHOOKS = "config/components/webhook"
+TRAINER_WEBHOOKS = "manifests/base/webhook"
 
 STAMP_NAME = "stamp.json"
 GO_MIN_VERSION = (1, 26)
@@ -87,6 +105,7 @@ class Versions:
     etcd: str
     kwok: str
     trainer: str
+    jobset: str
 
     @property
     def key(self) -> str:
@@ -99,6 +118,10 @@ class Versions:
             KUBE_APISERVER: self.kubernetes,
             KWOK: self.kwok,
             KUBECTL: self.kubernetes,
+            KUBE_SCHEDULER: self.kubernetes,
+            KUBE_CONTROLLER_MANAGER: self.kubernetes,
+            JOBSET: self.jobset,
+            TRAINER: self.trainer,
         }
         return by_binary[name]
 
@@ -110,6 +133,10 @@ class Binaries:
     paths: Mapping[str, Path]
     trainer_crds: Path
     kwok_crds: Path
+    jobset_crds: Path
+    #: The upstream webhook configuration kustomizations (nvcre.testing.cluster).
+    jobset_webhooks: Path
+    trainer_webhooks: Path
     versions: Versions
 
     def path(self, name: str) -> Path:
@@ -180,6 +207,7 @@ def load_versions(path: Path | None = None) -> Versions:
             etcd=env["ETCD_VERSION"],
             kwok=env["KWOK_VERSION"],
             trainer=env["TRAINER_VERSION"],
+            jobset=env["JOBSET_VERSION"],
         )
     except KeyError as missing:
         raise BinaryError(f"versions.env lacks {missing.args[0]}") from None
@@ -215,7 +243,7 @@ def kubernetes_ldflags(version: str) -> str:
 
 
 def ldflags_for(name: str, versions: Versions) -> str:
-    if name in (KUBE_APISERVER, KUBECTL):
+    if name in (KUBE_APISERVER, KUBECTL, KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER):
         return kubernetes_ldflags(versions.kubernetes)
     return "-s -w"
 
@@ -447,27 +475,67 @@ def _module_cache_dir(module: str, version: str) -> Path | None:
     return path if path.is_dir() else None
 
 
-def ensure_crds(versions: Versions, directory: Path) -> tuple[Path, Path]:
-    """Copy the Kubeflow Trainer and kwok CRDs out of their Go modules into the cache."""
-    trainer = directory / "crds" / f"trainer-{versions.trainer}"
-    kwok = directory / "crds" / f"kwok-{versions.kwok}"
-    for dest, module, version, subdir, names in (
-        (trainer, TRAINER_MODULE, versions.trainer, TRAINER_CRD_PATH, None),
-        (kwok, KWOK_MODULE, versions.kwok, KWOK_CRD_PATH, KWOK_CRDS),
-    ):
+@dataclass(frozen=True)
+class _ModuleFiles:
+    """Files copied out of a Go module into ``<cache>/crds/<directory>``."""
+
+    directory: str
+    module: str
+    version: str
+    subdir: str
+    names: tuple[str, ...] | None  # None: every *.yaml in subdir but kustomization.yaml
+    tree: bool = False  # copy the whole directory tree (a kustomization with its patches)
+
+
+def _module_files(versions: Versions) -> tuple[_ModuleFiles, ...]:
+    """Trainer CRDs, kwok CRDs, JobSet CRDs, then the JobSet and Trainer webhook kustomizations."""
+    return (
+        _ModuleFiles(f"trainer-{versions.trainer}", TRAINER_MODULE, versions.trainer, TRAINER_CRD_PATH, None),
+        _ModuleFiles(f"kwok-{versions.kwok}", KWOK_MODULE, versions.kwok, KWOK_CRD_PATH, KWOK_CRDS),
+        _ModuleFiles(f"jobset-{versions.jobset}", JOBSET_MODULE, versions.jobset, JOBSET_CRD_PATH, None),
+        _ModuleFiles(
+            f"jobset-webhooks-{versions.jobset}", JOBSET_MODULE, versions.jobset, JOBSET_WEBHOOKS, None, True
+        ),
+        _ModuleFiles(
+            f"trainer-webhooks-{versions.trainer}",
+            TRAINER_MODULE,
+            versions.trainer,
+            TRAINER_WEBHOOKS,
+            None,
+            True,
+        ),
+    )
+
+
+def ensure_crds(versions: Versions, directory: Path) -> tuple[Path, ...]:
+    """Copy the CRDs and webhook manifests out of their Go modules into the cache.
+
+    Returns the directories in the order of :func:`_module_files`.
+    """
+    found = []
+    for spec in _module_files(versions):
+        dest = directory / "crds" / spec.directory
+        found.append(dest)
         if (dest / ".complete").exists():
             continue
-        _log(f"fetching CRDs from {module}@{version}/{subdir}")
-        source = module_dir(module, version) / subdir
+        _log(f"fetching manifests from {spec.module}@{spec.version}/{spec.subdir}")
+        source = module_dir(spec.module, spec.version) / spec.subdir
+        if spec.tree:
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+            for copied in dest.rglob("*"):  # the module cache is read-only; the copy must not be
+                copied.chmod(0o755 if copied.is_dir() else 0o644)
+            (dest / ".complete").write_text(spec.version + "\n")
+            continue
+        names = spec.names
         files = sorted(source.glob("*.yaml")) if names is None else [source / n for n in names]
         files = [f for f in files if f.name != "kustomization.yaml"]
         if not files:
-            raise BinaryError(f"no CRDs found in {module}@{version}/{subdir}")
+            raise BinaryError(f"no manifests found in {spec.module}@{spec.version}/{spec.subdir}")
         dest.mkdir(parents=True, exist_ok=True)
         for file in files:
             shutil.copyfile(file, dest / file.name)
-        (dest / ".complete").write_text(version + "\n")
-    return trainer, kwok
+        (dest / ".complete").write_text(spec.version + "\n")
+    return tuple(found)
 
 
 def build(names: Iterable[str] = REQUIRED, *, force: bool = False) -> Binaries:
@@ -495,7 +563,7 @@ def ensure(names: Iterable[str] = REQUIRED, *, build_missing: bool = True, force
 
     found = {name: path for name in ALL if (path := resolve(name)) is not None}
     missing = [n for n in wanted if n not in found]
-    crd_dirs = tuple(directory / "crds" / d for d in _crd_dirs(versions))
+    crd_dirs = tuple(directory / "crds" / spec.directory for spec in _module_files(versions))
     if missing or not all((d / ".complete").exists() for d in crd_dirs):
         if missing and not build_missing:
             raise BinaryError(
@@ -511,8 +579,13 @@ def ensure(names: Iterable[str] = REQUIRED, *, build_missing: bool = True, force
                     path = build_binary(name, versions, directory, wrappers)
                 found[name] = path
             crd_dirs = ensure_crds(versions, directory)
-    return Binaries(paths=found, trainer_crds=crd_dirs[0], kwok_crds=crd_dirs[1], versions=versions)
-
-
-def _crd_dirs(versions: Versions) -> tuple[str, str]:
-    return f"trainer-{versions.trainer}", f"kwok-{versions.kwok}"
+    trainer, kwok, jobset, jobset_webhooks, trainer_webhooks = crd_dirs
+    return Binaries(
+        paths=found,
+        trainer_crds=trainer,
+        kwok_crds=kwok,
+        jobset_crds=jobset,
+        jobset_webhooks=jobset_webhooks,
+        trainer_webhooks=trainer_webhooks,
+        versions=versions,
+    )

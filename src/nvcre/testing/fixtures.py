@@ -13,7 +13,14 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 * ``manager`` (module) — one ``nvcre-manager`` process against the control plane, shared by the
   tests of one module (they keep to their own namespaces and node pools);
 * ``node_guard`` (session) — watches every Node from its start and records any write made by
-  ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`).
+  ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`);
+* ``full_cluster`` (session, opt-in) — a control plane of its own with kwok and the workload chain
+  (kube-controller-manager, kube-scheduler, JobSet, Trainer; :mod:`nvcre.testing.cluster`). A test
+  directory whose tests need the chain overrides ``control_plane`` and ``kwok`` with its parts
+  (see ``tests/sandbox/conftest.py``), so the fixtures above work there unchanged. It is a control
+  plane of its own because the chain acts on everything: on the shared one, Trainer would
+  reconcile the TrainJobs other tests finish by hand and the garbage collector would delete the
+  children they create with made-up owners.
 
 Why the manager is module-scoped, not session-scoped: a manager reconciles every namespace, so
 while one runs, any other replica a test starts (leader election, RBAC, a kill/restart test)
@@ -38,6 +45,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node
 
 from nvcre.testing.audit import MANAGER_USERS
+from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
@@ -122,4 +130,20 @@ def node_guard(control_plane: ControlPlane) -> Iterator[NodeGuard]:
     guard.stop()
 
 
-__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "manager", "namespace", "node_guard"]
+@pytest.fixture(scope="session")
+def full_cluster() -> Iterator[Cluster]:
+    with Cluster() as cluster:
+        yield cluster
+
+
+__all__ = [
+    "async_kube",
+    "control_plane",
+    "full_cluster",
+    "gpu_nodes",
+    "kube",
+    "kwok",
+    "manager",
+    "namespace",
+    "node_guard",
+]
