@@ -189,7 +189,6 @@ def test_worker_pods_carry_nvcre_labels(run: Run) -> None:
         assert pod["metadata"]["labels"][Label.JOB] == f"{run.name}-job"
 
 
-@pytest.mark.xfail(strict=True, reason="nvcre does not label the MPI launcher pod template yet")
 def test_launcher_pods_carry_nvcre_labels(run: Run) -> None:
     for pod in run.pods_of("launcher"):
         assert pod["metadata"]["labels"].get(Label.JOB) == f"{run.name}-job"
