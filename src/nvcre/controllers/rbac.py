@@ -101,7 +101,12 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         f"{_CACHE}; create: a Job's goodput measurement",
     ),
     Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
-    Rule(GROUP, "bandwidthmeasurements", ("create",), "a Job's bandwidth measurement"),
+    Rule(
+        GROUP,
+        "bandwidthmeasurements",
+        ("list", "watch", "create"),
+        f"{_CACHE}; create: a Job's bandwidth measurement (only when the cache lacks it)",
+    ),
     Rule(
         TRAINER_GROUP,
         "trainjobs",
