@@ -12,7 +12,9 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
 * ``manager`` (module) — one ``nvcre-manager`` process against the control plane, shared by the
   tests of one module (they keep to their own namespaces and node pools);
 * ``node_guard`` (session) — watches every Node from its start and records any write made by
-  ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`).
+  ``nvcre-manager`` (see :mod:`nvcre.testing.nodeguard`);
+* ``history`` (function) — ``history(resource, name, namespace)`` records every version of one
+  object until the test ends (see :mod:`nvcre.testing.history`).
 
 Why the manager is module-scoped, not session-scoped: a manager reconciles every namespace, so
 while one runs, any other replica a test starts (leader election, RBAC, a kill/restart test)
@@ -37,6 +39,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node
 
 from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.history import History, Recorder
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodeguard import NodeGuard
@@ -120,4 +123,28 @@ def node_guard(control_plane: ControlPlane) -> Iterator[NodeGuard]:
     guard.stop()
 
 
-__all__ = ["async_kube", "control_plane", "gpu_nodes", "kube", "kwok", "manager", "namespace", "node_guard"]
+@pytest.fixture
+def history(control_plane: ControlPlane) -> Iterator[Recorder]:
+    """``history(resource, name, namespace)``: a started :class:`History`, stopped after the test."""
+    started: list[History] = []
+
+    def record(resource: object, name: str, namespace: str | None = None) -> History:
+        started.append(History(control_plane.client, resource, name, namespace).start())
+        return started[-1]
+
+    yield record
+    for recording in started:
+        recording.stop()
+
+
+__all__ = [
+    "async_kube",
+    "control_plane",
+    "gpu_nodes",
+    "history",
+    "kube",
+    "kwok",
+    "manager",
+    "namespace",
+    "node_guard",
+]
