@@ -5,7 +5,9 @@
 #   2. the test control plane's binaries (built once with Go, then reused from the cache),
 #      including the workload chain (kube-scheduler, kube-controller-manager, JobSet, Trainer)
 #      that tests/sandbox runs; NVCRE_CHAIN=0 skips both the chain's build and tests/sandbox;
-#   3. the generated CRDs and RBAC are current; ruff, mypy, import-linter and pytest over tests/.
+#   3. the generated CRDs and RBAC are current; ruff, mypy, import-linter and pytest over tests/;
+#   4. each unit and golden test file run alone, each integration test file collected alone
+#      (skipped when arguments are given).
 # Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
 # Extra arguments are passed to pytest, e.g. `hack/test.sh -k controlplane`.
 set -euo pipefail
@@ -62,4 +64,22 @@ if [[ $status -eq 5 ]]; then
   echo "pytest collected no tests: treating as failure" >&2
   exit 1
 fi
-exit $status
+if [[ $status -ne 0 || $# -gt 0 ]]; then
+  exit $status
+fi
+
+# Each test file on its own, so that none depends on what another file imported or did first.
+# Unit and golden files run alone (each costs an interpreter and nvcre's imports, ~2.5 s of CPU);
+# integration files are collected alone (a run alone would start a control plane per file).
+alone() {
+  local out
+  if ! out="$(pytest -q -p no:cacheprovider "$@" 2>&1)"; then
+    printf '%s\nFAILED alone: pytest %s\n' "$out" "$*" >&2
+    return 1
+  fi
+}
+export -f alone
+step "each unit and golden test file alone"
+find tests/unit tests/golden -name 'test_*.py' | sort | xargs -P2 -I{} bash -c 'alone "$1"' _ {}
+step "each integration test file collected alone"
+find tests/integration -name 'test_*.py' | sort | xargs -P2 -I{} bash -c 'alone --collect-only "$1"' _ {}

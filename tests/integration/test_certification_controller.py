@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 from lightkube import Client
@@ -16,6 +15,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
+from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
@@ -76,11 +76,12 @@ def wait_workflow_terminal(kube: Client, namespace: str, name: str, timeout: flo
 
 
 def test_categories_run_one_at_a_time_in_order(
-    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     """§13.1: Workflow #2 does not exist until #1 is terminal; §13.2: all succeeded => Succeeded."""
     pool = pool_name()
     nodes = make_nodes(gpu_nodes, 2, pool)
+    recording = history(resources.Certification, "seq", namespace)
     kube.create(
         resources.Certification.from_dict(certification("seq", namespace, pool, ALL_REDUCE, LOOPBACK))
     )
@@ -131,7 +132,14 @@ def test_categories_run_one_at_a_time_in_order(
 
     # the one Job of category 1 runs; category 2 has no Workflow for as long as it does
     wait_for(lambda: jobs_of(kube, namespace, first) or None, 30, what="the Job of category 1")
-    time.sleep(2)
+    wait_for(
+        lambda: (
+            true_condition(get(kube, resources.Certification, "seq", namespace))
+            == ("InProgress", "WorkflowRunning", "Certification in progress")
+        ),
+        30,
+        what="the Certification to follow the running Workflow of category 1",
+    )
     assert workflows_of(kube, namespace, "seq") == [first]
 
     finish_workflow_jobs(kube, namespace, first, 1)
@@ -161,6 +169,12 @@ def test_categories_run_one_at_a_time_in_order(
         "Certification",
         ("Normal", "AllWorkflowsSucceeded", "All certification categories completed successfully"),
     )
+
+    for version in recording.versions:
+        found = [c["status"] for c in (version.get("status") or {}).get("categoryStatuses") or ()]
+        assert found[1:] in ([], ["Pending"]) or found[0] in ("Succeeded", "Failed"), (
+            f"category 2 started before category 1 ended: {found}"
+        )
 
     # ordered teardown: the Certification waits for its Workflows to be gone
     kube.delete(resources.Certification, "seq", namespace=namespace)
@@ -341,7 +355,15 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
         # 2. killed right after the rest end: mid-way through failing the Workflow and advancing
         for name in jobs[3:]:
             finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)
-        time.sleep(0.2)
+        wait_for(
+            lambda: all(
+                (true_condition(get(kube, resources.Job, name, namespace)) or ("",))[0]
+                in ("Succeeded", "Failed")
+                for name in jobs[3:]
+            ),
+            30,
+            what="the last three Jobs to take their ends in",
+        )
         crash_and_restart()
         # 3. killed as soon as the second Workflow exists (its status write may not have happened)
         wait_for(lambda: second in workflows_of(kube, namespace, "crash"), 60, what=second)

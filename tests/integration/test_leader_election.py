@@ -8,7 +8,6 @@ test's namespace, so tests cannot see each other's Lease.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,9 +136,8 @@ def test_one_leader_writes_and_the_standby_finishes_after_a_crash(
     taken = wait_holder(kube, namespace, standby.name, lease_duration + 30)
     assert taken.spec.leaseTransitions == (last.spec.leaseTransitions or 0) + 1
     gap = seconds_between(last.spec.renewTime, taken.spec.acquireTime)
-    # Never before the lease ran out on the standby's clock; then at its next retry (+ slack for
-    # a loaded machine).
-    assert lease_duration <= gap <= lease_duration + 2 * retry + 5.0, gap
+    # Never before the lease ran out on the standby's clock (how soon after: benchmarks/leader_failover.py).
+    assert lease_duration <= gap, gap
     wait_for(lambda: trio(kube, namespace, "wf") == "Succeeded", 60, what="the standby to finish wf")
     assert standby.metric(LEADER_METRIC, name=LEADER_ELECTION_ID) == 1
     assert reconciles(standby) > 0
@@ -156,11 +154,15 @@ def test_a_clean_shutdown_releases_the_lease_for_an_immediate_takeover(
     standby = replicas("replica-b", *flags)
     assert holder(kube, namespace) == leader.name
 
-    stopped = time.monotonic()
+    last = lease(kube, namespace)
     leader.stop()  # SIGTERM
     assert leader.process is not None and leader.process.returncode() == 0
-    wait_holder(kube, namespace, standby.name, lease_duration / 4)
-    assert time.monotonic() - stopped < lease_duration, "takeover did not wait for the Lease to expire"
+    released = lease(kube, namespace).spec
+    assert released.holderIdentity in (None, standby.name), "a clean shutdown gives the Lease up"
+    taken = wait_holder(kube, namespace, standby.name, lease_duration + 30)
+    assert seconds_between(last.spec.renewTime, taken.spec.acquireTime) < lease_duration, (
+        "the standby took the Lease while the old holder's term still ran: it was released"
+    )
 
     pool = pool_name()
     gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))

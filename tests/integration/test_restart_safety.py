@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,13 @@ from nvcre.controllers import resources
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import config_map_payload, get, jobs_of, true_condition
 from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 from tests.integration.test_workflow_behaviours import status
 from tests.integration.test_workflow_controller import make_nodes
 
 EXPECTED_JOBS = [f"chaos-group-{i}-iter-1" for i in range(4)]
+MAX_STEPS = 200
 
 
 def test_killed_manager_converges_without_duplicates(
@@ -40,13 +41,8 @@ def test_killed_manager_converges_without_duplicates(
         seen_jobs: dict[str, str] = {}
         seen_trainjobs: dict[str, str] = {}
         finished: set[str] = set()
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline:
-            if rng.random() < 0.5 or not manager.running():
-                manager.kill()
-                kills += 1
-                time.sleep(rng.uniform(0.0, 0.5))
-                manager.start()
+
+        def check_and_finish() -> None:
             for name, job in jobs_of(kube, namespace, "chaos").items():
                 assert seen_jobs.setdefault(name, job["metadata"]["uid"]) == job["metadata"]["uid"], (
                     f"Job {name} was recreated"
@@ -58,10 +54,40 @@ def test_killed_manager_converges_without_duplicates(
                     # group-1 fails, the others succeed
                     finish_trainjob(kube, namespace, name, succeeded="group-1" not in name)
                     finished.add(name)
+
+        def terminal() -> bool:
             wf = get(kube, resources.Workflow, "chaos", namespace)
-            if (true_condition(wf) or ("",))[0] in ("Succeeded", "Failed"):
+            return (true_condition(wf) or ("",))[0] in ("Succeeded", "Failed")
+
+        def written() -> tuple[Any, ...]:
+            """What only the manager writes: the Workflow's and every Job's version, the TrainJobs."""
+            jobs = jobs_of(kube, namespace, "chaos")
+            return (
+                get(kube, resources.Workflow, "chaos", namespace)["metadata"]["resourceVersion"],
+                sorted((name, job["metadata"]["resourceVersion"]) for name, job in jobs.items()),
+                sorted(t.metadata.name for t in kube.list(resources.TrainJob, namespace=namespace)),
+            )
+
+        def moved_on(before: tuple[Any, ...]) -> bool:
+            now = written()
+            return now != before or not set(now[2]) <= finished or terminal()
+
+        # Each step waits for the manager to write something new, then maybe kills it (at once in
+        # the first steps), ends the workloads that appeared (while it is down, if killed) and
+        # starts it again: the kill points follow the run's progress, not a clock.
+        for _ in range(MAX_STEPS):
+            if terminal():
                 break
-            time.sleep(rng.uniform(0.2, 1.5))
+            kill = kills < 3 or rng.random() < 0.5 or not manager.running()
+            if kill:
+                manager.kill()
+                kills += 1
+            check_and_finish()
+            if kill:
+                manager.start()
+            before = written()
+            wait_for(lambda: moved_on(before), 60, what="the manager to write something new")  # noqa: B023
+        check_and_finish()
         wf = get(kube, resources.Workflow, "chaos", namespace)
         assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"), (
             manager.log_tail()

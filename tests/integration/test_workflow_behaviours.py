@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap, Node
+from lightkube.types import PatchType
 
 from nvcre.controllers import resources
+from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import events_for, get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
@@ -42,11 +43,30 @@ def running_jobs(kube: Client, namespace: str, wf: str) -> list[str]:
     )
 
 
+def phases(workflow: dict[str, Any]) -> dict[str, str]:
+    """Group name -> phase, as one version of the Workflow's status records them."""
+    found = ((workflow.get("status") or {}).get("orchestration") or {}).get("groups") or ()
+    return {str(g["name"]): str(g.get("phase", "Pending")) for g in found}
+
+
+def wait_phase(kube: Client, namespace: str, wf: str, group: str, phase: str) -> None:
+    """Wait until the Workflow's status records ``group`` in ``phase``: the controller took it in."""
+    wait_for(
+        lambda: phases(get(kube, resources.Workflow, wf, namespace)).get(group) == phase,
+        30,
+        what=f"{wf} to record {group} {phase}",
+    )
+
+
+DONE = ("Succeeded", "Failed")
+
+
 def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
-    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     pool = pool_name()
     nodes = make_nodes(gpu_nodes, 5, pool)
+    recording = history(resources.Workflow, "ovf", namespace)
     kube.create(resources.Workflow.from_dict(workflow("ovf", namespace, pool, 2)))
     found = groups(kube, namespace, "ovf")
     assert [(g["name"], g["nodes"], g.get("overflow", False)) for g in found] == [
@@ -60,24 +80,33 @@ def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
         what="the first wave",
     )
     finish(kube, namespace, "ovf-group-0-iter-1")
-    time.sleep(1)
-    assert "ovf-group-2-overflow-iter-1" not in jobs_of(kube, namespace, "ovf"), (
-        "overflow shares a node with group-1"
-    )
+    wait_phase(kube, namespace, "ovf", "group-0", "Succeeded")
+    assert "ovf-group-2-overflow-iter-1" not in jobs_of(kube, namespace, "ovf")
     finish(kube, namespace, "ovf-group-1-iter-1")
     wait_for(
-        lambda: "ovf-group-2-overflow-iter-1" in jobs_of(kube, namespace, "ovf"), 30, what="the overflow Job"
+        lambda: "ovf-group-2-overflow-iter-1" in jobs_of(kube, namespace, "ovf"),
+        30,
+        what="the overflow Job",
     )
     finish(kube, namespace, "ovf-group-2-overflow-iter-1")
     assert (
         true_condition(wait_true(kube, resources.Workflow, "ovf", namespace, "Succeeded"))[1]
         == "JobCompleted"
     )
+    recorded = [phases(v) for v in recording.versions]
+    assert {"group-0": "Succeeded", "group-1": "Running", "group-2-overflow": "Pending"} in recorded
+    assert any(p.get("group-2-overflow") == "Running" for p in recorded)
+    assert all(p["group-1"] in DONE for p in recorded if p.get("group-2-overflow", "Pending") != "Pending"), (
+        "overflow shares a node with group-1: it never starts before group-1 ends"
+    )
 
 
-def test_max_concurrent_runs_waves(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
+def test_max_concurrent_runs_waves(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
+) -> None:
     pool = pool_name()
     make_nodes(gpu_nodes, 12, pool)
+    recording = history(resources.Workflow, "waves", namespace)
     kube.create(
         resources.Workflow.from_dict(
             workflow("waves", namespace, pool, 2, orchestration={"execution": {"maxConcurrent": 2}})
@@ -86,17 +115,20 @@ def test_max_concurrent_runs_waves(kube: Client, namespace: str, gpu_nodes: Any,
     wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 2, 30, what="the first wave of 2")
     assert sorted(jobs_of(kube, namespace, "waves")) == ["waves-group-0-iter-1", "waves-group-1-iter-1"]
     finish(kube, namespace, "waves-group-0-iter-1")
-    time.sleep(1.5)
-    assert len(jobs_of(kube, namespace, "waves")) == 2, (
-        "no sliding window: the next wave waits for the whole wave"
-    )
+    wait_phase(kube, namespace, "waves", "group-0", "Succeeded")
+    assert len(jobs_of(kube, namespace, "waves")) == 2
     finish(kube, namespace, "waves-group-1-iter-1")
     wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 4, 30, what="the second wave")
     assert {"waves-group-2-iter-1", "waves-group-3-iter-1"} <= set(jobs_of(kube, namespace, "waves"))
-    assert (
-        max(sum(1 for g in groups(kube, namespace, "waves") if g["phase"] == "Running") for _ in range(3))
-        <= 2
-    )
+    wait_phase(kube, namespace, "waves", "group-3", "Running")
+    recorded = [phases(v) for v in recording.versions]
+    assert any(p.get("group-0") == "Succeeded" and p.get("group-1") == "Running" for p in recorded)
+    assert max(list(p.values()).count("Running") for p in recorded) == 2, "at most maxConcurrent at once"
+    for p in recorded:
+        if any(p.get(g, "Pending") != "Pending" for g in ("group-2", "group-3")):
+            assert p["group-0"] in DONE and p["group-1"] in DONE, (
+                f"no sliding window: the next wave waits for the whole wave: {p}"
+            )
 
 
 def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
@@ -330,31 +362,51 @@ def test_timeout_fails_the_job_and_is_never_retried(
     assert ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob") in events_for(kube, namespace, "slow-job")
 
 
+def timed_out_beside(kube: Client, namespace: str, wf: str, held: str, running: str) -> dict[str, Any]:
+    """Wait until group ``running`` (started after group ``held``) has timed out and the Workflow
+    has recorded it; return the Job of ``held``. The pass that timed ``running`` out looked at
+    ``held`` too, after any clock started with ``held`` would have run out: a later state that
+    proves ``held`` never had one."""
+    job = wait_true(kube, resources.Job, f"{wf}-{running}-iter-1", namespace, "Failed", timeout=40)
+    assert true_condition(job) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")
+    wait_phase(kube, namespace, wf, running, "Failed")
+    return get(kube, resources.Job, f"{wf}-{held}-iter-1", namespace)
+
+
 def test_a_suspended_workload_never_times_out(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
-    doc = workflow("queued", namespace, pool, 1, orchestration={"execution": {"timeoutPerJob": "2s"}})
+    make_nodes(gpu_nodes, 2, pool)
+    doc = workflow("queued", namespace, pool, 1, orchestration={"execution": {"timeoutPerJob": "3s"}})
     doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["suspend"] = True
     kube.create(resources.Workflow.from_dict(doc))
-    job = wait_for(
-        lambda: (
-            (true_condition(get(kube, resources.Job, "queued-job", namespace)) or ("", ""))[1]
-            == "WorkloadPending"
-            and get(kube, resources.Job, "queued-job", namespace)
-        ),
-        30,
-        what="WorkloadPending",
-        ignore=(Exception,),
+    held, admitted = "queued-group-0-iter-1", "queued-group-1-iter-1"
+    for name in (held, admitted):
+        wait_for(
+            lambda name=name: (
+                (true_condition(get(kube, resources.Job, name, namespace)) or ("", ""))[1]
+                == "WorkloadPending"
+            ),
+            30,
+            what=f"{name} WorkloadPending",
+            ignore=(Exception,),
+        )
+    # A queue admits one of the two workloads: its clock starts and runs out.
+    kube.patch(
+        resources.TrainJob,
+        f"{admitted}-workload",
+        {"spec": {"suspend": False}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
     )
+    job = timed_out_beside(kube, namespace, "queued", "group-0", "group-1")
     assert "workloadStartTime" not in job["status"]
-    time.sleep(4)
-    assert true_condition(get(kube, resources.Job, "queued-job", namespace))[:2] == (
-        "InProgress",
-        "WorkloadPending",
+    assert true_condition(job)[:2] == ("InProgress", "WorkloadPending"), (
+        "a suspended workload never times out"
     )
-    assert true_condition(get(kube, resources.Workflow, "queued", namespace))[0] == "InProgress"
+    wf = get(kube, resources.Workflow, "queued", namespace)
+    assert true_condition(wf)[0] == "InProgress" and phases(wf)["group-0"] == "Running"
 
 
 def test_failed_groups_are_retried_under_the_same_name(
@@ -532,18 +584,19 @@ def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
     from lightkube.resources.core_v1 import Pod
 
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    make_nodes(gpu_nodes, 2, pool)
+    blocked = "blocked-group-0-iter-1"
     doc = workflow(
         "blocked",
         namespace,
         pool,
         1,
-        orchestration={"execution": {"timeoutPerJob": "2s"}},
+        orchestration={"execution": {"timeoutPerJob": "5s"}},
         job_spec={"schedulingStallGraceSeconds": 1},
     )
     kube.create(resources.Workflow.from_dict(doc))
-    trainjob_of(kube, namespace, "blocked-job")
-    (pod,) = create_trainjob_pods(kube, namespace, "blocked-job-workload", bind=False)
+    trainjob_of(kube, namespace, blocked)
+    (pod,) = create_trainjob_pods(kube, namespace, f"{blocked}-workload", bind=False)
     name = pod["metadata"]["name"]
     why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
     pod.update(
@@ -566,19 +619,20 @@ def test_unschedulable_pods_are_a_distinct_condition_and_start_no_clock(
     expected = (
         "InProgress",
         "WorkloadSchedulingBlocked",
-        f"Workload TrainJob/blocked-job-workload cannot be scheduled: pod {name}: {why}",
+        f"Workload TrainJob/{blocked}-workload cannot be scheduled: pod {name}: {why}",
     )
     job = wait_for(
-        lambda: true_condition(j := get(kube, resources.Job, "blocked-job", namespace)) == expected and j,
+        lambda: true_condition(j := get(kube, resources.Job, blocked, namespace)) == expected and j,
         30,
         what="WorkloadSchedulingBlocked",
+        ignore=(Exception,),
     )
     assert "workloadStartTime" not in job["status"] and job["status"]["schedulingBlockedSince"]
-    time.sleep(3)
-    assert true_condition(get(kube, resources.Job, "blocked-job", namespace)) == expected, (
-        "an unschedulable workload never times out"
-    )
-    assert true_condition(get(kube, resources.Workflow, "blocked", namespace))[0] == "InProgress"
+    # The other group's workload has no pod to wait for: its clock starts and runs out.
+    job = timed_out_beside(kube, namespace, "blocked", "group-0", "group-1")
+    assert true_condition(job) == expected, "an unschedulable workload never times out"
+    wf = get(kube, resources.Workflow, "blocked", namespace)
+    assert true_condition(wf)[0] == "InProgress" and phases(wf)["group-0"] == "Running"
 
 
 def test_checkpointed_workload_restarts_until_its_restarts_run_out(
@@ -685,6 +739,14 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
     kwok.write_pod_logs(
         kube, namespace, name, ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
     )
+    wait_for(
+        lambda: (
+            "CUDA out of memory" in "\n".join(kube.log("oom-node-0", namespace=namespace, container="node"))
+        ),
+        30,
+        what="kwok to serve the pod's logs",
+        ignore=(ApiError,),
+    )
     kube.patch(
         Pod,
         name,
@@ -704,7 +766,6 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
         30,
         what="the pod failed",
     )
-    time.sleep(1)  # kwok picks up the Logs object
     finish_trainjob(kube, namespace, "oom-job-workload", succeeded=False)
     job = wait_true(kube, resources.Job, "oom-job", namespace, "Failed")
     log = job["status"]["failureLog"]

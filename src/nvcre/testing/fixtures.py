@@ -21,6 +21,8 @@ Import them into a ``conftest.py`` (``from nvcre.testing.fixtures import *``):
   plane of its own because the chain acts on everything: on the shared one, Trainer would
   reconcile the TrainJobs other tests finish by hand and the garbage collector would delete the
   children they create with made-up owners.
+* ``history`` (function) — ``history(resource, name, namespace)`` records every version of one
+  object until the test ends (see :mod:`nvcre.testing.history`).
 
 Why the manager is module-scoped, not session-scoped: a manager reconciles every namespace, so
 while one runs, any other replica a test starts (leader election, RBAC, a kill/restart test)
@@ -47,6 +49,7 @@ from lightkube.resources.core_v1 import Namespace, Node
 from nvcre.testing.audit import MANAGER_USERS
 from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.history import History, Recorder
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodeguard import NodeGuard
@@ -136,11 +139,26 @@ def full_cluster() -> Iterator[Cluster]:
         yield cluster
 
 
+@pytest.fixture
+def history(control_plane: ControlPlane) -> Iterator[Recorder]:
+    """``history(resource, name, namespace)``: a started :class:`History`, stopped after the test."""
+    started: list[History] = []
+
+    def record(resource: object, name: str, namespace: str | None = None) -> History:
+        started.append(History(control_plane.client, resource, name, namespace).start())
+        return started[-1]
+
+    yield record
+    for recording in started:
+        recording.stop()
+
+
 __all__ = [
     "async_kube",
     "control_plane",
     "full_cluster",
     "gpu_nodes",
+    "history",
     "kube",
     "kwok",
     "manager",

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
+
+from nvcre.testing.history import follow
 
 MANAGER_FIELD_MANAGER = "nvcre-manager"
 """The field manager of nvcre-manager's client (``nvcre.manager.main.client_for``)."""
@@ -68,24 +69,13 @@ class NodeGuard:
                 self.changes.append(f"{name}@{meta.get('resourceVersion')} by {sorted(managers(node))}")
             self._last[name] = shape(node)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                with contextlib.closing(self.client_factory()) as client:
-                    listing = client.list(Node)
-                    for node in listing:
-                        self.observe("LISTED", node.to_dict())
-                    version = listing.resourceVersion
-                    self._ready.set()
-                    for event, node in client.watch(Node, resource_version=version):
-                        self.observe(event, node.to_dict())
-                        if self._stop.is_set():
-                            return
-            except Exception:  # expired watch, closed connection: list again
-                time.sleep(0.2)
-
     def start(self) -> NodeGuard:
-        self._thread = threading.Thread(target=self._run, name="node-guard", daemon=True)
+        self._thread = threading.Thread(
+            target=follow,
+            args=(self.client_factory, Node, self.observe, self._stop, self._ready),
+            name="node-guard",
+            daemon=True,
+        )
         self._thread.start()
         self._ready.wait(timeout=30)
         return self

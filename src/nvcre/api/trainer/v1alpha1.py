@@ -2,7 +2,8 @@
 
 Pod templates, JobSet specs and runtime patches stay plain data: the render and override
 engines treat them as Kubernetes objects to merge, and the API server checks them against
-Trainer's own CRDs.
+Trainer's own CRDs. The TrainJob spec is the one the Job kind embeds
+(``nvcre.api.v1alpha1.trainjob``): this package builds on ``nvcre.api.v1alpha1``, never the reverse.
 """
 
 from __future__ import annotations
@@ -14,35 +15,7 @@ from pydantic import ConfigDict, Field
 from nvcre.api.v1alpha1.constants import TRAINER_GROUP, TRAINER_VERSION
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import EnvVar, ResourceRequirements
-
-
-class RuntimeRef(NvcreModel):
-    name: str = Field(min_length=1)
-    api_group: str | None = None
-    kind: str | None = None
-
-
-class Trainer(NvcreModel):
-    image: str | None = None
-    command: list[str] | None = None
-    args: list[str] | None = None
-    env: list[EnvVar] | None = None
-    num_nodes: int | None = None
-    num_proc_per_node: int | None = None
-    resources_per_node: ResourceRequirements | None = None
-
-
-class TrainJobSpec(NvcreModel):
-    runtime_ref: RuntimeRef
-    trainer: Trainer | None = None
-    initializer: dict[str, Any] | None = None
-    runtime_patches: list[dict[str, Any]] | None = Field(
-        default=None, description="Patches of the runtime keyed by manager."
-    )
-    suspend: bool | None = None
-    managed_by: str | None = None
-    active_deadline_seconds: int | None = None
+from nvcre.api.v1alpha1.trainjob import TrainJobSpec
 
 
 class TrainerResource(Resource):

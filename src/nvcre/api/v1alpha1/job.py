@@ -6,7 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from nvcre.api.trainer.v1alpha1 import TrainJobSpec
 from nvcre.api.v1alpha1.common import (
     BandwidthMeasurementConfig,
     GoodputMeasurementConfig,
@@ -17,6 +16,7 @@ from nvcre.api.v1alpha1.common import (
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import TrainJobSpecSchema, cel
+from nvcre.api.v1alpha1.trainjob import TrainJobSpec
 
 JOB_SPEC_RULES = cel(
     (
