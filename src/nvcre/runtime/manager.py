@@ -8,17 +8,29 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
+from lightkube.core.selector import build_selector
 
 from nvcre.runtime import probes
 from nvcre.runtime.controller import Controller
-from nvcre.runtime.informer import Informer
+from nvcre.runtime.informer import Informer, Transform
 from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
+from nvcre.runtime.objects import Obj, without_managed_fields
 
 log = logging.getLogger(__name__)
 
 
 class LostLeadership(Exception):
     """This replica stopped leading; it must exit so that it never writes as a follower."""
+
+
+def _stripping(transform: Transform | None) -> Transform:
+    if transform is None:
+        return without_managed_fields
+
+    def both(obj: Obj) -> Obj:
+        return transform(without_managed_fields(obj))
+
+    return both
 
 
 class Manager:
@@ -36,14 +48,40 @@ class Manager:
         self.probe_address = probe_address
         self.controllers: list[Controller] = []
         self._informers: dict[tuple[Any, ...], Informer] = {}
+        self._transforms: dict[tuple[Any, ...], Transform | None] = {}
         self.elector: LeaderElector | None = None
         self.servers: list[asyncio.Server] = []
 
-    def informer(self, resource: type[lkr.Resource], *, namespace: str | None = None) -> Informer:
-        """The shared informer of a resource type (one watch per type, however many controllers)."""
-        key = (resource, namespace)
+    def informer(
+        self,
+        resource: type[lkr.Resource],
+        *,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        transform: Transform | None = None,
+    ) -> Informer:
+        """The shared informer of a resource type, namespace and label selector (one watch each,
+        however many controllers read it).
+
+        Every cached object is stripped of ``metadata.managedFields``; ``transform`` trims it
+        further. All callers of one informer must pass the same ``transform``: a cache trimmed
+        for one reader and not for another would depend on which asked first.
+        """
+        selector = build_selector(labels) if labels else None
+        key = (resource, namespace, selector)
         if key not in self._informers:
-            self._informers[key] = Informer(self.client, resource, namespace=namespace)
+            self._informers[key] = Informer(
+                self.client,
+                resource,
+                namespace=namespace,
+                labels=labels,
+                transform=_stripping(transform),
+            )
+            self._transforms[key] = transform
+        elif self._transforms[key] is not transform:
+            raise ValueError(
+                f"the {resource.__name__} informer (selector {selector!r}) was created with another transform"
+            )
         return self._informers[key]
 
     def add(self, controller: Controller) -> None:
