@@ -9,6 +9,7 @@ from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from prometheus_client import REGISTRY
 
 from nvcre.controllers import indexes
+from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import Manager
 from nvcre.runtime.objects import Obj, without_managed_fields
 
@@ -94,3 +95,14 @@ def test_one_informer_has_one_transform_whoever_asks_first() -> None:
     other.informer(Node)
     with pytest.raises(ValueError, match="another transform"):
         indexes.nodes(other)
+
+
+def test_a_standby_is_ready_without_caches_and_a_leader_once_synced() -> None:
+    standby = Manager(CLIENT, leader_election=LeaderElectionConfig("lease", "ns", "me"))
+    standby.informer(ConfigMap)
+    assert standby.ready(), "a standby caches nothing until it leads, so it has nothing to sync"
+    single = Manager(CLIENT)
+    informer = single.informer(ConfigMap)
+    assert not single.ready()
+    informer.synced.set()
+    assert single.ready()

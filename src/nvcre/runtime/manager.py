@@ -51,6 +51,7 @@ class Manager:
         self._transforms: dict[tuple[Any, ...], Transform | None] = {}
         self.elector: LeaderElector | None = None
         self.servers: list[asyncio.Server] = []
+        self._leading = False
 
     def informer(
         self,
@@ -88,6 +89,10 @@ class Manager:
         self.controllers.append(controller)
 
     def ready(self) -> bool:
+        """Ready once every cache has synced. A standby caches nothing until it leads (see
+        ``run``), so while it waits for the Lease it is ready: ready to take over."""
+        if self.leader_election is not None and not self._leading:
+            return True
         return all(informer.synced.is_set() for informer in self._informers.values())
 
     async def _serve(self) -> None:
@@ -95,10 +100,16 @@ class Manager:
             self.servers.append(await probes.serve(address, self.ready))
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership)."""
+        """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership).
+
+        With leader election the informers start only once this replica leads, as
+        controller-runtime's leader-gated runnables do: a standby holds no cache and no watch
+        (half the memory and API watches of a pair), and a new leader lists everything afresh
+        before its first reconcile, which costs about as long as a fresh start.
+        """
         stop = stop or asyncio.Event()
         await self._serve()
-        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self._informers.values()]
+        tasks: list[asyncio.Task[Any]] = []
         stopping = asyncio.create_task(stop.wait(), name="stop")
         try:
             if self.leader_election is not None:
@@ -109,6 +120,10 @@ class Manager:
                     acquiring.cancel()
                     return
                 tasks.append(asyncio.create_task(self.elector.hold(), name="hold-lease"))
+            self._leading = True
+            tasks += [
+                asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self._informers.values()
+            ]
             await asyncio.gather(*(i.synced.wait() for i in self._informers.values()))
             for controller in self.controllers:
                 controller.start_watching()
