@@ -1,8 +1,8 @@
 """List+watch informer with a local cache, indexes, bookmarks and re-list after 410 Gone.
 
 An informer can be narrowed to the objects a label selector matches (the API server filters the
-list and the watch, and sends DELETED for an object that stops matching, ADDED for one that
-starts to) and can trim each object before caching it (``transform``, as client-go's
+list and the watch, and sends DELETED, with the last matching state, for an object that stops
+matching and ADDED for one that starts to) and can trim each object before caching it (``transform``, as client-go's
 ``SetTransform``), so the cache holds only what its readers use.
 """
 
