@@ -1,7 +1,8 @@
 """One Workflow over 1,024 kwok GPU nodes: how fast nvcre-manager fans out 128 Jobs + 128 TrainJobs.
 
 Run: ``.venv/bin/python benchmarks/workflow_scale.py`` (options: ``--nodes``, ``--num-nodes``,
-``--workers``, ``--profile FILE``). Prints a table; nothing here asserts a time.
+``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--profile FILE``). Prints a table;
+nothing here asserts a time.
 
 It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU nodes concurrently
 (async client), waits until kwok reports them Ready, starts ``nvcre-manager`` as a subprocess
@@ -17,6 +18,12 @@ It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU node
 then stops the manager and, as the floor to compare with, has a plain client create the very
 same Jobs and TrainJobs (bare copies: no owners, no status) in fresh namespaces, one at a time
 and 16 at a time. ``--profile FILE`` runs the manager under cProfile and writes its stats there.
+
+Before the fan-out it measures the manager's memory with the nodes alone and again after
+``--unrelated-pods`` pods of other workloads (unscheduled, in ``--pod-namespaces`` namespaces of
+their own) exist: a fresh manager each time, its ``VmRSS`` a few seconds after ``/readyz`` and
+its ``VmHWM``. ``--baseline REV`` measures a manager run from ``src/`` of that git revision
+(exported to a temporary directory) side by side, e.g. ``--baseline main``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import argparse
 import asyncio
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +44,7 @@ from typing import Any
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, Node
+from lightkube.resources.core_v1 import Namespace, Node, Pod
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.controllers import resources
@@ -66,18 +74,39 @@ def api_requests(cp: ControlPlane) -> Counter[tuple[str, str]]:
     return counts
 
 
-class ProfiledManager(ManagerProcess):
-    """The manager under ``python -m cProfile -o FILE`` (stats are written on SIGTERM)."""
+class BenchManager(ManagerProcess):
+    """The manager under ``python -m cProfile -o FILE`` (stats are written on SIGTERM), or run
+    from another source tree (``source``: a ``src`` directory put first on ``sys.path``)."""
 
-    def __init__(self, *args: Any, profile: Path | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, profile: Path | None = None, source: Path | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.profile = profile
+        self.source = source
 
     def argv(self) -> list[str]:
         argv = super().argv()
+        assert argv[1:3] == ["-m", "nvcre.manager"], argv
+        if self.source is not None:
+            run = (
+                f"import runpy, sys; sys.path.insert(0, {str(self.source)!r}); "
+                "runpy.run_module('nvcre.manager', run_name='__main__', alter_sys=True)"
+            )
+            return [argv[0], "-c", run, *argv[3:]]
         if self.profile is None:
             return argv
         return [argv[0], "-m", "cProfile", "-o", str(self.profile), *argv[1:]]
+
+
+def export_source(revision: str, into: Path) -> Path:
+    """``src/`` of a git revision of this repository, written under ``into``."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", revision, "src"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
 
 
 def proc_status(pid: int, field: str) -> int:
@@ -137,6 +166,87 @@ async def watch_count(
             return
 
 
+def unrelated_pod(name: str, namespace: str) -> Pod:
+    """A pod of some other workload: labelled, resources set, never scheduled (no node runs it)."""
+    return Pod.from_dict(
+        {
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web", "tier": "frontend"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "registry.example.com/team/web:1.4.2",
+                        "ports": [{"containerPort": 8080}],
+                        "env": [{"name": "MODE", "value": "production"}],
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    }
+                ]
+            },
+        }
+    )
+
+
+async def create_unrelated_pods(client: AsyncClient, count: int, namespaces: int) -> None:
+    names = [f"unrelated-{i}" for i in range(namespaces)]
+    await bounded([lambda n=n: client.create(Namespace(metadata=ObjectMeta(name=n))) for n in names], 8)  # type: ignore[misc]
+    pods = [unrelated_pod(f"web-{i}", names[i % namespaces]) for i in range(count)]
+    await bounded([lambda p=p: client.create(p) for p in pods], 64)  # type: ignore[misc]
+
+
+def memory_of(
+    cp: ControlPlane, workdir: Path, name: str, source: Path | None, settle: float
+) -> tuple[int, int, str]:
+    """(VmRSS ``settle`` s after /readyz, VmHWM, pods cached) of a fresh manager, then stopped."""
+    manager = BenchManager(cp, workdir, name=name, extra_args=("--log-level=warning",), source=source)
+    manager.start(timeout=300)
+    try:
+        assert manager.pid is not None
+        time.sleep(settle)
+        cached = manager.metric("nvcre_informer_cached_objects", kind="Pod")
+        return (
+            proc_status(manager.pid, "VmRSS"),
+            proc_status(manager.pid, "VmHWM"),
+            "n/a" if cached is None else f"{cached:.0f}",
+        )
+    finally:
+        manager.stop()
+
+
+async def memory_rows(
+    cp: ControlPlane, client: AsyncClient, args: argparse.Namespace, workdir: Path
+) -> list[tuple[str, str]]:
+    """The manager's memory with the nodes alone, then with ``--unrelated-pods`` other pods."""
+    variants: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.baseline:
+        variants.append((args.baseline, export_source(args.baseline, workdir)))
+    mib = 2**20
+    before = {label: memory_of(cp, workdir, "mem-nodes", src, args.settle) for label, src in variants}
+    t0 = time.monotonic()
+    await create_unrelated_pods(client, args.unrelated_pods, args.pod_namespaces)
+    pods = f"{args.unrelated_pods} unrelated pods"
+    rows = [
+        (f"create {pods} (64 concurrent, {args.pod_namespaces} namespaces)", f"{time.monotonic() - t0:.1f} s")
+    ]
+    for label, src in variants:
+        after = memory_of(cp, workdir, "mem-pods", src, args.settle)
+        (rss0, hwm0, _), (rss1, hwm1, cached) = before[label], after
+        rows += [
+            (
+                f"[{label}] manager RSS, {args.nodes} nodes, no other pods",
+                f"{rss0 / mib:.0f} MiB (peak {hwm0 / mib:.0f})",
+            ),
+            (
+                f"[{label}] manager RSS, {args.nodes} nodes + {pods}",
+                f"{rss1 / mib:.0f} MiB (peak {hwm1 / mib:.0f})",
+            ),
+            (
+                f"[{label}] ... difference; pods in the cache",
+                f"{(rss1 - rss0) / rss0 * 100:+.0f} %; {cached}",
+            ),
+        ]
+    return rows
+
+
 def bare(obj: Any) -> dict[str, Any]:
     data = obj.to_dict()
     meta = data["metadata"]
@@ -166,8 +276,10 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
         await wait_ready(client, args.nodes)
         rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
+        if args.unrelated_pods:
+            rows += await memory_rows(cp, client, args, workdir)
 
-        manager = ProfiledManager(
+        manager = BenchManager(
             cp,
             workdir,
             name="bench-manager",
@@ -248,6 +360,19 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--idle", type=float, default=30, help="seconds to watch the idle manager's CPU")
     parser.add_argument("--profile", type=Path, help="write the manager's cProfile stats here")
+    parser.add_argument(
+        "--unrelated-pods",
+        type=int,
+        default=20_000,
+        help="pods of other workloads for the memory rows (0: none)",
+    )
+    parser.add_argument(
+        "--pod-namespaces", type=int, default=20, help="namespaces the unrelated pods live in"
+    )
+    parser.add_argument("--settle", type=float, default=3, help="seconds after /readyz before reading RSS")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also measure the memory rows with the manager of this git revision"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nvcre-bench-") as tmp, ControlPlane() as cp, Kwok(cp):

@@ -29,6 +29,7 @@ from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, work
 Replicas = Callable[..., ManagerProcess]
 LEADER_METRIC = "leader_election_master_status"
 RECONCILES = "controller_runtime_reconcile_total"
+CACHED = "nvcre_informer_cached_objects"
 
 
 def timing(lease: float, renew: float, retry: float) -> tuple[str, ...]:
@@ -112,7 +113,7 @@ def test_one_leader_writes_and_the_standby_finishes_after_a_crash(
     leader = replicas("replica-a", *flags)
     first = wait_holder(kube, namespace, leader.name, 30)
     assert first.spec.leaseDurationSeconds == int(lease_duration)
-    standby = replicas("replica-b", *flags)  # ready: its caches are synced, it only waits
+    standby = replicas("replica-b", *flags)  # ready: it caches nothing until it leads, it only waits
 
     pool = pool_name()
     gpu_nodes(4, GpuNodeSpec(labels={POOL_LABEL: pool}))
@@ -171,6 +172,23 @@ def test_a_clean_shutdown_releases_the_lease_for_an_immediate_takeover(
         lambda: trainjobs(kube, namespace) == ["after-job-workload"], 60, what="the new leader to launch"
     )
     assert reconciles(standby) > 0
+
+
+def test_the_standby_caches_nothing_until_it_leads(
+    kube: Client, namespace: str, gpu_nodes: Any, replicas: Replicas
+) -> None:
+    gpu_nodes(2)
+    flags = timing(60, 40, 0.5)  # long: the Lease changes hands only when released
+    leader = replicas("replica-a", *flags)
+    wait_holder(kube, namespace, leader.name, 30)
+    wait_for(lambda: (leader.metric(CACHED, kind="Node") or 0) >= 2, 30, what="the leader's node cache")
+    standby = replicas("replica-b", *flags)  # Ready: under a warm-standby design, synced by now
+    assert standby.metric(CACHED, kind="Node") == 0
+    assert standby.metric(CACHED, kind="Pod") == 0
+
+    leader.stop()  # SIGTERM releases the Lease: the standby leads, and only then lists
+    wait_holder(kube, namespace, standby.name, 30)
+    wait_for(lambda: (standby.metric(CACHED, kind="Node") or 0) >= 2, 30, what="the new leader's cache")
 
 
 def test_a_leader_that_cannot_renew_exits_instead_of_writing_as_a_follower(

@@ -103,3 +103,11 @@ def test_leader_election_timings_must_nest(timing: list[str], capsys: pytest.Cap
         main(timing)
     assert exited.value.code == 2
     assert "needs --lease-duration > --renew-deadline > --retry-period > 0" in capsys.readouterr().err
+
+
+def test_no_flag_for_controllers_that_do_not_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    """A flag that changes nothing must not be offered (no measurement controller runs yet)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--measurement-max-concurrent-reconciles=5"])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --measurement-max-concurrent-reconciles=5" in capsys.readouterr().err

@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.resources.core_v1 import Node
 from pydantic import ValidationError
 
 from nvcre.api.v1alpha1.certification import Certification
@@ -37,7 +36,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
 from nvcre.conditions import condition_true, is_terminal
-from nvcre.controllers import resources
+from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
@@ -108,7 +107,7 @@ class CertificationController:
         manager = ctx.manager
         self.certifications = manager.informer(resources.Certification)
         self.workflows = manager.informer(resources.Workflow)
-        self.nodes = manager.informer(Node)
+        self.nodes = indexes.nodes(manager)
         self.controller = Controller("certification", self.reconcile, workers=workers)
         self.controller.watch(self.certifications)
         self.controller.watch(self.workflows, owned_by(Kind.CERTIFICATION, GROUP))

@@ -1,8 +1,17 @@
-"""Cache indexes several controllers share (registered once per informer)."""
+"""The shared Pod and Node caches: what they hold and how they are indexed (set up once).
+
+The manager caches only what the controllers read. Pods: only workload pods, those labelled
+``nvcre.nvidia.com/job`` (the API server filters the list and watch; a pod that loses the label
+arrives as DELETED, carrying its last labelled state, and one that gains it as ADDED), so the
+cache does not grow with the other pods of the cluster. Nodes: every node (discovery needs them all) without
+``status.images``, the largest part of a GPU node and read by no controller.
+"""
 
 from __future__ import annotations
 
-from lightkube.resources.core_v1 import Pod
+from typing import Any
+
+from lightkube.resources.core_v1 import Node, Pod
 
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.runtime.informer import Informer
@@ -13,6 +22,9 @@ POD_JOB_INDEX = "job"
 """Workload pods by the nvcre Job they belong to (``nvcre.nvidia.com/job`` label)."""
 POD_NODE_INDEX = "spec.nodeName"
 """Pods by the node they run on."""
+
+WORKLOAD_PODS: dict[str, Any] = {Label.JOB: None}
+"""The label selector of the Pod cache: the label exists."""
 
 
 def _job_of(pod: Obj) -> list[str]:
@@ -26,9 +38,22 @@ def _node_of(pod: Obj) -> list[str]:
 
 
 def pods(manager: Manager) -> Informer:
-    """The shared Pod informer with both indexes."""
-    informer = manager.informer(Pod)
+    """The shared informer of workload pods, with both indexes."""
+    informer = manager.informer(Pod, labels=WORKLOAD_PODS)
     if not informer.has_index(POD_JOB_INDEX):
         informer.add_index(POD_JOB_INDEX, _job_of)
         informer.add_index(POD_NODE_INDEX, _node_of)
     return informer
+
+
+def trim_node(node: Obj) -> Obj:
+    """A Node as the controllers read it: without ``status.images`` (the images the kubelet
+    holds, up to 50 names and sizes per node). Everything else stays, because node-health CEL
+    expressions may read any other field of the Node."""
+    (node.get("status") or {}).pop("images", None)
+    return node
+
+
+def nodes(manager: Manager) -> Informer:
+    """The shared Node informer (every controller reads nodes through this one)."""
+    return manager.informer(Node, transform=trim_node)

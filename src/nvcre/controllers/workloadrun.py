@@ -14,7 +14,6 @@ import logging
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.resources.core_v1 import Node
 from pydantic import ValidationError
 
 from nvcre.api.v1alpha1.constants import (
@@ -29,7 +28,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.conditions import condition_of, condition_true, is_terminal
-from nvcre.controllers import resources
+from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import StatusChange, conditions_of
@@ -84,7 +83,7 @@ class WorkloadRunController:
         manager = ctx.manager
         self.runs = manager.informer(resources.WorkloadRun)
         self.workflows = manager.informer(resources.Workflow)
-        self.nodes = manager.informer(Node)
+        self.nodes = indexes.nodes(manager)
         self.controller = Controller("workloadrun", self.reconcile, workers=workers)
         self.controller.watch(self.runs)
         self.controller.watch(self.workflows, owned_by(Kind.WORKLOAD_RUN, GROUP))

@@ -65,20 +65,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Default.NODE_DISCOVERY_TIMEOUT_SECONDS,
         help="seconds a Certification waits for a matching node before it fails (default 300)",
     )
-    parser.add_argument(
-        "--measurement-max-concurrent-reconciles",
-        type=int,
-        default=Default.MEASUREMENT_MAX_CONCURRENT_RECONCILES,
-    )
     parser.add_argument("--log-format", choices=("json", "text"), default="json")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--version", action="version", version=f"nvcre-manager {__version__}")
     args = parser.parse_args(argv)
     if args.node_discovery_timeout < 0:
         parser.error("--node-discovery-timeout must not be negative")
-    for flag in ("max_concurrent_reconciles", "measurement_max_concurrent_reconciles"):
-        if getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be greater than 0")
+    if args.max_concurrent_reconciles < 1:
+        parser.error("--max-concurrent-reconciles must be greater than 0")
     if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
         parser.error(
             "leader election needs --lease-duration > --renew-deadline > --retry-period > 0, got "

@@ -1,4 +1,10 @@
-"""List+watch informer with a local cache, indexes, bookmarks and re-list after 410 Gone."""
+"""List+watch informer with a local cache, indexes, bookmarks and re-list after 410 Gone.
+
+An informer can be narrowed to the objects a label selector matches (the API server filters the
+list and the watch, and sends DELETED, with the last matching state, for an object that stops
+matching and ADDED for one that starts to) and can trim each object before caching it (``transform``, as client-go's
+``SetTransform``), so the cache holds only what its readers use.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 from lightkube import ApiError, AsyncClient
 from lightkube.core import resource as lkr
 from lightkube.core.exceptions import NotReadyError
+from lightkube.core.selector import build_selector
 from lightkube.types import OnErrorAction, OnErrorResult
 
+from nvcre.runtime.metrics import CACHED_OBJECTS
 from nvcre.runtime.objects import Obj, ObjectKey, key_of, to_plain
 
 log = logging.getLogger(__name__)
@@ -22,6 +30,9 @@ EventHandler = Callable[[str, Obj | None, Obj], None]
 """Called as ``handler(event, old, new)`` with event ADDED, MODIFIED or DELETED."""
 
 IndexFunc = Callable[[Obj], Iterable[str]]
+
+Transform = Callable[[Obj], Obj]
+"""Applied to every object the API server sends, before it is cached or handed to handlers."""
 
 
 class _Relist(Exception):
@@ -38,12 +49,16 @@ class Informer:
         *,
         namespace: str | None = None,
         labels: dict[str, Any] | None = None,
+        transform: Transform | None = None,
         retry_delay: float = 1.0,
     ) -> None:
+        """``labels`` is a lightkube label selector (``{"key": None}`` means the key exists)."""
         self.client = client
         self.resource = resource
         self._namespace = namespace
         self._labels = labels
+        self._selector = build_selector(labels) if labels else None
+        self.transform = transform
         self._retry_delay = retry_delay
         self._cache: dict[ObjectKey, Obj] = {}
         self._handlers: list[EventHandler] = []
@@ -51,6 +66,13 @@ class Informer:
         self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
         self.synced = asyncio.Event()
         self.relists = 0
+        self._cached = CACHED_OBJECTS.labels(kind=self.kind)
+        self._cached.inc(0)  # the series exists, at 0, before the first list
+
+    @property
+    def selector(self) -> str | None:
+        """The label selector sent to the API server, in its own syntax (None: every object)."""
+        return self._selector
 
     @property
     def kind(self) -> str:
@@ -98,8 +120,11 @@ class Informer:
                 for value in func(obj):
                     index[value].add(key)
         if obj is None:
-            self._cache.pop(key, None)
+            if self._cache.pop(key, None) is not None:
+                self._cached.dec()
         else:
+            if old is None:
+                self._cached.inc()
             self._cache[key] = obj
 
     def _emit(self, event: str, old: Obj | None, new: Obj) -> None:
@@ -140,9 +165,13 @@ class Informer:
             return {"namespace": self._namespace or "*"}
         return {}
 
+    def _plain(self, obj: Any) -> Obj:
+        plain = to_plain(self.resource, obj)
+        return self.transform(plain) if self.transform else plain
+
     async def _list(self) -> str:
         iterable = self.client.list(self.resource, labels=self._labels, **self._scope())  # type: ignore[type-var]
-        objects = [to_plain(self.resource, o) async for o in iterable]
+        objects = [self._plain(o) async for o in iterable]
         try:
             version = str(iterable.resourceVersion)
         except NotReadyError:
@@ -159,17 +188,15 @@ class Informer:
     async def _watch(self, version: str) -> None:
         generic = self.client._client
         params: dict[str, Any] = {"allowWatchBookmarks": "true", "resourceVersion": version or None}
-        if self._labels:
-            from lightkube.core.selector import build_selector
-
-            params["labelSelector"] = build_selector(self._labels)
+        if self._selector:
+            params["labelSelector"] = self._selector
         request = generic.prepare_request(
             "list", res=self.resource, watch=True, params=params, **self._scope()
         )
         async for event, obj in generic.watch(request, on_error=self._on_watch_error):
             if event == "BOOKMARK":
                 continue
-            self._apply(event, to_plain(self.resource, obj))
+            self._apply(event, self._plain(obj))
 
     async def run(self) -> None:
         """List, then watch forever; re-list whenever the watch cannot resume."""
@@ -181,7 +208,7 @@ class Informer:
             except _Relist:
                 self.relists += 1
                 log.info("watch of %s expired; re-listing", self.kind)
-            except (httpx.HTTPError, OSError) as error:
+            except (httpx2.HTTPError, OSError) as error:
                 log.warning("list of %s failed (%s); retrying", self.kind, error)
                 await asyncio.sleep(self._retry_delay)
             except Exception:  # never let one bad object or bug stop the cache for good

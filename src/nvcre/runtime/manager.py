@@ -8,17 +8,29 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
+from lightkube.core.selector import build_selector
 
 from nvcre.runtime import probes
 from nvcre.runtime.controller import Controller
-from nvcre.runtime.informer import Informer
+from nvcre.runtime.informer import Informer, Transform
 from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
+from nvcre.runtime.objects import Obj, without_managed_fields
 
 log = logging.getLogger(__name__)
 
 
 class LostLeadership(Exception):
     """This replica stopped leading; it must exit so that it never writes as a follower."""
+
+
+def _stripping(transform: Transform | None) -> Transform:
+    if transform is None:
+        return without_managed_fields
+
+    def both(obj: Obj) -> Obj:
+        return transform(without_managed_fields(obj))
+
+    return both
 
 
 class Manager:
@@ -36,20 +48,51 @@ class Manager:
         self.probe_address = probe_address
         self.controllers: list[Controller] = []
         self._informers: dict[tuple[Any, ...], Informer] = {}
+        self._transforms: dict[tuple[Any, ...], Transform | None] = {}
         self.elector: LeaderElector | None = None
         self.servers: list[asyncio.Server] = []
+        self._leading = False
 
-    def informer(self, resource: type[lkr.Resource], *, namespace: str | None = None) -> Informer:
-        """The shared informer of a resource type (one watch per type, however many controllers)."""
-        key = (resource, namespace)
+    def informer(
+        self,
+        resource: type[lkr.Resource],
+        *,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        transform: Transform | None = None,
+    ) -> Informer:
+        """The shared informer of a resource type, namespace and label selector (one watch each,
+        however many controllers read it).
+
+        Every cached object is stripped of ``metadata.managedFields``; ``transform`` trims it
+        further. All callers of one informer must pass the same ``transform``: a cache trimmed
+        for one reader and not for another would depend on which asked first.
+        """
+        selector = build_selector(labels) if labels else None
+        key = (resource, namespace, selector)
         if key not in self._informers:
-            self._informers[key] = Informer(self.client, resource, namespace=namespace)
+            self._informers[key] = Informer(
+                self.client,
+                resource,
+                namespace=namespace,
+                labels=labels,
+                transform=_stripping(transform),
+            )
+            self._transforms[key] = transform
+        elif self._transforms[key] is not transform:
+            raise ValueError(
+                f"the {resource.__name__} informer (selector {selector!r}) was created with another transform"
+            )
         return self._informers[key]
 
     def add(self, controller: Controller) -> None:
         self.controllers.append(controller)
 
     def ready(self) -> bool:
+        """Ready once every cache has synced. A standby caches nothing until it leads (see
+        ``run``), so while it waits for the Lease it is ready: ready to take over."""
+        if self.leader_election is not None and not self._leading:
+            return True
         return all(informer.synced.is_set() for informer in self._informers.values())
 
     async def _serve(self) -> None:
@@ -57,10 +100,16 @@ class Manager:
             self.servers.append(await probes.serve(address, self.ready))
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership)."""
+        """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership).
+
+        With leader election the informers start only once this replica leads, as
+        controller-runtime's leader-gated runnables do: a standby holds no cache and no watch
+        (half the memory and API watches of a pair), and a new leader lists everything afresh
+        before its first reconcile, which costs about as long as a fresh start.
+        """
         stop = stop or asyncio.Event()
         await self._serve()
-        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self._informers.values()]
+        tasks: list[asyncio.Task[Any]] = []
         stopping = asyncio.create_task(stop.wait(), name="stop")
         try:
             if self.leader_election is not None:
@@ -71,6 +120,10 @@ class Manager:
                     acquiring.cancel()
                     return
                 tasks.append(asyncio.create_task(self.elector.hold(), name="hold-lease"))
+            self._leading = True
+            tasks += [
+                asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self._informers.values()
+            ]
             await asyncio.gather(*(i.synced.wait() for i in self._informers.values()))
             for controller in self.controllers:
                 controller.start_watching()

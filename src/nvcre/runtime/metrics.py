@@ -20,3 +20,8 @@ RECONCILE_TIME = Histogram(
 )
 QUEUE_DEPTH = Gauge("workqueue_depth", "Keys waiting in a controller's queue.", ["name"])
 LEADER = Gauge("leader_election_master_status", "1 while this replica leads.", ["name"])
+CACHED_OBJECTS = Gauge(
+    "nvcre_informer_cached_objects",
+    "Objects held in the informer caches, per kind (what the manager's memory grows with).",
+    ["kind"],
+)

@@ -48,3 +48,11 @@ def resource_version(obj: Obj) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def without_managed_fields(obj: Obj) -> Obj:
+    """``obj`` without ``metadata.managedFields`` (server-side apply bookkeeping: often the
+    largest part of an object, and never read by a controller). An update that omits them
+    leaves the server's copy as it is, so writing a cached object back loses nothing."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj

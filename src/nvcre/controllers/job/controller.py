@@ -7,7 +7,6 @@ import logging
 from typing import Any, NoReturn
 
 from lightkube import ApiError
-from lightkube.resources.core_v1 import Node
 
 from nvcre.api.v1alpha1.constants import (
     GROUP,
@@ -63,7 +62,7 @@ class JobController:
         self.jobs = manager.informer(resources.Job)
         self.trainjobs = manager.informer(resources.TrainJob)
         self.pods = indexes.pods(manager)
-        self.nodes = manager.informer(Node)
+        self.nodes = indexes.nodes(manager)
         self.goodputs = manager.informer(resources.GoodputMeasurement)
         self.bandwidths = manager.informer(resources.BandwidthMeasurement)
         self.controller = Controller("job", self.reconcile, workers=workers)

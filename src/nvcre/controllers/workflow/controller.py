@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lightkube.resources.core_v1 import Node
-
 from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
 from nvcre.conditions import is_terminal
 from nvcre.controllers import indexes, resources
@@ -35,7 +33,7 @@ class WorkflowController:
         manager = ctx.manager
         self.workflows = manager.informer(resources.Workflow)
         pods = indexes.pods(manager)
-        self.caches = Caches(jobs=manager.informer(resources.Job), nodes=manager.informer(Node), pods=pods)
+        self.caches = Caches(jobs=manager.informer(resources.Job), nodes=indexes.nodes(manager), pods=pods)
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
         self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))

@@ -1,0 +1,227 @@
+"""What the manager caches, on the real API server: workload pods only, trimmed nodes.
+
+The pod cache is narrowed by a label selector, so the API server decides what the manager sees:
+these tests check what it does when a pod gains or loses the label (it sends ADDED and DELETED)
+and that pods of other workloads never reach the manager's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import AsyncClient, Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Node, Pod
+
+from nvcre.api.v1alpha1.constants import Label
+from nvcre.controllers import indexes, resources
+from nvcre.runtime.manager import Manager
+from nvcre.runtime.objects import Obj, resource_version
+from nvcre.runtime.writes import update_with_retry
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.inspect import own_patch, trainjob_of
+from nvcre.testing.kwok import Kwok
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import async_wait_for, wait_for
+from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+
+CACHED = "nvcre_informer_cached_objects"
+
+
+@pytest.fixture
+def other_namespace(kube: Client) -> Iterator[str]:
+    """A namespace nvcre has nothing to do with (another team's workloads)."""
+    name = f"unrelated-{secrets.token_hex(3)}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    yield name
+    with contextlib.suppress(Exception):
+        kube.delete(Namespace, name)
+
+
+def unrelated_pod(kube: Client, namespace: str, name: str) -> None:
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            }
+        )
+    )
+
+
+def workload_pod(kube: Client, namespace: str, trainjob: dict[str, Any], name: str) -> str:
+    """A pod as Kubeflow Trainer creates it from the pod template nvcre rendered into the
+    TrainJob (its labels are nvcre's), unscheduled, so nothing runs it."""
+    template = next(t for t in own_patch(trainjob).values() if Label.JOB in t["metadata"].get("labels", {}))
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {"name": name, "namespace": namespace, "labels": template["metadata"]["labels"]},
+                "spec": {"containers": [{"name": "node", "image": "img"}]},
+            }
+        )
+    )
+    return name
+
+
+def relabel(kube: Client, namespace: str, name: str, job: str | None) -> None:
+    kube.patch(Pod, name, {"metadata": {"labels": {Label.JOB: job}}}, namespace=namespace)
+
+
+def cached_pods(manager: ManagerProcess) -> float | None:
+    return manager.metric(CACHED, kind="Pod")
+
+
+def workload_pods(kube: Client) -> int:
+    return len(list(kube.list(Pod, namespace="*", labels=indexes.WORKLOAD_PODS)))
+
+
+def test_only_workload_pods_reach_the_manager_and_the_label_decides(
+    kube: Client,
+    control_plane: ControlPlane,
+    kwok: Kwok,
+    namespace: str,
+    other_namespace: str,
+    gpu_nodes: Any,
+    tmp_path: Path,
+) -> None:
+    unrelated_pod(kube, other_namespace, "before-the-manager")
+    pool = pool_name()
+    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    manager = ManagerProcess(control_plane, tmp_path, name="cache-manager").start()
+    try:
+        # Synced (the list is done): exactly the labelled pods of the whole cluster are cached.
+        labelled = (
+            wait_for(
+                lambda: (n := workload_pods(kube)) == cached_pods(manager) and n + 1,
+                30,
+                what="the gauge to count the workload pods of the cluster",
+            )
+            - 1
+        )
+        assert len(list(kube.list(Pod, namespace="*"))) > labelled, "other pods exist, uncounted"
+
+        kube.create(resources.Workflow.from_dict(workflow("cache", namespace, pool, 1)))
+        trainjob = trainjob_of(kube, namespace, "cache-job")
+        pod = workload_pod(kube, namespace, trainjob, "cache-node-0")
+        wait_for(lambda: cached_pods(manager) == labelled + 1, 30, what="the workload pod cached")
+
+        # The watch: a new unrelated pod, then the workload pod loses its label. The API server
+        # sends both in this order; only if the unrelated pod was never counted does the gauge
+        # come back to `labelled` (otherwise it would stay one above).
+        unrelated_pod(kube, other_namespace, "while-the-manager-runs")
+        relabel(kube, namespace, pod, None)
+        wait_for(
+            lambda: cached_pods(manager) == labelled,
+            30,
+            what="the pod that lost its label to leave the cache (and the unrelated pod never in it)",
+        )
+        relabel(kube, namespace, pod, "cache-job")
+        wait_for(lambda: cached_pods(manager) == labelled + 1, 30, what="the relabelled pod back")
+        assert manager.running()
+    finally:
+        manager.stop()
+
+
+@pytest.mark.asyncio
+async def test_cached_nodes_are_trimmed_and_label_changes_arrive_as_added_and_deleted(
+    async_kube: AsyncClient,
+    kube: Client,
+    namespace: str,
+    other_namespace: str,
+    gpu_nodes: Any,
+    manager: ManagerProcess,
+) -> None:
+    """In process, to read the cache itself: which keys it holds, which events it hands out.
+    (The ``manager`` fixture only renders the TrainJob the workload pod comes from.)"""
+    runtime = Manager(async_kube)
+    pods, nodes = indexes.pods(runtime), indexes.nodes(runtime)
+    events: list[tuple[str, str, str | None, str | None]] = []
+
+    def record(event: str, old: Obj | None, new: Obj) -> None:
+        def job(obj: Obj | None) -> str | None:
+            return ((obj or {}).get("metadata", {}).get("labels") or {}).get(Label.JOB)
+
+        events.append((event, new["metadata"]["name"], job(old), job(new)))
+
+    pods.add_handler(record)
+    name = f"trim-{secrets.token_hex(3)}"  # a node no kwok manages: its status stays as written
+    kube.create(Node(metadata=ObjectMeta(name=name, labels={"nvcre.test/cache": "true"})))
+    images = [{"names": ["nvcr.io/nvidia/pytorch:25.06-py3"], "sizeBytes": 9_000_000_000}]
+    served = kube.patch(Node.Status, name, {"status": {"images": images}}).to_dict()
+    assert served["status"]["images"] and served["metadata"]["managedFields"]
+    tasks = [asyncio.create_task(informer.run()) for informer in (pods, nodes)]
+    try:
+        await asyncio.wait_for(asyncio.gather(pods.synced.wait(), nodes.synced.wait()), 30)
+        cached = nodes.get("", name)
+        assert cached is not None
+        assert resource_version(cached) >= resource_version(served)
+        assert "images" not in cached["status"] and "managedFields" not in cached["metadata"]
+        assert cached["metadata"]["labels"] == {"nvcre.test/cache": "true"}, "the rest stays"
+
+        pool = pool_name()
+        gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+        kube.create(resources.Workflow.from_dict(workflow("events", namespace, pool, 1)))
+        job = "events-job"
+        unrelated_pod(kube, other_namespace, "unrelated")
+        pod = workload_pod(kube, namespace, trainjob_of(kube, namespace, job), "events-node-0")
+        await async_wait_for(lambda: now(pods.get(namespace, pod)), 30, what="the pod cached")
+        relabel(kube, namespace, pod, None)
+        await async_wait_for(lambda: now(pods.get(namespace, pod) is None), 30, what="the pod gone")
+        assert pods.by_index(indexes.POD_JOB_INDEX, job) == []
+        relabel(kube, namespace, pod, job)
+        await async_wait_for(lambda: now(pods.get(namespace, pod)), 30, what="the pod back")
+        assert [p["metadata"]["name"] for p in pods.by_index(indexes.POD_JOB_INDEX, job)] == [pod]
+        assert pods.get(other_namespace, "unrelated") is None
+        assert [e for e in events if e[1] in (pod, "unrelated")] == [
+            ("ADDED", pod, None, job),
+            # A pod that stops matching arrives as DELETED carrying its last matching state.
+            ("DELETED", pod, job, job),
+            ("ADDED", pod, None, job),
+        ]
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        kube.delete(Node, name)
+
+
+async def now(value: object) -> object:
+    return value
+
+
+@pytest.mark.asyncio
+async def test_a_cached_object_written_back_keeps_its_managed_fields(
+    async_kube: AsyncClient, kube: Client, namespace: str
+) -> None:
+    """The caches drop managedFields; a write that starts from the cached view must not."""
+    created = kube.create(ConfigMap(metadata=ObjectMeta(name="cm", namespace=namespace), data={"a": "1"}))
+    before = {m.manager for m in created.metadata.managedFields or ()}  # type: ignore[union-attr]
+    runtime = Manager(async_kube)
+    informer = runtime.informer(ConfigMap, namespace=namespace)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 30)
+        view = informer.get(namespace, "cm")
+        assert view is not None and "managedFields" not in view["metadata"]
+
+        def mutate(live: Obj) -> Obj:
+            live["data"]["b"] = "2"
+            return live
+
+        written = await update_with_retry(async_kube, ConfigMap, "cm", namespace, mutate, current=view)
+        assert written is not None and written["data"] == {"a": "1", "b": "2"}
+        assert resource_version(written) > resource_version(view), "written on top of the view"
+        live = kube.get(ConfigMap, "cm", namespace=namespace)
+        after = {m.manager for m in live.metadata.managedFields or ()}  # type: ignore[union-attr]
+        assert before and before <= after, (before, after)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
