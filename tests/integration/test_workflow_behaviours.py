@@ -11,7 +11,16 @@ from lightkube.types import PatchType
 
 from nvcre.controllers import resources
 from nvcre.testing.history import Recorder
-from nvcre.testing.inspect import events_for, get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
+from nvcre.testing.inspect import (
+    events_for,
+    get,
+    jobs_of,
+    own_patch,
+    trainjob_of,
+    true_condition,
+    wait_event,
+    wait_true,
+)
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
 from tests.integration.test_workflow_controller import make_nodes
@@ -159,13 +168,26 @@ def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_node
         f"1 node(s) matched the target but were unschedulable (cordoned): {cordoned[0]}. "
         "target set has more than one GPU architecture; certified h100 only"
     )
-    events = events_for(kube, namespace, "disc")
-    assert (
-        "Warning",
-        "CordonedNodesExcluded",
-        f"Excluded 1 cordoned node(s) from certification: {cordoned[0]}",
-    ) in events
-    assert any(r == "HeterogeneousGPU" and t == "Warning" and minority[0] in m for t, r, m in events)
+    wait_event(
+        kube,
+        namespace,
+        "disc",
+        "Workflow",
+        (
+            "Warning",
+            "CordonedNodesExcluded",
+            f"Excluded 1 cordoned node(s) from certification: {cordoned[0]}",
+        ),
+    )
+    # The events of one decision go out one after the other once its status is written.
+    wait_for(
+        lambda: any(
+            r == "HeterogeneousGPU" and t == "Warning" and minority[0] in m
+            for t, r, m in events_for(kube, namespace, "disc")
+        ),
+        10,
+        what="the HeterogeneousGPU warning naming the minority node",
+    )
 
 
 def test_node_names_intersect_the_selector(
