@@ -10,6 +10,8 @@ Run this after changing a version in ``versions.env``; commit the resulting ``go
   ``sigs.k8s.io/structured-merge-diff`` are pinned to what kubernetes requires.
 * ``etcd/`` requires ``go.etcd.io/etcd/server/v3`` (its module root is ``package main``).
 * ``kwok/`` requires ``sigs.k8s.io/kwok``.
+* ``toxiproxy/`` requires ``github.com/Shopify/toxiproxy/v2`` (the fault-injecting TCP proxy of
+  the reliability suite; its server command is ``cmd/server``).
 
 Each wrapper lists the commands it builds as ``tool`` directives so ``go mod tidy`` keeps them.
 """
@@ -30,6 +32,7 @@ GO_DIRECTIVE = "1.26.0"
 KUBERNETES_TOOLS = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
 ETCD_TOOLS = ("go.etcd.io/etcd/server/v3",)
 KWOK_TOOLS = ("sigs.k8s.io/kwok/cmd/kwok",)
+TOXIPROXY_TOOLS = ("github.com/Shopify/toxiproxy/v2/cmd/server",)
 PINNED_FROM_KUBERNETES = ("k8s.io/kube-openapi", "sigs.k8s.io/structured-merge-diff/")
 
 
@@ -119,6 +122,12 @@ def main() -> int:
     )
     write_module(
         HERE / "kwok", "nvcre.test/controlplane/kwok", KWOK_TOOLS, [("sigs.k8s.io/kwok", v["KWOK_VERSION"])]
+    )
+    write_module(
+        HERE / "toxiproxy",
+        "nvcre.test/controlplane/toxiproxy",
+        TOXIPROXY_TOOLS,
+        [("github.com/Shopify/toxiproxy/v2", v["TOXIPROXY_VERSION"])],
     )
     return 0
 

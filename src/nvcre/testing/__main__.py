@@ -1,6 +1,7 @@
 """``python -m nvcre.testing build|up|paths``: build the binaries or run a local control plane.
 
-``build``  go-build (or reuse) etcd, kube-apiserver, kwok and kubectl (``--no-kubectl`` skips it)
+``build``  go-build (or reuse) etcd, kube-apiserver, kwok, toxiproxy-server and kubectl
+           (``--no-kubectl`` skips it)
            and fetch the Trainer/kwok CRDs; prints ``<name> <path>`` lines on stdout.
 ``paths``  like build but never builds: fails if something is missing.
 ``up``     start etcd + kube-apiserver (+ kwok with ``--kwok``, + fake GPU nodes with
@@ -60,7 +61,7 @@ def _print_paths(binaries: bins.Binaries) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    names = bins.REQUIRED if args.no_kubectl else bins.ALL
+    names = [n for n in bins.ALL if n != bins.KUBECTL] if args.no_kubectl else bins.ALL
     started = time.monotonic()
     binaries = bins.build(names, force=args.force)
     print(f"[nvcre.testing] binaries ready in {time.monotonic() - started:.1f}s", file=sys.stderr)

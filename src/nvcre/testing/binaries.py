@@ -1,9 +1,10 @@
-"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl).
+"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl, toxiproxy-server).
 
 Resolution order for each binary:
 
 1. ``TEST_ASSET_ETCD`` / ``TEST_ASSET_KUBE_APISERVER`` / ``TEST_ASSET_KWOK`` /
-   ``TEST_ASSET_KUBECTL`` (an explicit path, as envtest understands them);
+   ``TEST_ASSET_KUBECTL`` / ``TEST_ASSET_TOXIPROXY_SERVER`` (an explicit path, as envtest
+   understands them);
 2. ``$KUBEBUILDER_ASSETS/<name>`` (a directory of envtest binaries);
 3. the build cache: ``$NVCRE_BIN_DIR`` if set, else
    ``${XDG_CACHE_HOME:-~/.cache}/nvcre/bin/<versions>/``, filled by ``go build`` through the
@@ -37,16 +38,19 @@ ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
 KWOK = "kwok"
 KUBECTL = "kubectl"
+#: The fault-injecting TCP proxy of the reliability suite (Toxiproxy's server command).
+TOXIPROXY = "toxiproxy-server"
 
 #: Binaries every control plane needs; kubectl is optional (handy for humans, unused by tests).
 REQUIRED = (ETCD, KUBE_APISERVER, KWOK)
-ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL)
+ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, TOXIPROXY)
 
 ENV_OVERRIDES = {
     ETCD: "TEST_ASSET_ETCD",
     KUBE_APISERVER: "TEST_ASSET_KUBE_APISERVER",
     KWOK: "TEST_ASSET_KWOK",
     KUBECTL: "TEST_ASSET_KUBECTL",
+    TOXIPROXY: "TEST_ASSET_TOXIPROXY_SERVER",
 }
 
 #: Which wrapper module (directory under hack/controlplane) builds which package.
@@ -55,6 +59,7 @@ _BUILD_TARGETS = {
     KUBE_APISERVER: ("kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver"),
     KWOK: ("kwok", "sigs.k8s.io/kwok/cmd/kwok"),
     KUBECTL: ("kubernetes", "k8s.io/kubernetes/cmd/kubectl"),
+    TOXIPROXY: ("toxiproxy", "github.com/Shopify/toxiproxy/v2/cmd/server"),
 }
 
 #: Measured cold builds on 2 cores (empty Go build cache; the longer figure includes downloading
@@ -64,6 +69,7 @@ COLD_BUILD_HINT = {
     KUBE_APISERVER: "4 to 9 min",
     KWOK: "1 to 2 min",
     KUBECTL: "~30 s after kube-apiserver",
+    TOXIPROXY: "~1 min",
 }
 
 TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
@@ -87,10 +93,11 @@ class Versions:
     etcd: str
     kwok: str
     trainer: str
+    toxiproxy: str
 
     @property
     def key(self) -> str:
-        """Directory name of the cache for these versions."""
+        """Directory name of the cache for these versions (toxiproxy's is in its stamp only)."""
         return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
 
     def binary_version(self, name: str) -> str:
@@ -99,6 +106,7 @@ class Versions:
             KUBE_APISERVER: self.kubernetes,
             KWOK: self.kwok,
             KUBECTL: self.kubernetes,
+            TOXIPROXY: self.toxiproxy,
         }
         return by_binary[name]
 
@@ -135,6 +143,10 @@ class Binaries:
     @property
     def kubectl(self) -> Path | None:
         return self.paths.get(KUBECTL)
+
+    @property
+    def toxiproxy(self) -> Path:
+        return self.path(TOXIPROXY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,6 +192,7 @@ def load_versions(path: Path | None = None) -> Versions:
             etcd=env["ETCD_VERSION"],
             kwok=env["KWOK_VERSION"],
             trainer=env["TRAINER_VERSION"],
+            toxiproxy=env["TOXIPROXY_VERSION"],
         )
     except KeyError as missing:
         raise BinaryError(f"versions.env lacks {missing.args[0]}") from None
@@ -217,6 +230,8 @@ def kubernetes_ldflags(version: str) -> str:
 def ldflags_for(name: str, versions: Versions) -> str:
     if name in (KUBE_APISERVER, KUBECTL):
         return kubernetes_ldflags(versions.kubernetes)
+    if name == TOXIPROXY:
+        return f"-s -w -X github.com/Shopify/toxiproxy/v2.Version={versions.toxiproxy}"
     return "-s -w"
 
 
