@@ -251,18 +251,25 @@ class ControlPlane:
             process=self.apiserver,
         )
 
-    def restart_apiserver(self) -> None:
-        """Stop kube-apiserver (SIGTERM) and start the same command again; wait for ``/readyz``."""
+    def restart_apiserver(self, *, kill: bool = False) -> None:
+        """Stop kube-apiserver (SIGTERM, or SIGKILL with ``kill``) and start the same command
+        again; wait for ``/readyz``."""
         assert self.apiserver is not None
-        self.apiserver.stop()
+        if kill:
+            self.apiserver.kill()
+        else:
+            self.apiserver.stop()
         self.apiserver.start()
         self._wait_apiserver_ready()
 
-    def restart_etcd(self) -> None:
-        """Stop etcd and start it again on the same data directory and ports; wait until
-        kube-apiserver, which reconnects by itself, is ready again."""
+    def restart_etcd(self, *, kill: bool = False) -> None:
+        """Stop etcd (SIGTERM, or SIGKILL with ``kill``) and start it again on the same data
+        directory and ports; wait until kube-apiserver, which reconnects by itself, is ready."""
         assert self.etcd is not None
-        self.etcd.stop()
+        if kill:
+            self.etcd.kill()
+        else:
+            self.etcd.stop()
         self.etcd.start()
         wait_until(self._etcd_healthy, timeout=self.start_timeout, what="etcd /health", process=self.etcd)
         self._wait_apiserver_ready()
