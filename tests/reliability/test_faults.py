@@ -185,7 +185,9 @@ def outcome(kube: Client, namespace: str) -> dict[str, Any]:
         workflows[name] = {
             "condition": true_condition(data),
             "groups": [g["phase"] for g in (status.get("orchestration") or {}).get("groups") or ()],
-            "jobs": sorted(str(j.metadata.name) for j in jobs if j.metadata),
+            "jobs": {
+                str(j.metadata.name): (true_condition(j.to_dict()) or ("",))[:2] for j in jobs if j.metadata
+            },
             "dependencyRefs": status.get("dependencyRefs") or [],
             **node_lists(kube, namespace, status),
         }
@@ -215,6 +217,22 @@ def outcome(kube: Client, namespace: str) -> dict[str, Any]:
     }
 
 
+def job_results(jobs: list[str]) -> dict[str, tuple[str, ...]]:
+    return {
+        j: ("Failed", "WorkloadFailed") if j in FAILING_JOBS else ("Succeeded", "WorkloadCompleted")
+        for j in jobs
+    }
+
+
+def job_messages(kube: Client, namespace: str) -> str:
+    """Each Job's condition with its message, for a failure report."""
+    return "\n".join(
+        f"{j.metadata.name}: {true_condition(j.to_dict())}"
+        for j in kube.list(resources.Job, namespace=namespace)
+        if j.metadata
+    )
+
+
 def expected(wf_nodes: list[str], cert_nodes: list[str]) -> dict[str, Any]:
     """The undisturbed outcome: group-1 of the Workflow and of the loopback category fail."""
     return {
@@ -222,7 +240,7 @@ def expected(wf_nodes: list[str], cert_nodes: list[str]) -> dict[str, Any]:
             WORKFLOW: {
                 "condition": ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"),
                 "groups": ["Succeeded", "Failed", "Succeeded", "Succeeded"],
-                "jobs": sorted(WF_JOBS),
+                "jobs": job_results(WF_JOBS),
                 "dependencyRefs": [],
                 "succeeded": wf_nodes[:2] + wf_nodes[4:],
                 "failed": [(n, "WorkloadFailed") for n in wf_nodes[2:4]],
@@ -230,7 +248,7 @@ def expected(wf_nodes: list[str], cert_nodes: list[str]) -> dict[str, Any]:
             FIRST: {
                 "condition": ("Succeeded", "JobCompleted", "All 1 iterations completed successfully"),
                 "groups": ["Succeeded"],
-                "jobs": FIRST_JOBS,
+                "jobs": job_results(FIRST_JOBS),
                 "dependencyRefs": [],
                 "succeeded": cert_nodes,
                 "failed": [],
@@ -238,7 +256,7 @@ def expected(wf_nodes: list[str], cert_nodes: list[str]) -> dict[str, Any]:
             SECOND: {
                 "condition": ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"),
                 "groups": ["Succeeded", "Failed", "Succeeded"],
-                "jobs": sorted(SECOND_JOBS),
+                "jobs": job_results(SECOND_JOBS),
                 "dependencyRefs": [],
                 "succeeded": [cert_nodes[0], cert_nodes[2]],
                 "failed": [(cert_nodes[1], "WorkloadFailed")],
@@ -337,7 +355,10 @@ def test_workflow_and_certification_converge_under(
         with contextlib.suppress(*TRANSIENT):
             trainer.step()
         got = outcome(kube, namespace)
-        assert got == want, f"seed {SEED}; got {json.dumps(got, indent=1)}; faults:\n" + "\n".join(driver.log)
+        assert got == want, (
+            f"seed {SEED}; got {json.dumps(got, indent=1)}\nJobs:\n{job_messages(kube, namespace)}\nfaults:\n"
+            + "\n".join(driver.log)
+        )
         assert trainer.recreated == [], f"recreated under {kind} (seed {SEED}): {trainer.recreated}"
         assert manager.running(), f"the manager exited under {kind} (seed {SEED}):\n{manager.log_tail()}"
         manager_metrics = manager.metrics()
