@@ -26,7 +26,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import format_time, parse_time
 from nvcre.conditions import is_terminal
 from nvcre.controllers import indexes, resources
-from nvcre.controllers.children import delete_if_present
+from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
@@ -218,7 +218,11 @@ class JobController:
     async def _follow_workload(self, job: Obj) -> Result | None:
         ref = job["status"]["workloadRef"]
         name = ref["name"]
-        workload = self.trainjobs.get(ref.get("namespace") or job["metadata"]["namespace"], name)
+        namespace = ref.get("namespace") or job["metadata"]["namespace"]
+        # a cache miss is not a deletion: the TrainJob watch may lag behind its create
+        workload = self.trainjobs.get(namespace, name) or await get_live(
+            self.ctx.client, resources.TrainJob, name, namespace
+        )
         goodput = self.goodputs.get(
             job["metadata"]["namespace"], goodput_measurement_name(job["metadata"]["name"])
         )
