@@ -63,7 +63,8 @@ CATEGORIES = (
     {"domain": "communication", "variant": "nccl-all-reduce"},  # one Job of every node
     {"domain": "communication", "variant": "nccl-loopback"},  # one Job per node
 )
-RUN_DEADLINE = 150.0
+#: A safety net, not a timed assertion: on 2 busy cores the slowest kind has needed 110 s.
+RUN_DEADLINE = 300.0
 #: Transport and server errors the test's own client may meet while kube-apiserver restarts.
 TRANSIENT = (httpx.HTTPError, OSError, ApiError)
 

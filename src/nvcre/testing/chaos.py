@@ -77,12 +77,20 @@ def _one(kind: str, rng: random.Random) -> Fault:
     raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
 
 
+#: Restarts are slow (seconds each, and every one sets the manager's backoff climbing): a
+#: schedule holds this many; the other kinds go on until the runs end.
+MAX_RESTARTS = 3
+
+
 def schedule(kind: str, seed: int) -> Iterator[Fault]:
-    """The endless fault sequence of ``kind`` for ``seed`` (empty for ``none``)."""
+    """The fault sequence of ``kind`` for ``seed``: endless, :data:`MAX_RESTARTS` restarts, or
+    nothing for ``none``."""
     if kind not in KINDS:
         raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
     rng = random.Random(f"{seed}:{kind}")
-    while kind != "none":
+    count = 0
+    while kind != "none" and not (kind.endswith("_restart") and count == MAX_RESTARTS):
+        count += 1
         yield _one(kind, rng)
 
 
@@ -214,4 +222,4 @@ class FaultDriver:
                         raise
 
 
-__all__ = ["KINDS", "THROTTLE", "Fault", "FaultDriver", "schedule", "throttle_documents"]
+__all__ = ["KINDS", "MAX_RESTARTS", "THROTTLE", "Fault", "FaultDriver", "schedule", "throttle_documents"]
