@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok (and kubectl with
-# --kubectl), and fetch the Kubeflow Trainer / kwok CRDs. Same as `python -m nvcre.testing build`.
+# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok, toxiproxy-server
+# (the reliability suite's proxy) and kubectl (--no-kubectl skips it), and fetch the Kubeflow
+# Trainer / kwok CRDs. Same as `python -m nvcre.testing build`.
 # Binaries go to ${NVCRE_BIN_DIR:-~/.cache/nvcre/bin/<versions>}; a warm run takes well under a
-# second. Set KUBEBUILDER_ASSETS or TEST_ASSET_{ETCD,KUBE_APISERVER,KWOK} to use prebuilt ones.
+# second. Set KUBEBUILDER_ASSETS or TEST_ASSET_{ETCD,KUBE_APISERVER,KWOK,TOXIPROXY_SERVER} to use
+# prebuilt ones.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 python="${PYTHON:-}"
