@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok, kubectl
-# (--no-kubectl skips it) and the workload chain: kube-scheduler, kube-controller-manager, the
+# Build (or reuse) the test control-plane binaries: etcd, kube-apiserver, kwok, toxiproxy-server
+# (the reliability suite's proxy), kubectl (--no-kubectl skips it) and the workload chain: kube-scheduler, kube-controller-manager, the
 # JobSet controller and Trainer's controller manager (--no-chain skips them); fetch the Trainer,
 # kwok and JobSet CRDs and webhook manifests. Same as `python -m nvcre.testing build`.
 # Binaries go to ${NVCRE_BIN_DIR:-~/.cache/nvcre/bin/<versions>}; a warm run takes well under a

@@ -18,6 +18,8 @@ Run this after changing a version in ``versions.env``; commit the resulting ``go
 
 The module proxy may refuse to *list* versions of some of these modules; every version here is
 exact, so nothing is listed. ``update.py jobset trainer`` regenerates only the named wrappers.
+* ``toxiproxy/`` requires ``github.com/Shopify/toxiproxy/v2`` (the fault-injecting TCP proxy of
+  the reliability suite; its server command is ``cmd/server``).
 
 Each wrapper lists the commands it builds as ``tool`` directives so ``go mod tidy`` keeps them.
 """
@@ -48,6 +50,7 @@ ETCD_TOOLS = ("go.etcd.io/etcd/server/v3",)
 KWOK_TOOLS = ("sigs.k8s.io/kwok/cmd/kwok",)
 JOBSET_TOOLS = ("sigs.k8s.io/jobset",)
 TRAINER_TOOLS = ("github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",)
+TOXIPROXY_TOOLS = ("github.com/Shopify/toxiproxy/v2/cmd/server",)
 PINNED_FROM_KUBERNETES = ("k8s.io/kube-openapi", "sigs.k8s.io/structured-merge-diff/")
 
 
@@ -171,6 +174,15 @@ def update_trainer(v: dict[str, str]) -> None:
     )
 
 
+def update_toxiproxy(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "toxiproxy",
+        "nvcre.test/controlplane/toxiproxy",
+        TOXIPROXY_TOOLS,
+        [("github.com/Shopify/toxiproxy/v2", v["TOXIPROXY_VERSION"])],
+    )
+
+
 WRAPPERS = {
     "kubernetes": update_kubernetes,
     "kubernetes-controllers": update_kubernetes_controllers,
@@ -178,6 +190,7 @@ WRAPPERS = {
     "kwok": update_kwok,
     "jobset": update_jobset,
     "trainer": update_trainer,
+    "toxiproxy": update_toxiproxy,
 }
 
 

@@ -11,13 +11,13 @@ import pytest
 from nvcre.testing import binaries as bins
 
 VERSIONS = bins.Versions(
-    kubernetes="v1.37.2", etcd="v3.7.3", kwok="v0.8.0", trainer="v2.2.1", jobset="v0.12.0"
+    kubernetes="v1.37.2", etcd="v3.7.3", kwok="v0.8.0", trainer="v2.2.1", jobset="v0.12.0", toxiproxy="v2.5.0"
 )
 
 
 def _wrappers(tmp_path: Path) -> Path:
     root = tmp_path / "hack" / "controlplane"
-    for module in ("kubernetes", "etcd", "kwok"):
+    for module in ("kubernetes", "etcd", "kwok", "toxiproxy"):
         (root / module).mkdir(parents=True)
         (root / module / "go.mod").write_text(f"module example/{module}\n")
         (root / module / "go.sum").write_text("")
@@ -75,6 +75,19 @@ def test_fingerprint_changes_with_versions_and_wrapper_module(tmp_path: Path) ->
     (wrappers / "kubernetes" / "go.sum").write_text("changed\n")
     assert bins.fingerprint(bins.KUBE_APISERVER, VERSIONS, wrappers) != before
     assert bins.fingerprint(bins.ETCD, VERSIONS, wrappers) == etcd_before
+
+
+def test_toxiproxy_is_built_from_its_own_wrapper_with_its_version_stamped(tmp_path: Path) -> None:
+    wrappers = _wrappers(tmp_path)
+    assert "-X github.com/Shopify/toxiproxy/v2.Version=v2.5.0" in bins.ldflags_for(bins.TOXIPROXY, VERSIONS)
+    before = bins.fingerprint(bins.TOXIPROXY, VERSIONS, wrappers)
+    bumped = bins.Versions(**{**VERSIONS.__dict__, "toxiproxy": "v2.5.1"})
+    assert bins.fingerprint(bins.TOXIPROXY, bumped, wrappers) != before
+    assert bumped.key == VERSIONS.key, "a proxy bump must not rebuild the control plane"
+    (wrappers / "toxiproxy" / "go.sum").write_text("changed\n")
+    assert bins.fingerprint(bins.TOXIPROXY, VERSIONS, wrappers) != before
+    proxy = _executable(tmp_path / "elsewhere" / "toxiproxy-server")
+    assert bins.override_path(bins.TOXIPROXY, {"TEST_ASSET_TOXIPROXY_SERVER": str(proxy)}) == proxy
 
 
 def test_cached_binary_is_reused_only_with_a_matching_stamp(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """``python -m nvcre.testing build|up|paths``: build the binaries or run a local control plane.
 
-``build``  go-build (or reuse) etcd, kube-apiserver, kwok, kubectl and the workload chain
+``build``  go-build (or reuse) etcd, kube-apiserver, kwok, toxiproxy-server, kubectl and the workload chain
            (kube-scheduler, kube-controller-manager, JobSet, Trainer) and fetch the CRDs and
            webhook manifests; ``--no-kubectl`` / ``--no-chain`` skip those. Prints
            ``<name> <path>`` lines on stdout.

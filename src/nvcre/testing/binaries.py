@@ -1,4 +1,5 @@
-"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl, and the
+"""Locate or build the control-plane binaries (etcd, kube-apiserver, kwok, kubectl,
+toxiproxy-server, and the
 controllers of the full workload chain: kube-scheduler, kube-controller-manager, the JobSet
 controller and Kubeflow Trainer's controller manager).
 
@@ -40,6 +41,8 @@ ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
 KWOK = "kwok"
 KUBECTL = "kubectl"
+#: The fault-injecting TCP proxy of the reliability suite (Toxiproxy's server command).
+TOXIPROXY = "toxiproxy-server"
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 JOBSET = "jobset-controller"
@@ -49,7 +52,7 @@ TRAINER = "trainer-controller-manager"
 REQUIRED = (ETCD, KUBE_APISERVER, KWOK)
 #: The controllers that turn a TrainJob into bound, running pods (see nvcre.testing.cluster).
 CHAIN = (KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, JOBSET, TRAINER)
-ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, *CHAIN)
+ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, TOXIPROXY, *CHAIN)
 
 ENV_OVERRIDES = {name: "TEST_ASSET_" + name.upper().replace("-", "_") for name in ALL}
 
@@ -63,6 +66,7 @@ _BUILD_TARGETS = {
     KUBE_CONTROLLER_MANAGER: ("kubernetes-controllers", "k8s.io/kubernetes/cmd/kube-controller-manager"),
     JOBSET: ("jobset", "sigs.k8s.io/jobset"),
     TRAINER: ("trainer", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
+    TOXIPROXY: ("toxiproxy", "github.com/Shopify/toxiproxy/v2/cmd/server"),
 }
 
 #: Measured cold builds on 2 cores (empty Go build cache; the longer figure includes downloading
@@ -76,6 +80,7 @@ COLD_BUILD_HINT = {
     KUBE_CONTROLLER_MANAGER: "2 to 4 min after kube-apiserver",
     JOBSET: "3 to 6 min",
     TRAINER: "3 to 6 min",
+    TOXIPROXY: "~1 min",
 }
 
 TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
@@ -106,10 +111,11 @@ class Versions:
     kwok: str
     trainer: str
     jobset: str
+    toxiproxy: str
 
     @property
     def key(self) -> str:
-        """Directory name of the cache for these versions."""
+        """Directory name of the cache for these versions (toxiproxy's is in its stamp only)."""
         return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
 
     def binary_version(self, name: str) -> str:
@@ -122,6 +128,7 @@ class Versions:
             KUBE_CONTROLLER_MANAGER: self.kubernetes,
             JOBSET: self.jobset,
             TRAINER: self.trainer,
+            TOXIPROXY: self.toxiproxy,
         }
         return by_binary[name]
 
@@ -162,6 +169,10 @@ class Binaries:
     @property
     def kubectl(self) -> Path | None:
         return self.paths.get(KUBECTL)
+
+    @property
+    def toxiproxy(self) -> Path:
+        return self.path(TOXIPROXY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,6 +219,7 @@ def load_versions(path: Path | None = None) -> Versions:
             kwok=env["KWOK_VERSION"],
             trainer=env["TRAINER_VERSION"],
             jobset=env["JOBSET_VERSION"],
+            toxiproxy=env["TOXIPROXY_VERSION"],
         )
     except KeyError as missing:
         raise BinaryError(f"versions.env lacks {missing.args[0]}") from None
@@ -245,6 +257,8 @@ def kubernetes_ldflags(version: str) -> str:
 def ldflags_for(name: str, versions: Versions) -> str:
     if name in (KUBE_APISERVER, KUBECTL, KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER):
         return kubernetes_ldflags(versions.kubernetes)
+    if name == TOXIPROXY:
+        return f"-s -w -X github.com/Shopify/toxiproxy/v2.Version={versions.toxiproxy}"
     return "-s -w"
 
 

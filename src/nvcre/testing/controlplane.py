@@ -11,6 +11,8 @@ the flags envtest uses (RBAC authorisation, admin client certificate in ``system
 writes a kubeconfig, waits for ``/readyz``, then installs CRDs (``config/crd/*.yaml``, the Kubeflow
 Trainer CRDs and kwok's Logs CRDs) and waits until each one is Established. ``stop()`` stops
 every process and removes the temporary directory, also when ``start()`` failed half-way.
+``restart_apiserver()`` / ``restart_etcd()`` stop one process and start it again with the same
+flags, data directory, ports and certificates (a crash-and-recover, for the reliability suite).
 
 There is no scheduler, controller-manager or kubelet: pods stay Pending and nothing is garbage
 collected unless kwok (:mod:`nvcre.testing.kwok`) or the test drives them.
@@ -249,6 +251,9 @@ class ControlPlane:
             self.workdir / "kube-apiserver.log",
         ).start()
         self.kubeconfig_path = self.write_kubeconfig(self.workdir / "kubeconfig")
+        self._wait_apiserver_ready()
+
+    def _wait_apiserver_ready(self) -> None:
         context = self.ssl_context()
         wait_until(
             lambda: self._get("/readyz", context) == "ok",
@@ -275,6 +280,29 @@ class ControlPlane:
         if self.audit_log is None or not self.audit_log.exists():
             return []
         return audit.read_events(self.audit_log)
+
+    def restart_apiserver(self, *, kill: bool = False) -> None:
+        """Stop kube-apiserver (SIGTERM, or SIGKILL with ``kill``) and start the same command
+        again; wait for ``/readyz``."""
+        assert self.apiserver is not None
+        if kill:
+            self.apiserver.kill()
+        else:
+            self.apiserver.stop()
+        self.apiserver.start()
+        self._wait_apiserver_ready()
+
+    def restart_etcd(self, *, kill: bool = False) -> None:
+        """Stop etcd (SIGTERM, or SIGKILL with ``kill``) and start it again on the same data
+        directory and ports; wait until kube-apiserver, which reconnects by itself, is ready."""
+        assert self.etcd is not None
+        if kill:
+            self.etcd.kill()
+        else:
+            self.etcd.stop()
+        self.etcd.start()
+        wait_until(self._etcd_healthy, timeout=self.start_timeout, what="etcd /health", process=self.etcd)
+        self._wait_apiserver_ready()
 
     def stop(self) -> None:
         """Stop kube-apiserver then etcd, and remove the working directory (unless kept)."""
@@ -351,6 +379,10 @@ class ControlPlane:
     def _get(self, path: str, context: ssl.SSLContext) -> str:
         with urllib.request.urlopen(f"{self.server}{path}", timeout=5, context=context) as response:
             return str(response.read().decode())
+
+    def metrics(self) -> str:
+        """kube-apiserver's ``/metrics`` (Prometheus text)."""
+        return self._get("/metrics", self.ssl_context())
 
     def version(self) -> str:
         """``gitVersion`` reported by the running kube-apiserver."""

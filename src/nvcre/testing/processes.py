@@ -93,6 +93,14 @@ class Process:
                 popen.kill()
             popen.wait(timeout=10)
 
+    def kill(self) -> None:
+        """SIGKILL and reap: a crash, no shutdown path runs."""
+        popen = self._popen
+        if popen is not None and popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                popen.kill()
+            popen.wait(timeout=10)
+
 
 class StartupError(RuntimeError):
     """A component did not come up; the message carries the tail of its log."""
