@@ -193,6 +193,28 @@ async def test_a_transient_create_error_is_retried_and_never_fails_the_job(code:
     )
 
 
+async def test_a_foreign_workload_the_cache_holds_that_is_being_deleted_is_waited_for() -> None:
+    """Spec §1.7: a foreign holder on its way out is a retry, not a name collision."""
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    foreign = make_trainjob(make_job())
+    foreign["metadata"] |= {
+        "ownerReferences": [],
+        "finalizers": ["example.com/hold"],
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+    }
+    manager.cache(client.put(foreign))
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) is None
+    client.objects.pop(("trainer.kubeflow.org", "TrainJob", NS, WORKLOAD))  # its finalizer is released
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) == (
+        "InProgress",
+        "WorkloadCreated",
+        f"Workload TrainJob/{WORKLOAD} created and is starting",
+    )
+
+
 # -- item 6: a restart counts once --------------------------------------------------------------------
 
 

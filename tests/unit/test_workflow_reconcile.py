@@ -38,14 +38,24 @@ def condition(type_: str, reason: str, message: str) -> dict[str, str]:
 
 
 class Harness:
-    def __init__(self, nodes: int, num_nodes: int, *, cordoned: int = 0, **orchestration: Any) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        num_nodes: int,
+        *,
+        cordoned: int = 0,
+        dependencies: list[dict[str, Any]] | None = None,
+        **orchestration: Any,
+    ) -> None:
         self.client = FakeClient()
         self.controller = WorkflowController(context(self.client, follow=True))
         self.nodes = [f"node-{i}" for i in range(nodes)]
         for i, name in enumerate(self.nodes + [f"cordoned-{i}" for i in range(cordoned)]):
             spec = GpuNodeSpec(labels={POOL_LABEL: "pool"}, unschedulable=i >= nodes)
             self.client.put(gpu_node(name, spec).to_dict())
-        self.client.put(workflow("wf", NS, "pool", num_nodes, orchestration=orchestration))
+        self.client.put(
+            workflow("wf", NS, "pool", num_nodes, orchestration=orchestration, dependencies=dependencies)
+        )
         self.errors: list[Exception] = []
 
     @property
@@ -304,3 +314,28 @@ async def test_a_node_that_failed_in_an_earlier_iteration_is_not_reported_succee
     assert condition_true(h.workflow, "Failed")
     assert h.results()[0] == [] and [e["name"] for e in h.results()[1]] == ["node-0"]
     h.assert_every_node_in_exactly_one_list()
+
+
+async def test_a_dependency_whose_name_is_held_by_an_object_being_deleted_waits_for_it() -> None:
+    """Spec §1.7: a foreign holder on its way out is a retry, not a name collision."""
+    dependency = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}}
+    h = Harness(1, 1, dependencies=[dependency])
+    holder = h.client.put(
+        {
+            **dependency,
+            "metadata": {
+                "name": "cfg",
+                "namespace": NS,
+                "finalizers": ["example.com/hold"],
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            },
+        }
+    )
+    await h.drive(lambda: h.groups)
+    await h.drive(lambda: h.client.count("create", "ConfigMap") >= 2)  # tried again, not failed
+    assert not h.terminal()
+    h.client.objects.pop(("", "ConfigMap", NS, "cfg"))  # its finalizer is released
+    await h.drive(running(h, "wf-job"))
+    live = h.client.stored(ConfigMap, "cfg", NS)
+    assert live is not None and live["metadata"]["uid"] != holder["metadata"]["uid"]
+    assert live["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == h.workflow["metadata"]["uid"]
