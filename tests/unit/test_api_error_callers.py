@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from lightkube import ApiError
 
+from nvcre.controllers import resources
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency
 from nvcre.controllers.workflow.state import Caches, WorkflowState
@@ -47,9 +48,9 @@ async def test_workloadrun_retries_a_transient_workflow_create(code: int) -> Non
     client.fail("create", "Workflow", api_error(code, "please retry", retry_after=1))
     with pytest.raises(ApiError):
         await controller.reconcile(ObjectKey(NS, "run"))
-    assert (true_condition(client.stored("WorkloadRun", "run", NS)) or ("",))[0] != "Failed"
+    assert (true_condition(client.stored(resources.WorkloadRun, "run", NS)) or ("",))[0] != "Failed"
     await controller.reconcile(ObjectKey(NS, "run"))
-    assert client.stored("Workflow", "run", NS) is not None
+    assert client.stored(resources.Workflow, "run", NS) is not None
 
 
 async def test_workloadrun_fails_on_a_refused_workflow_with_the_servers_message() -> None:
@@ -58,7 +59,7 @@ async def test_workloadrun_fails_on_a_refused_workflow_with_the_servers_message(
     stored(client, RUN)
     client.fail("create", "Workflow", api_error(422, REFUSAL))
     await controller.reconcile(ObjectKey(NS, "run"))
-    found = true_condition(client.stored("WorkloadRun", "run", NS))
+    found = true_condition(client.stored(resources.WorkloadRun, "run", NS))
     assert found is not None and found[0] == "Failed" and REFUSAL in found[2]
 
 
@@ -83,7 +84,7 @@ async def test_certification_retries_a_transient_workflow_create(code: int) -> N
             raised = True
             break
     assert raised, "the transient error reached the controller's backoff"
-    assert (true_condition(client.stored("Certification", "cert", NS)) or ("",))[0] != "Failed"
+    assert (true_condition(client.stored(resources.Certification, "cert", NS)) or ("",))[0] != "Failed"
 
 
 async def test_certification_fails_on_a_refused_workflow_with_the_servers_message() -> None:
@@ -92,7 +93,7 @@ async def test_certification_fails_on_a_refused_workflow_with_the_servers_messag
     client.fail("create", "Workflow", api_error(422, REFUSAL))
     for _ in range(5):
         await controller.reconcile(ObjectKey(NS, "cert"))
-    found = true_condition(client.stored("Certification", "cert", NS))
+    found = true_condition(client.stored(resources.Certification, "cert", NS))
     assert found is not None and found[0] == "Failed" and REFUSAL in found[2]
 
 

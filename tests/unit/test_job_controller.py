@@ -15,6 +15,7 @@ import pytest
 from lightkube import ApiError
 
 from nvcre.api.v1alpha1.constants import Finalizer
+from nvcre.controllers import resources
 from nvcre.controllers.job import JobController, measurements
 from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
@@ -127,7 +128,7 @@ async def test_a_workload_missing_from_the_cache_is_read_live_not_declared_delet
     trainjob = client.put(make_trainjob(make_job()))
     manager.cache(client.put(with_workload(make_job(), trainjob)))  # the TrainJob's ADDED not yet seen
     await controller.reconcile(KEY)
-    job = client.stored("Job", "j", NS)
+    job = client.stored(resources.Job, "j", NS)
     assert true_condition(job) == (
         "InProgress",
         "WorkloadRunning",
@@ -142,9 +143,9 @@ async def test_a_cache_miss_never_restarts_a_running_workload() -> None:
     manager.cache(client.put(goodput()))
     await controller.reconcile(KEY)
     assert client.count("delete", "TrainJob") == 0
-    live = client.stored("TrainJob", WORKLOAD, NS)
+    live = client.stored(resources.TrainJob, WORKLOAD, NS)
     assert live is not None and live["metadata"]["uid"] == trainjob["metadata"]["uid"]
-    assert not (client.stored("Job", "j", NS) or {})["status"].get("restartCount")
+    assert not (client.stored(resources.Job, "j", NS) or {})["status"].get("restartCount")
 
 
 async def test_the_job_reads_itself_live_and_creates_nothing_it_already_recorded() -> None:
@@ -154,7 +155,7 @@ async def test_the_job_reads_itself_live_and_creates_nothing_it_already_recorded
     manager.cache(client.put(job))  # the cache still has the Job without status
     trainjob = client.put(make_trainjob(job))
     manager.cache(trainjob)
-    client.objects[("Job", NS, "j")]["status"] = with_workload(job, trainjob)["status"]
+    client.objects[("nvcre.nvidia.com", "Job", NS, "j")]["status"] = with_workload(job, trainjob)["status"]
     await controller.reconcile(KEY)
     assert client.count("create", "TrainJob") == 0
 
@@ -169,7 +170,7 @@ async def test_a_workload_the_server_refuses_fails_the_job_with_the_servers_mess
     client.fail("create", "TrainJob", api_error(422, refusal))
     with pytest.raises(TerminalError):
         await controller.reconcile(KEY)
-    assert true_condition(client.stored("Job", "j", NS)) == (
+    assert true_condition(client.stored(resources.Job, "j", NS)) == (
         "Failed",
         "WorkloadCreationError",
         f"Failed to create TrainJob/{WORKLOAD}: {refusal}",
@@ -183,9 +184,31 @@ async def test_a_transient_create_error_is_retried_and_never_fails_the_job(code:
     client.fail("create", "TrainJob", api_error(code, "try again later", retry_after=1))
     with pytest.raises(ApiError):
         await controller.reconcile(KEY)
-    assert true_condition(client.stored("Job", "j", NS)) is None
+    assert true_condition(client.stored(resources.Job, "j", NS)) is None
     await controller.reconcile(KEY)  # the retry
-    assert true_condition(client.stored("Job", "j", NS)) == (
+    assert true_condition(client.stored(resources.Job, "j", NS)) == (
+        "InProgress",
+        "WorkloadCreated",
+        f"Workload TrainJob/{WORKLOAD} created and is starting",
+    )
+
+
+async def test_a_foreign_workload_the_cache_holds_that_is_being_deleted_is_waited_for() -> None:
+    """Spec §1.7: a foreign holder on its way out is a retry, not a name collision."""
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    foreign = make_trainjob(make_job())
+    foreign["metadata"] |= {
+        "ownerReferences": [],
+        "finalizers": ["example.com/hold"],
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+    }
+    manager.cache(client.put(foreign))
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) is None
+    client.objects.pop(("trainer.kubeflow.org", "TrainJob", NS, WORKLOAD))  # its finalizer is released
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) == (
         "InProgress",
         "WorkloadCreated",
         f"Workload TrainJob/{WORKLOAD} created and is starting",
@@ -203,42 +226,44 @@ async def test_a_restart_counts_once_when_the_caches_lag_behind_it() -> None:
     manager.cache(client.put(goodput()))
     for _ in range(3):  # every watch event of the restart wakes the Job; the caches have seen none
         await controller.reconcile(KEY)
-    job = client.stored("Job", "j", NS)
+    job = client.stored(resources.Job, "j", NS)
     assert job is not None and job["status"]["restartCount"] == 1
-    fresh = client.stored("TrainJob", WORKLOAD, NS)
+    fresh = client.stored(resources.TrainJob, WORKLOAD, NS)
     assert fresh is not None and fresh["metadata"]["uid"] != failed["metadata"]["uid"], "a new workload runs"
     assert job["status"]["workloadRef"]["uid"] == fresh["metadata"]["uid"]
     assert client.count("delete", "TrainJob") == 1
 
 
 @pytest.mark.parametrize(
-    ("verb", "kind", "code"),
+    ("verb", "kind", "subresource", "code"),
     [
-        ("delete", "TrainJob", 500),  # killed after the intent write, before the delete
-        ("replace-status", "Job", 409),  # the intent write conflicts and is applied again
-        ("create", "TrainJob", 503),  # killed between the delete and the new workload
-        ("replace-status", "GoodputMeasurement", 500),
+        ("delete", "TrainJob", "", 500),  # killed after the intent write, before the delete
+        ("replace", "Job", "status", 409),  # the intent write conflicts and is applied again
+        ("create", "TrainJob", "", 503),  # killed between the delete and the new workload
+        ("replace", "GoodputMeasurement", "status", 500),
     ],
 )
-async def test_a_restart_interrupted_anywhere_counts_once(verb: str, kind: str, code: int) -> None:
+async def test_a_restart_interrupted_anywhere_counts_once(
+    verb: str, kind: str, subresource: str, code: int
+) -> None:
     client, manager, controller = setup()
     failed = client.put(make_trainjob(make_job(**CHECKPOINTED), "Failed"))
     manager.cache(failed)
     job = client.put(with_workload(make_job(**CHECKPOINTED), failed))
     manager.cache(job)
     manager.cache(client.put(goodput()))
-    client.fail(verb, kind, api_error(code, "interrupted"))
+    client.fail(verb, kind, api_error(code, "interrupted"), subresource=subresource)
     for _ in range(3):
         with contextlib.suppress(ApiError):  # the controller retries with backoff
             await controller.reconcile(KEY)
-    live = client.stored("Job", "j", NS)
+    live = client.stored(resources.Job, "j", NS)
     assert live is not None and live["status"]["restartCount"] == 1
-    fresh = client.stored("TrainJob", WORKLOAD, NS)
+    fresh = client.stored(resources.TrainJob, WORKLOAD, NS)
     assert fresh is not None and fresh["metadata"]["uid"] != failed["metadata"]["uid"]
     assert live["status"]["workloadRef"]["uid"] == fresh["metadata"]["uid"], "and is followed"
-    events = [o["reason"] for (kind, _, _), o in client.objects.items() if kind == "Event"]
+    events = [e["reason"] for e in client.events]
     assert events.count("WorkloadRestarting") == 1, events
-    reset = client.stored("GoodputMeasurement", "j-goodput", NS)
+    reset = client.stored(resources.GoodputMeasurement, "j-goodput", NS)
     assert reset is not None and "lastStepTimestamp" not in reset["status"]
 
 
@@ -255,10 +280,14 @@ async def test_a_measurement_the_cache_holds_is_not_created_again() -> None:
     manager.cache(trainjob)
     manager.cache(client.put(with_workload(make_job(**spec), trainjob)))
     await controller.reconcile(KEY)
-    created = ("GoodputMeasurement", "BandwidthMeasurement")
+    created = {
+        "GoodputMeasurement": resources.GoodputMeasurement,
+        "BandwidthMeasurement": resources.BandwidthMeasurement,
+    }
     assert [client.count("create", kind) for kind in created] == [1, 1]
-    for kind in created:  # once its informer sees it, no POST (which could only fail) is made
-        manager.cache(next(o for (k, _, _), o in client.objects.items() if k == kind))
+    # once its informer sees it, no POST (which could only fail) is made
+    for kind, resource in created.items():
+        manager.cache(client.all(resource)[0])
         before = client.count("create", kind)
         await controller.reconcile(KEY)
         assert client.count("create", kind) == before, f"{kind} is not POSTed into a 409 again"
@@ -320,7 +349,7 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
     for pod in job_pods(job, phases):
         manager.cache(pod)
     await controller.reconcile(KEY)
-    job = client.stored("Job", "j", NS)
+    job = client.stored(resources.Job, "j", NS)
     assert job is not None
     assert [(e["name"], e["reason"]) for e in job["status"].get("failedNodes") or ()] == [
         ("broken", "HardwareFailureDetected"),

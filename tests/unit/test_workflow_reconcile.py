@@ -16,16 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from lightkube.resources.core_v1 import ConfigMap, Node
+from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.conditions import condition_true
 from nvcre.controllers import resources
-from nvcre.controllers.context import Context
-from nvcre.controllers.events import Recorder
-from nvcre.controllers.status import StatusWriter
 from nvcre.controllers.workflow.controller import WorkflowController
 from nvcre.runtime.objects import ObjectKey
-from nvcre.testing.fakeclient_stop import Call, FakeClient, FakeManager, Stopped
+from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node
 from nvcre.testing.workloads import POOL_LABEL, workflow
 
@@ -41,23 +38,29 @@ def condition(type_: str, reason: str, message: str) -> dict[str, str]:
 
 
 class Harness:
-    def __init__(self, nodes: int, num_nodes: int, *, cordoned: int = 0, **orchestration: Any) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        num_nodes: int,
+        *,
+        cordoned: int = 0,
+        dependencies: list[dict[str, Any]] | None = None,
+        **orchestration: Any,
+    ) -> None:
         self.client = FakeClient()
-        recorder = Recorder(self.client)  # type: ignore[arg-type]
-        ctx = Context(self.client, FakeManager(self.client), recorder, StatusWriter(self.client, recorder))  # type: ignore[arg-type]
-        self.controller = WorkflowController(ctx)
+        self.controller = WorkflowController(context(self.client, follow=True))
         self.nodes = [f"node-{i}" for i in range(nodes)]
         for i, name in enumerate(self.nodes + [f"cordoned-{i}" for i in range(cordoned)]):
             spec = GpuNodeSpec(labels={POOL_LABEL: "pool"}, unschedulable=i >= nodes)
-            self.client.put(Node, gpu_node(name, spec).to_dict())
+            self.client.put(gpu_node(name, spec).to_dict())
         self.client.put(
-            resources.Workflow, workflow("wf", NS, "pool", num_nodes, orchestration=orchestration)
+            workflow("wf", NS, "pool", num_nodes, orchestration=orchestration, dependencies=dependencies)
         )
         self.errors: list[Exception] = []
 
     @property
     def workflow(self) -> dict[str, Any]:
-        found = self.client.peek(resources.Workflow, "wf", NS)
+        found = self.client.stored(resources.Workflow, "wf", NS)
         assert found is not None
         return found
 
@@ -66,7 +69,7 @@ class Harness:
         return list(((self.workflow.get("status") or {}).get("orchestration") or {}).get("groups") or [])
 
     def job(self, name: str) -> dict[str, Any] | None:
-        return self.client.peek(resources.Job, name, NS)
+        return self.client.stored(resources.Job, name, NS)
 
     async def drive(self, until: Callable[[], object], passes: int = 40) -> None:
         """Reconcile (as the work queue would, errors requeue) until ``until()`` holds."""
@@ -103,10 +106,10 @@ class Harness:
             job["status"]["failedNodes"] = [
                 {"name": n, "reason": "WorkloadFailed", "message": message} for n in named
             ]
-        self.client.put(resources.Job, job)
+        self.client.put(job)
 
     def payload(self, name: str, key: str) -> bytes | None:
-        config_map = self.client.peek(ConfigMap, name, NS)
+        config_map = self.client.stored(ConfigMap, name, NS)
         if config_map is None:
             return None
         return gzip.decompress(base64.b64decode(config_map["binaryData"][key]))
@@ -206,15 +209,7 @@ async def test_the_attempt_that_ends_a_group_decides_where_its_nodes_are_listed(
 
 async def test_partitioning_events_follow_the_status_write_once() -> None:
     h = Harness(2, 1, cordoned=1)
-    conflicts = []
-
-    def conflict_once(call: Call) -> int | None:
-        if call.kind == "Workflow" and call.subresource == "status" and not conflicts:
-            conflicts.append(call)
-            return 409
-        return None
-
-    h.client.fail = conflict_once
+    conflicts = h.client.fail("replace", "Workflow", api_error(409), subresource="status")
     await h.drive(lambda: h.groups)
     assert conflicts, "the first status write conflicted"
     cordoned = [e for e in h.client.events if e["reason"] == "CordonedNodesExcluded"]
@@ -228,15 +223,7 @@ async def test_partitioning_events_follow_the_status_write_once() -> None:
 @pytest.mark.parametrize("code", [409, 500, 429])
 async def test_a_job_scoped_copy_always_gets_its_job_as_owner(code: int) -> None:
     h = Harness(1, 1)
-    failures = []
-
-    def fail_once(call: Call) -> int | None:
-        if call.kind == "TrainingRuntime" and call.verb == "replace" and not failures:
-            failures.append(call)
-            return code
-        return None
-
-    h.client.fail = fail_once
+    failures = h.client.fail("replace", "TrainingRuntime", api_error(code))
     await h.drive(running(h, "wf-job"))
     job = h.job("wf-job")
     copies = h.client.all(resources.TrainingRuntime, NS)
@@ -248,16 +235,8 @@ async def test_a_job_scoped_copy_always_gets_its_job_as_owner(code: int) -> None
 
 async def test_result_config_maps_are_written_through_any_number_of_conflicts() -> None:
     h = Harness(2, 1)
-    conflicts = []
-
-    def conflict_a_while(call: Call) -> int | None:
-        if call.kind == "ConfigMap" and call.verb in ("create", "replace") and len(conflicts) < 12:
-            conflicts.append(call)
-            return 409
-        return None
-
     await h.drive(running(h, "wf-group-0-iter-1", "wf-group-1-iter-1"))
-    h.client.fail = conflict_a_while
+    conflicts = h.client.fail(("create", "replace"), "ConfigMap", *[api_error(409)] * 12)
     h.end_job("wf-group-0-iter-1", failed=True)
     h.end_job("wf-group-1-iter-1", failed=False)
     await h.drive(h.terminal)
@@ -294,7 +273,7 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
             }
         ],
     }
-    h.client.put(resources.Job, job)
+    h.client.put(job)
     long_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     job = h.job(names[4])
     assert job is not None
@@ -302,7 +281,7 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
         "workloadStartTime": long_ago,
         "conditions": [condition("InProgress", "WorkloadRunning", "")],
     }
-    h.client.put(resources.Job, job)
+    h.client.put(job)
     await h.drive(h.terminal)
     assert [g["phase"] for g in h.groups] == ["Succeeded", "Failed", "Failed", "Failed", "Failed"]
     h.assert_every_node_in_exactly_one_list()
@@ -335,3 +314,28 @@ async def test_a_node_that_failed_in_an_earlier_iteration_is_not_reported_succee
     assert condition_true(h.workflow, "Failed")
     assert h.results()[0] == [] and [e["name"] for e in h.results()[1]] == ["node-0"]
     h.assert_every_node_in_exactly_one_list()
+
+
+async def test_a_dependency_whose_name_is_held_by_an_object_being_deleted_waits_for_it() -> None:
+    """Spec §1.7: a foreign holder on its way out is a retry, not a name collision."""
+    dependency = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}}
+    h = Harness(1, 1, dependencies=[dependency])
+    holder = h.client.put(
+        {
+            **dependency,
+            "metadata": {
+                "name": "cfg",
+                "namespace": NS,
+                "finalizers": ["example.com/hold"],
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            },
+        }
+    )
+    await h.drive(lambda: h.groups)
+    await h.drive(lambda: h.client.count("create", "ConfigMap") >= 2)  # tried again, not failed
+    assert not h.terminal()
+    h.client.objects.pop(("", "ConfigMap", NS, "cfg"))  # its finalizer is released
+    await h.drive(running(h, "wf-job"))
+    live = h.client.stored(ConfigMap, "cfg", NS)
+    assert live is not None and live["metadata"]["uid"] != holder["metadata"]["uid"]
+    assert live["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == h.workflow["metadata"]["uid"]

@@ -1,12 +1,14 @@
-"""Creating a controlled child with the name-collision policy every tier shares (spec §1.7).
+"""Creating a child with the name-collision policy every tier shares (spec §1.7).
 
 On ``AlreadyExists`` the existing object is read live: one being deleted (ours or not) means
-"try again later"; one controlled by the same owner (same UID) is an earlier create of ours and
-is adopted; anything else is a foreign object that is never adopted.
+"try again later"; one the caller recognises as ours (for a controlled child: the same owner
+UID) is an earlier create of ours and is adopted; anything else is a foreign object that is
+never adopted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,7 @@ class NameTaken(Exception):
 
 
 class HolderTerminating(Exception):
-    """A foreign object holding the name is being deleted: retry after it is gone."""
+    """The object holding the name is being deleted (or vanished): retry after it is gone."""
 
 
 @dataclass(frozen=True)
@@ -72,26 +74,45 @@ async def delete_if_present(client: AsyncClient, resource: Any, name: str, names
     return True
 
 
-async def create_controlled(client: AsyncClient, resource: Any, body: Obj, owner: Obj) -> Created:
-    """Create ``body`` controlled by ``owner``, adopting our own earlier create.
+def adopt(existing: Obj, ours: Callable[[Obj], bool]) -> Created:
+    """The collision policy for ``existing``, the live holder of a child's name.
 
-    Raises :class:`NameTaken`, :class:`HolderTerminating`, or the ``ApiError`` of the create.
+    Raises :class:`HolderTerminating` when it is being deleted and :class:`NameTaken` when it
+    is not ours.
     """
-    meta = body.setdefault("metadata", {})
-    meta["namespace"] = owner["metadata"]["namespace"]
-    meta["ownerReferences"] = [owner_reference(owner)]
+    name = existing["metadata"]["name"]
+    if existing["metadata"].get("deletionTimestamp"):
+        # Ours or not: an object on its way out is no child to follow; create after it is gone.
+        raise HolderTerminating(f"{name} is being deleted")
+    if ours(existing):
+        return Created(existing, adopted=True)
+    raise NameTaken(existing)
+
+
+async def create_or_adopt(
+    client: AsyncClient, resource: Any, body: Obj, ours: Callable[[Obj], bool]
+) -> Created:
+    """Create ``body``; on ``AlreadyExists`` apply :func:`adopt` to the live holder.
+
+    Raises :class:`NameTaken`, :class:`HolderTerminating`, or the ``ApiError`` of a call.
+    """
     try:
         created = await client.create(resource.from_dict(body))
         return Created(to_plain(resource, created), adopted=False)
     except ApiError as error:
         if error.status.code != 409:
             raise
-    existing = await get_live(client, resource, meta["name"], meta["namespace"])
+    meta = body["metadata"]
+    existing = await get_live(client, resource, meta["name"], meta.get("namespace"))
     if existing is None:
         raise HolderTerminating(f"{meta['name']} vanished after a create conflict")
-    if existing["metadata"].get("deletionTimestamp"):
-        # Ours or not: an object on its way out is no child to follow; create after it is gone.
-        raise HolderTerminating(f"{meta['name']} is being deleted")
-    if controlled_by(existing, owner):
-        return Created(existing, adopted=True)
-    raise NameTaken(existing)
+    return adopt(existing, ours)
+
+
+async def create_controlled(client: AsyncClient, resource: Any, body: Obj, owner: Obj) -> Created:
+    """Create ``body`` controlled by ``owner``, adopting our own earlier create (see
+    :func:`create_or_adopt`)."""
+    meta = body.setdefault("metadata", {})
+    meta["namespace"] = owner["metadata"]["namespace"]
+    meta["ownerReferences"] = [owner_reference(owner)]
+    return await create_or_adopt(client, resource, body, lambda live: controlled_by(live, owner))

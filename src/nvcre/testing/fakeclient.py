@@ -1,10 +1,23 @@
 """An in-memory stand-in for lightkube's ``AsyncClient``, for unit tests of reconcile paths.
 
-It keeps objects by kind, namespace and name, bumps ``resourceVersion`` on every write, answers
-409 for a create of an existing name or a replace at an old ``resourceVersion``, and 404 for a
-missing object, the way the API server does. ``fail`` makes the next calls of one verb on one
-kind raise a given status (422, 429, 500...), so the error branches of a controller run in
-milliseconds; the real API server (tests/integration) keeps schema, CEL, watches and restarts.
+It is not an API server and does not replace one (integration tests use the real
+kube-apiserver): no schema, no admission, no watches, no garbage collector. It keeps plain
+objects by API group, kind, namespace and name, assigns uid and resourceVersion, and answers
+get / create / replace / delete / log the way the API server does (404, 409 AlreadyExists, 409
+on a stale resourceVersion, finalizers hold a delete). Two hooks make the rare branches cheap to
+reach:
+
+* ``fail(verb, kind, *errors)`` makes the next matching calls raise those errors (422, 429,
+  500, 409...), so the error branches of a controller run in milliseconds;
+* ``stop_at = n`` raises :class:`Stopped` when the n-th write is attempted, as if the process
+  were killed just before it, so a test can restart a reconcile after any line.
+
+Events (best effort in the product) are appended to ``events`` and never fail or stop.
+
+:class:`FakeManager` builds a real controller on the fake client, with caches of one of two
+kinds: ``follow=True`` informers read the client's objects directly (a cache that is never
+stale); otherwise they are never started and a test fills them with :meth:`FakeManager.cache`,
+so a cache lags the fake API server exactly as far as the test wants.
 """
 
 from __future__ import annotations
@@ -12,8 +25,9 @@ from __future__ import annotations
 import copy
 import itertools
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from lightkube import ApiError
@@ -26,141 +40,263 @@ from nvcre.controllers.status import StatusWriter
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import Obj
 
+Key = tuple[str, str, str, str]
+"""(API group, kind, namespace, name)."""
 
-def api_error(code: int, message: str, *, retry_after: int | None = None) -> ApiError:
-    details = StatusDetails(retryAfterSeconds=retry_after) if retry_after is not None else None
-    return ApiError(status=Status(code=code, message=message, details=details))
-
-
-def _kind(resource: Any) -> str:
-    return str(lkr.api_info(resource if isinstance(resource, type) else type(resource)).resource.kind)
+_REASONS = {404: "NotFound", 409: "Conflict", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError"}
 
 
-@dataclass
+class Stopped(BaseException):
+    """The process "died" before a write (a BaseException, so no ``except Exception`` in the
+    code under test can swallow it)."""
+
+
+@dataclass(frozen=True)
 class Call:
     verb: str
+    """get, create, replace, delete or log."""
     kind: str
+    namespace: str
     name: str
-    namespace: str | None
+    subresource: str = ""
+    """"status" for a status write."""
+
+
+def api_error(code: int, message: str = "", *, retry_after: int | None = None) -> ApiError:
+    details = StatusDetails(retryAfterSeconds=retry_after) if retry_after is not None else None
+    return ApiError(
+        status=Status(
+            code=code,
+            message=message or _REASONS.get(code, str(code)),
+            reason=_REASONS.get(code),
+            details=details,
+        )
+    )
+
+
+def _info(resource: Any) -> tuple[str, str, str | None]:
+    info = lkr.api_info(resource)
+    return info.resource.group, info.resource.kind, info.action
+
+
+def _key(obj: Obj) -> Key:
+    api_version, meta = str(obj["apiVersion"]), obj["metadata"]
+    group = api_version.rpartition("/")[0]
+    return group, obj["kind"], meta.get("namespace") or "", meta["name"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
-class FakeClient:
-    objects: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
-    logs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-    _faults: dict[tuple[str, str], list[ApiError]] = field(default_factory=dict)
-    _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+class _Fault:
+    verbs: Collection[str]
+    kind: str
+    subresource: str
+    errors: list[ApiError]
+    answered: list[Call]
 
-    # -- test setup --------------------------------------------------------------------------
+    def matches(self, call: Call) -> bool:
+        return (
+            bool(self.errors)
+            and call.verb in self.verbs
+            and (call.kind, call.subresource) == (self.kind, self.subresource)
+        )
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.objects: dict[Key, Obj] = {}
+        self.events: list[Obj] = []
+        self.calls: list[Call] = []
+        self.logs: dict[tuple[str, str], list[str]] = {}
+        """Lines ``log`` streams, by (namespace, pod name)."""
+        self.writes = 0
+        self.stop_at: int | None = None
+        self._faults: list[_Fault] = []
+        self._versions = itertools.count(1)
+
+    # -- test helpers ---------------------------------------------------------------------
 
     def put(self, obj: Obj) -> Obj:
-        """Store ``obj`` as if created by someone else; returns the stored copy."""
+        """Store ``obj`` (with its apiVersion and kind) as if someone else had written it: no
+        hooks, not counted as a write. Returns the stored copy."""
         stored = copy.deepcopy(obj)
         meta = stored.setdefault("metadata", {})
         meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", _now())
         meta.setdefault("generation", 1)
         meta["resourceVersion"] = str(next(self._versions))
-        self.objects[(stored["kind"], meta.get("namespace") or "", meta["name"])] = stored
+        self.objects[_key(stored)] = stored
         return copy.deepcopy(stored)
 
-    def fail(self, verb: str, kind: str, *errors: ApiError) -> None:
-        """The next ``len(errors)`` calls of ``verb`` on ``kind`` raise these errors, in order."""
-        self._faults.setdefault((verb, kind), []).extend(errors)
-
-    def stored(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        found = self.objects.get((kind, namespace, name))
+    def stored(self, resource: Any, name: str, namespace: str | None = None) -> Obj | None:
+        group, kind, _ = _info(resource)
+        found = self.objects.get((group, kind, namespace or "", name))
         return copy.deepcopy(found) if found is not None else None
 
-    def count(self, verb: str, kind: str) -> int:
-        return sum(1 for c in self.calls if (c.verb, c.kind) == (verb, kind))
+    def all(self, resource: Any, namespace: str | None = None) -> list[Obj]:
+        group, kind, _ = _info(resource)
+        return [
+            copy.deepcopy(o)
+            for (g, k, ns, _), o in sorted(self.objects.items())
+            if (g, k) == (group, kind) and (namespace is None or ns == namespace)
+        ]
+
+    def fail(
+        self, verb: str | Collection[str], kind: str, *errors: ApiError, subresource: str = ""
+    ) -> list[Call]:
+        """The next ``len(errors)`` calls of ``verb`` (or any of several verbs) on ``kind`` (its
+        ``subresource``, e.g. "status") raise these errors, in order. Returns the list of the
+        calls answered so, filled as they happen."""
+        verbs = (verb,) if isinstance(verb, str) else verb
+        fault = _Fault(verbs, kind, subresource, list(errors), [])
+        self._faults.append(fault)
+        return fault.answered
+
+    def count(self, verb: str, kind: str, subresource: str = "") -> int:
+        return sum(1 for c in self.calls if (c.verb, c.kind, c.subresource) == (verb, kind, subresource))
 
     # -- the AsyncClient surface the controllers use -----------------------------------------
 
-    def _enter(self, verb: str, kind: str, name: str, namespace: str | None) -> None:
-        self.calls.append(Call(verb, kind, name, namespace))
-        pending = self._faults.get((verb, kind))
-        if pending:
-            raise pending.pop(0)
+    def _enter(self, call: Call, *, write: bool) -> None:
+        self.calls.append(call)
+        if write:
+            self.writes += 1
+            if self.stop_at is not None and self.writes >= self.stop_at:
+                raise Stopped(f"stopped before write {self.writes}: {call}")
+        fault = next((f for f in self._faults if f.matches(call)), None)
+        if fault is not None:
+            fault.answered.append(call)
+            raise fault.errors.pop(0)
 
-    def _missing(self, kind: str, name: str) -> ApiError:
-        return api_error(404, f'{kind.lower()}s "{name}" not found')
-
-    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Obj:
-        kind = _kind(resource)
-        self._enter("get", kind, name, namespace)
-        found = self.stored(kind, name, namespace or "")
+    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+        group, kind, _ = _info(resource)
+        self._enter(Call("get", kind, namespace or "", name), write=False)
+        found = self.objects.get((group, kind, namespace or "", name))
         if found is None:
-            raise self._missing(kind, name)
-        return found
+            raise api_error(404, f'{kind} "{name}" not found')
+        return resource.from_dict(copy.deepcopy(found))
 
-    async def create(self, obj: Any) -> Obj:
-        data = obj if isinstance(obj, dict) else obj.to_dict()
-        kind, meta = _kind(obj), data["metadata"]
-        self._enter("create", kind, meta["name"], meta.get("namespace"))
-        if (kind, meta.get("namespace") or "", meta["name"]) in self.objects:
-            raise api_error(409, f'{kind.lower()}s "{meta["name"]}" already exists')
-        data.setdefault("kind", kind)
-        return self.put(data)
+    async def create(self, obj: Any, *, namespace: str | None = None) -> Any:
+        resource = type(obj)
+        group, kind, _ = _info(resource)
+        data = obj.to_dict()
+        meta = data.setdefault("metadata", {})
+        ns = meta.get("namespace") or namespace or ""
+        meta["namespace"] = ns or None
+        if kind == "Event":
+            self.events.append(data)
+            return obj
+        self._enter(Call("create", kind, ns, meta["name"]), write=True)
+        if (group, kind, ns, meta["name"]) in self.objects:
+            raise api_error(409, f'{kind} "{meta["name"]}" already exists')
+        if not ns:
+            meta.pop("namespace")
+        meta.pop("resourceVersion", None)
+        return resource.from_dict(self.put(data))
 
-    async def replace(self, obj: Any, name: str | None = None, *, namespace: str | None = None) -> Obj:
-        data = copy.deepcopy(obj if isinstance(obj, dict) else obj.to_dict())
-        kind, meta = _kind(obj), data["metadata"]
-        status_only = lkr.api_info(type(obj)).action == "status"
-        key = (kind, meta.get("namespace") or "", meta["name"])
-        self._enter("replace-status" if status_only else "replace", kind, meta["name"], meta.get("namespace"))
-        live = self.objects.get(key)
-        if live is None:
-            raise self._missing(kind, meta["name"])
-        if meta.get("resourceVersion") != live["metadata"]["resourceVersion"]:
+    async def replace(self, obj: Any, name: str | None = None, *, namespace: str | None = None) -> Any:
+        resource = type(obj)
+        group, kind, action = _info(resource)
+        data = obj.to_dict()
+        meta = data["metadata"]
+        ns, name = meta.get("namespace") or namespace or "", name or meta["name"]
+        self._enter(Call("replace", kind, ns, name, action or ""), write=True)
+        key = (group, kind, ns, name)
+        stored = self.objects.get(key)
+        if stored is None:
+            raise api_error(404, f'{kind} "{name}" not found')
+        if meta.get("resourceVersion") not in (None, stored["metadata"]["resourceVersion"]):
             raise api_error(
-                409, "the object has been modified; please apply your changes to the latest version"
+                409, f'the object has been modified; please apply your changes to {kind} "{name}"'
             )
-        if status_only:
-            written = {**copy.deepcopy(live), "status": data.get("status") or {}}
+        if action == "status":
+            updated = copy.deepcopy(stored)
+            updated["status"] = copy.deepcopy(data.get("status"))
         else:
-            written = {k: v for k, v in data.items() if k != "status"}
-            if "status" in live:  # a main-resource write never changes status
-                written["status"] = copy.deepcopy(live["status"])
-            if live["metadata"].get("deletionTimestamp") and not data["metadata"].get("finalizers"):
-                del self.objects[key]
-                return data
-        written["metadata"]["resourceVersion"] = str(next(self._versions))
-        self.objects[key] = written
-        return copy.deepcopy(written)
+            updated = copy.deepcopy(data)
+            for kept in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+                if kept in stored["metadata"]:
+                    updated["metadata"][kept] = stored["metadata"][kept]
+            if "status" in stored:  # a main-resource write never changes status
+                updated["status"] = copy.deepcopy(stored["status"])
+            if updated.get("spec") != stored.get("spec"):
+                updated["metadata"]["generation"] = int(stored["metadata"].get("generation") or 1) + 1
+        updated["metadata"]["resourceVersion"] = str(next(self._versions))
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            del self.objects[key]
+        else:
+            self.objects[key] = updated
+        return resource.from_dict(copy.deepcopy(updated))
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
-        kind = _kind(resource)
-        self._enter("delete", kind, name, namespace)
-        key = (kind, namespace or "", name)
-        if key not in self.objects:
-            raise self._missing(kind, name)
-        if self.objects[key]["metadata"].get("finalizers"):
-            self.objects[key]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        group, kind, _ = _info(resource)
+        self._enter(Call("delete", kind, namespace or "", name), write=True)
+        key = (group, kind, namespace or "", name)
+        stored = self.objects.get(key)
+        if stored is None:
+            raise api_error(404, f'{kind} "{name}" not found')
+        if stored["metadata"].get("finalizers"):
+            stored["metadata"].setdefault("deletionTimestamp", _now())
+            stored["metadata"]["resourceVersion"] = str(next(self._versions))
         else:
             del self.objects[key]
 
     async def log(
         self, name: str, *, namespace: str | None = None, container: str | None = None, **_: Any
     ) -> AsyncIterator[str]:
-        self._enter("log", "Pod", name, namespace)
+        self._enter(Call("log", "Pod", namespace or "", name), write=False)
         for line in self.logs.get((namespace or "", name), []):
             yield line
 
 
-class FakeManager:
-    """The part of :class:`nvcre.runtime.manager.Manager` a controller's constructor uses, with
-    informers that are never started: a test fills their caches with :meth:`cache`, so a cache
-    can lag the fake API server exactly as far as the test wants."""
+class _FollowingInformer:
+    """An informer whose cache is the fake client's objects of one kind. Nothing is ever
+    delivered to its handlers: the test calls reconcile itself."""
 
-    def __init__(self, client: FakeClient) -> None:
+    def __init__(self, client: FakeClient, resource: Any) -> None:
         self.client = client
-        self.controllers: list[Any] = []
-        self._informers: dict[Any, Informer] = {}
+        self.resource = resource
+        self._index_funcs: dict[str, Callable[[Obj], Iterable[str]]] = {}
 
-    def informer(self, resource: Any, *, namespace: str | None = None) -> Informer:
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.client.stored(self.resource, name, namespace or None)
+
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        return self.client.all(self.resource, namespace)
+
+    def has_index(self, name: str) -> bool:
+        return name in self._index_funcs
+
+    def add_index(self, name: str, func: Callable[[Obj], Iterable[str]]) -> None:
+        self._index_funcs[name] = func
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        return [o for o in self.items() if value in self._index_funcs[index](o)]
+
+    def add_handler(self, handler: Callable[[str, Obj | None, Obj], None]) -> None:
+        pass
+
+
+class FakeManager:
+    """The part of :class:`nvcre.runtime.manager.Manager` a controller's constructor uses.
+
+    With ``follow=True`` its informers read the client's objects (never stale, no events);
+    otherwise they are real informers that are never started, filled by :meth:`cache`."""
+
+    def __init__(self, client: FakeClient, *, follow: bool = False) -> None:
+        self.client = client
+        self.follow = follow
+        self.controllers: list[Any] = []
+        self._informers: dict[Any, Informer | _FollowingInformer] = {}
+
+    def informer(self, resource: Any, *, namespace: str | None = None) -> Any:
         if resource not in self._informers:
-            self._informers[resource] = Informer(self.client, resource)  # type: ignore[arg-type]
+            self._informers[resource] = (
+                _FollowingInformer(self.client, resource) if self.follow else Informer(self.client, resource)  # type: ignore[arg-type]
+            )
         return self._informers[resource]
 
     def add(self, controller: Any) -> None:
@@ -168,11 +304,16 @@ class FakeManager:
 
     def cache(self, obj: Obj, event: str = "ADDED") -> None:
         """Deliver ``obj`` to the informer of its kind as a watch event would."""
-        informer = next(i for r, i in self._informers.items() if _kind(r) == obj["kind"])
+        if self.follow:
+            raise TypeError("a following cache is the client's objects: put them there instead")
+        informer = next(i for r, i in self._informers.items() if _info(r)[1] == obj["kind"])
+        assert isinstance(informer, Informer)
         informer._apply(event, copy.deepcopy(obj))
 
 
-def context(client: FakeClient) -> Context:
-    """A controller :class:`~nvcre.controllers.context.Context` over ``client`` and a FakeManager."""
+def context(client: FakeClient, *, follow: bool = False) -> Context:
+    """A controller :class:`~nvcre.controllers.context.Context` over ``client`` and a
+    :class:`FakeManager` (``follow`` as there)."""
     recorder = Recorder(client)  # type: ignore[arg-type]
-    return Context(client, FakeManager(client), recorder, StatusWriter(client, recorder))  # type: ignore[arg-type]
+    manager = FakeManager(client, follow=follow)
+    return Context(client, manager, recorder, StatusWriter(client, recorder))  # type: ignore[arg-type]

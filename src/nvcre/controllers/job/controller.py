@@ -27,6 +27,7 @@ from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
+    adopt,
     controlled_by,
     create_controlled,
     delete_if_present,
@@ -165,25 +166,21 @@ class JobController:
         if self.trainjobs.get(namespace, name) is not None:
             # The cache knows one: read it instead of a POST that can only fail with 409.
             existing = await get_live(self.ctx.client, resources.TrainJob, name, namespace)
-        if existing is None:
-            try:
-                created = await create_controlled(self.ctx.client, resources.TrainJob, body, job)
-            except HolderTerminating:
-                return SOON
-            except NameTaken:
-                await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
-                return None
-            except ApiError as error:
-                return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
-            existing, adopted = created.obj, created.adopted
-        elif controlled_by(existing, job):
-            adopted = True
-        else:
+        try:
+            created = (
+                adopt(existing, lambda live: controlled_by(live, job))
+                if existing is not None
+                else await create_controlled(self.ctx.client, resources.TrainJob, body, job)
+            )
+        except HolderTerminating:
+            return SOON  # the previous attempt's workload (or a foreign one) is still going away
+        except NameTaken:
             await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
             return None
-        if existing["metadata"].get("deletionTimestamp") or restart.replaced(
-            job.get("status") or {}, existing
-        ):
+        except ApiError as error:
+            return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
+        existing, adopted = created.obj, created.adopted
+        if restart.replaced(job.get("status") or {}, existing):
             return SOON  # the previous attempt's workload is still going away
         reason, verb = (
             (JobReason.WORKLOAD_ADOPTED, "adopted")

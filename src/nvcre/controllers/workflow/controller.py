@@ -12,7 +12,12 @@ from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of
-from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency, delete_refs
+from nvcre.controllers.workflow.dependencies import (
+    DependencyError,
+    DependencyNotReady,
+    create_dependency,
+    delete_refs,
+)
 from nvcre.controllers.workflow.finishing import iteration_complete
 from nvcre.controllers.workflow.following import follow
 from nvcre.controllers.workflow.launching import launch
@@ -79,7 +84,10 @@ class WorkflowController:
         ]
         resolved = resolve(state, nodes, cached=True)
         self._check_checkpoint(resolved.spec)
-        await self._ensure_workflow_dependencies(state, resolved.spec)
+        try:
+            await self._ensure_workflow_dependencies(state, resolved.spec)
+        except DependencyNotReady:
+            return Result(requeue_after=Default.REQUEUE_SECONDS)
         phases = [g.get("phase") for g in state.groups]
         if "Running" in phases:
             return await follow(state)

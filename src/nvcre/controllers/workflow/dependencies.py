@@ -6,15 +6,20 @@ import copy
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.codecs import from_dict
 
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
-from nvcre.controllers.children import delete_if_present, get_live
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    create_or_adopt,
+    delete_if_present,
+    get_live,
+)
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
 from nvcre.runtime.errors import is_invalid
-from nvcre.runtime.objects import Obj, to_plain
+from nvcre.runtime.objects import Obj
 from nvcre.runtime.writes import update_with_retry
 
 
@@ -35,7 +40,8 @@ class DependencyError(Exception):
 
 
 class DependencyNotReady(Exception):
-    """A ComputeDomain was just created; give its driver time before the Job starts."""
+    """A ComputeDomain was just created (give its driver time before the Job starts), or the
+    object holding a dependency's name is being deleted: try again later."""
 
 
 class CopyVanished(Exception):
@@ -74,20 +80,19 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
         meta.pop("namespace", None)
     meta.setdefault("labels", {})[Label.WORKFLOW] = state.name
     meta.setdefault("annotations", {})[Annotation.WORKFLOW_UID] = state.uid
-    scope = {"namespace": meta["namespace"]} if scoped else {}
     try:
-        await state.ctx.client.create(from_dict(body))
+        await create_or_adopt(state.ctx.client, resource, body, lambda live: _owned(live, state))
     except ApiError as error:
         if is_invalid(error):
             raise DependencyError(f"{kind}/{name}: {error.status.message}") from error
-        if error.status.code != 409:
-            raise  # transient: the Workflow reconcile is retried with backoff
-        existing = to_plain(resource, await state.ctx.client.get(resource, name, **scope))
-        if not _owned(existing, state):
-            raise DependencyError(
-                f'{kind} "{name}" already exists and is not owned by Workflow "{state.name}"; refusing to adopt it',
-                collision=True,
-            ) from error
+        raise  # transient: the Workflow reconcile is retried with backoff
+    except HolderTerminating as error:
+        raise DependencyNotReady(f"{kind}/{name}: {error}") from error
+    except NameTaken as error:
+        raise DependencyError(
+            f'{kind} "{name}" already exists and is not owned by Workflow "{state.name}"; refusing to adopt it',
+            collision=True,
+        ) from error
     ref = {"apiVersion": api_version, "kind": kind, "name": name}
     if scoped:
         ref["namespace"] = meta["namespace"]
