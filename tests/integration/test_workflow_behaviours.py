@@ -762,9 +762,7 @@ def test_failure_log_names_the_failing_pod_and_keeps_its_tail(
         kube, namespace, name, ["step 1 loss 2.5", "CUDA out of memory. Tried to allocate 2.00 GiB"]
     )
     wait_for(
-        lambda: (
-            "CUDA out of memory" in "\n".join(kube.log("oom-node-0", namespace=namespace, container="node"))
-        ),
+        lambda: "CUDA out of memory" in "\n".join(kube.log(name, namespace=namespace, container="node")),
         30,
         what="kwok to serve the pod's logs",
         ignore=(ApiError,),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from lightkube import ApiError
+from lightkube.resources.core_v1 import Node
 
 from nvcre.controllers import resources
 from nvcre.controllers.certification import CertificationController
@@ -107,7 +108,7 @@ def workflow_state(client: FakeClient) -> WorkflowState:
         }
     )
     ctx = context(client)
-    caches = Caches(jobs=ctx.manager.informer(object), nodes=ctx.manager.informer(object), pods=None)  # type: ignore[arg-type]
+    caches = Caches(jobs=ctx.manager.informer(resources.Job), nodes=ctx.manager.informer(Node), pods=None)  # type: ignore[arg-type]
     return WorkflowState.of(ctx, caches, workflow)
 
 

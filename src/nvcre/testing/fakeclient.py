@@ -12,7 +12,8 @@ reach:
 * ``stop_at = n`` raises :class:`Stopped` when the n-th write is attempted, as if the process
   were killed just before it, so a test can restart a reconcile after any line.
 
-Events (best effort in the product) are appended to ``events`` and never fail or stop.
+Events are appended to ``events``; ``fail("create", "Event", ...)`` fails their writes, which
+are never counted as writes and never stop.
 
 :class:`FakeManager` builds a real controller on the fake client, with caches of one of two
 kinds: ``follow=True`` informers read the client's objects directly (a cache that is never
@@ -166,6 +167,9 @@ class FakeClient:
             self.writes += 1
             if self.stop_at is not None and self.writes >= self.stop_at:
                 raise Stopped(f"stopped before write {self.writes}: {call}")
+        self._raise_fault(call)
+
+    def _raise_fault(self, call: Call) -> None:
         fault = next((f for f in self._faults if f.matches(call)), None)
         if fault is not None:
             fault.answered.append(call)
@@ -187,6 +191,7 @@ class FakeClient:
         ns = meta.get("namespace") or namespace or ""
         meta["namespace"] = ns or None
         if kind == "Event":
+            self._raise_fault(Call("create", kind, ns, meta["name"]))
             self.events.append(data)
             return obj
         self._enter(Call("create", kind, ns, meta["name"]), write=True)
@@ -292,7 +297,16 @@ class FakeManager:
         self.controllers: list[Any] = []
         self._informers: dict[Any, Informer | _FollowingInformer] = {}
 
-    def informer(self, resource: Any, *, namespace: str | None = None) -> Any:
+    def informer(
+        self,
+        resource: Any,
+        *,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
+    ) -> Any:
+        """One cache per kind; a label selector and a transform are the real manager's business
+        (a test puts only the objects it means into a cache)."""
         if resource not in self._informers:
             self._informers[resource] = (
                 _FollowingInformer(self.client, resource) if self.follow else Informer(self.client, resource)  # type: ignore[arg-type]
