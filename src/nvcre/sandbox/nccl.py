@@ -392,8 +392,9 @@ def format_row(test: NcclTest, row: Row) -> str:
     return line
 
 
-def _prefix(host: str, seed: int, dev: int) -> str:
-    pid = _pid(seed, host, dev)
+def _prefix(host: str, seed: int, proc: int, dev: int) -> str:
+    """``host:pid:tid [cudaDev]``, how NCCL starts its debug lines."""
+    pid = _pid(seed, host, proc)
     return f"{host}:{pid}:{pid} [{dev}]"
 
 
@@ -405,21 +406,21 @@ def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int
     rank = 0
     for m in members:
         for dev in range(local):
-            p = _prefix(m.host, seed, dev)
+            p = _prefix(m.host, seed, dev // (test.nthreads * test.ngpus), dev)
             if rank == 0:
                 lines.append(f"{p} NCCL INFO NCCL version {NCCL_VERSION}")
             lines.append(f"{p} NCCL INFO Bootstrap: Using eth0:{_ip(seed, m.host)}<0>")
             fabric = m.node.fabric
-            if nodes > 1 and fabric.name == "efa":
+            if fabric.name == "efa":
                 lines.append(f"{p} NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0")
                 lines.append(f"{p} NCCL INFO NET/OFI Selected Provider is efa (found {m.node.gpus * 4} nics)")
-            elif nodes > 1 and fabric.name in ("ib", "roce"):
+            elif fabric.name in ("ib", "roce"):
                 kind = "IB" if fabric.name == "ib" else "RoCE"
                 nics = " ".join(f"[{i}]mlx5_{i}:1/{kind}" for i in range(m.node.gpus))
                 lines.append(f"{p} NCCL INFO NET/IB : Using {nics} [RO]; OOB eth0:{_ip(seed, m.host)}<0>")
-            elif nodes > 1 and fabric.name == "socket":
+            elif fabric.name == "socket":
                 lines.append(f"{p} NCCL INFO NET/Socket : Using [0]eth0:{_ip(seed, m.host)}<0>")
-            lines.append(f"{p} NCCL INFO Using network {fabric.network if nodes > 1 else 'Socket'}")
+            lines.append(f"{p} NCCL INFO Using network {fabric.network}")
             lines.append(
                 f"{p} NCCL INFO comm 0x{int(unit(seed, 'comm', m.host, dev) * 2**44):x} rank {rank} nRanks {nranks} "
                 f"nNodes {nodes} localRanks {local} localRank {dev} MNNVL {int(m.node.domain is not None and nodes > 1)}"
@@ -432,7 +433,7 @@ def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int
 
 
 def _connect_info(members: Sequence[Member], test: NcclTest, seed: int) -> list[str]:
-    p = _prefix(members[0].host, seed, 0)
+    p = _prefix(members[0].host, seed, 0, 0)
     nodes = len({m.node.name for m in members})
     via = f"NET/{members[0].node.fabric.network.replace(' ', '')}/0" if nodes > 1 else "P2P/CUMEM"
     return [
@@ -447,7 +448,7 @@ def error_lines(test: NcclTest, members: Sequence[Member], failing: str, seed: i
     host = next(m for m in members if m.host == failing)
     peer = next((m for m in members if m.host != failing), host)
     pid = _pid(seed, failing, 0)
-    p = _prefix(failing, seed, 0)
+    p = _prefix(failing, seed, 0, 0)
     if host.node.fabric.name == "efa":
         warn = (
             f"NET/OFI Request 0x7f3a{int(unit(seed, 'req', failing) * 2**24):06x} completed with error. "
