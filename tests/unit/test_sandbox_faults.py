@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -119,7 +121,7 @@ def test_kinds_are_registered_once_with_their_hooks() -> None:
     assert KINDS["slow-gpu"].step_time(parse_fault("n=slow-gpu:1.5")) == 1.5
 
 
-NODE = {
+NODE: dict[str, Any] = {
     "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.present": "true"}},
     "spec": {},
     "status": {
