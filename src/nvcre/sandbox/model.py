@@ -1,0 +1,168 @@
+"""The simulated accelerator's performance model: what a node's GPUs and links can do.
+
+Each node has an NVLink bus bandwidth (what an intra-node all_reduce reaches at large sizes),
+a network bus bandwidth (what a multi-node all_reduce reaches when this node is in the group),
+a start-up latency per fabric and a GPU speed (the TFLOP/s/GPU a well-tuned Megatron run
+achieves). The numbers are calibrated on the published runs in the log corpus (see
+docs/sandbox.md). Noise is a pure function of its key (a hash), never global random state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU product as nccl-tests and Megatron see it."""
+
+    product: str  #: the ``nvidia.com/gpu.product`` label value
+    device_name: str  #: CUDA's ``prop.name`` (the ``#  Rank`` line)
+    memory_bytes: int  #: CUDA's ``totalGlobalMem``
+    nvlink_busbw: float  #: GB/s, intra-node all_reduce busbw at large sizes
+    tflops: float  #: achieved bf16 TFLOP/s per GPU in Megatron pre-training
+    pci_bus_ids: tuple[str, ...]  #: ``[0000:xx:00]`` per device index
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """The network a platform's GPU nodes talk over, as NCCL reports it."""
+
+    name: str  #: ``efa``, ``ib``, ``roce``, ``tcpxo``, ``socket``
+    network: str  #: what ``NCCL INFO Using network ...`` prints
+    latency_us: float  #: small-message all_reduce time for 2 nodes
+
+
+_H100_BUS = ("04", "05", "0b", "0c", "84", "85", "8b", "8c")
+_B_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
+_GB_BUS = ("01", "02", "03", "04")
+
+GPUS: dict[str, Gpu] = {
+    g.product: g
+    for g in (
+        Gpu("NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", 85_029_158_912, 480.0, 420.0, _H100_BUS),
+        Gpu("NVIDIA-H200", "NVIDIA H200", 150_109_634_560, 480.0, 450.0, _H100_BUS),
+        Gpu("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 85_198_045_184, 232.0, 165.0, _H100_BUS),
+        Gpu("NVIDIA-B200", "NVIDIA B200", 191_514_279_936, 880.0, 800.0, _B_BUS),
+        Gpu("NVIDIA-B300-SXM6-AC", "NVIDIA B300 SXM6 AC", 288_000_000_000, 880.0, 950.0, _B_BUS),
+        Gpu("NVIDIA-GB200", "NVIDIA GB200", 191_514_279_936, 840.0, 820.0, _GB_BUS),
+        Gpu("NVIDIA-GB300", "NVIDIA GB300", 288_000_000_000, 840.0, 980.0, _GB_BUS),
+        Gpu("NVIDIA-L40S", "NVIDIA L40S", 47_697_362_944, 24.0, 180.0, _H100_BUS),
+        Gpu("NVIDIA-L40", "NVIDIA L40", 47_697_362_944, 24.0, 150.0, _H100_BUS),
+        Gpu(
+            "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+            "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            101_971_345_408,
+            48.0,
+            260.0,
+            _H100_BUS,
+        ),
+    )
+}
+
+#: platform -> its GPU fabric (GB200/GB300 inside a clique use multi-node NVLink instead).
+FABRICS: dict[str, Fabric] = {
+    "aws": Fabric("efa", "AWS Libfabric", 70.0),
+    "gcp": Fabric("tcpxo", "FasTrak", 120.0),
+    "azure": Fabric("ib", "IB", 25.0),
+    "oci": Fabric("roce", "IB", 30.0),
+    "nscale": Fabric("roce", "IB", 30.0),
+    "togetherai": Fabric("ib", "IB", 25.0),
+    "mistral": Fabric("ib", "IB", 25.0),
+    "forge": Fabric("ib", "IB", 25.0),
+    "onprem": Fabric("ib", "IB", 25.0),
+    "openstack": Fabric("socket", "Socket", 300.0),
+}
+
+#: Network all_reduce busbw (GB/s) a node reaches by fabric and product; the fabric's default
+#: (``None``) otherwise. 8x400G EFA/IB on H100-class nodes: ~470-490 GB/s (corpus: p5 2-node
+#: 487 GB/s at 16 GiB, GCP A3 Mega TCPXO 339 GB/s at 8 GiB, p4de A100 78 GB/s).
+_NETWORK: dict[tuple[str, str | None], float] = {
+    ("efa", None): 470.0,
+    ("efa", "NVIDIA-A100-SXM4-80GB"): 80.0,
+    ("ib", None): 475.0,
+    ("ib", "NVIDIA-A100-SXM4-80GB"): 185.0,
+    ("roce", None): 440.0,
+    ("tcpxo", None): 340.0,
+    ("socket", None): 12.0,
+}
+
+#: Intra-node all_reduce latency (us) on one node's NVLink.
+NVLINK_LATENCY_US = 13.0
+
+
+@dataclass(frozen=True)
+class NodeModel:
+    """What one simulated node can do. Faults scale these numbers (see :mod:`.faults`)."""
+
+    name: str
+    gpu: Gpu
+    fabric: Fabric
+    gpus: int = 8
+    #: NVLink domain (``nvidia.com/gpu.clique``); nodes of one domain use multi-node NVLink.
+    domain: str | None = None
+    nvlink_busbw: float = 0.0
+    network_busbw: float = 0.0
+    tflops: float = 0.0
+
+
+def node_model(
+    name: str, product: str, platform: str, *, gpus: int = 8, domain: str | None = None
+) -> NodeModel:
+    """The healthy model of node ``name`` with ``gpus`` GPUs ``product`` on ``platform``."""
+    try:
+        gpu = GPUS[product]
+    except KeyError:
+        raise ValueError(f"unknown GPU product {product!r}; known: {', '.join(sorted(GPUS))}") from None
+    try:
+        fabric = FABRICS[platform]
+    except KeyError:
+        raise ValueError(f"unknown platform {platform!r}; known: {', '.join(sorted(FABRICS))}") from None
+    network = _NETWORK.get((fabric.name, product), _NETWORK[(fabric.name, None)])
+    return NodeModel(
+        name=name,
+        gpu=gpu,
+        fabric=fabric,
+        gpus=gpus,
+        domain=domain,
+        nvlink_busbw=gpu.nvlink_busbw,
+        network_busbw=network,
+        tflops=gpu.tflops,
+    )
+
+
+def scaled(model: NodeModel, *, nvlink: float = 1.0, network: float = 1.0, speed: float = 1.0) -> NodeModel:
+    """``model`` with its bandwidths and GPU speed multiplied by the given factors."""
+    return replace(
+        model,
+        nvlink_busbw=model.nvlink_busbw * nvlink,
+        network_busbw=model.network_busbw * network,
+        tflops=model.tflops * speed,
+    )
+
+
+def unit(*key: object) -> float:
+    """A uniform number in [0, 1) that depends only on ``key`` (seed, node, size, cycle...)."""
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    return float(struct.unpack(">Q", digest)[0]) / 2.0**64
+
+
+def noise(spread: float, *key: object) -> float:
+    """A factor in ``[1 - spread, 1 + spread]`` that depends only on ``key``."""
+    return 1.0 + spread * (2.0 * unit(*key) - 1.0)
+
+
+__all__ = [
+    "FABRICS",
+    "GPUS",
+    "NVLINK_LATENCY_US",
+    "Fabric",
+    "Gpu",
+    "NodeModel",
+    "node_model",
+    "noise",
+    "scaled",
+    "unit",
+]

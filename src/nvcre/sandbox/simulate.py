@@ -1,0 +1,276 @@
+"""The one entry point the sandbox shell calls: what a pod's command prints, and how it ends.
+
+:func:`simulate` is a pure function of the command, the group's hosts and node models, the
+faults, the seed and the attempt. The shell writes :attr:`Simulation.lines` as a CRI log
+(:func:`cri_log`), ends the pod with :attr:`Simulation.exit_code` after
+:attr:`Simulation.duration_s` (``None``: it runs until killed), and applies each
+:class:`NodeEffect` to its Node at its offset (:func:`~nvcre.sandbox.faults.apply_node_change`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, on_node
+from nvcre.sandbox.faults import node_change as combined_change
+from nvcre.sandbox.model import unit
+from nvcre.sandbox.nccl import (
+    NCCL_ERROR_EXIT,
+    CommandError,
+    Member,
+    NcclTest,
+    error_lines,
+    format_row,
+    healthy_run,
+    parse_command,
+)
+from nvcre.sandbox.training import Training, parse_training, training_lines
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    offset_s: float  #: seconds after the container started
+    text: str
+    stream: str = "stdout"
+
+
+@dataclass(frozen=True)
+class NodeEffect:
+    """A change to Node ``node`` at ``offset_s`` seconds after this pod started."""
+
+    offset_s: float
+    node: str
+    change: NodeChange
+
+
+@dataclass(frozen=True)
+class Simulation:
+    lines: tuple[LogLine, ...]
+    exit_code: int | None  #: ``None`` while it runs (hang, worker, horizon reached)
+    duration_s: float | None  #: when it exits; ``None``: runs until killed
+    node_effects: tuple[NodeEffect, ...] = ()
+    failed_hosts: tuple[str, ...] = ()  #: hosts an error names (for tests and status)
+
+
+@dataclass(frozen=True)
+class _Event:
+    at_s: float
+    fault: Fault
+    host: str
+    outcome: Outcome
+
+
+def initial_node_change(faults: Sequence[Fault], node: str) -> NodeChange:
+    """What ``node`` looks like from creation: its node faults that strike at once (missing-gpus)."""
+    static = [f for f in on_node(faults, node) if f.delay_s == 0 and KINDS[f.kind].default_at == "start"]
+    return combined_change(static, node)
+
+
+def _strike(f: Fault, first_s: float, end_s: float) -> float:
+    if f.delay_s:
+        return f.delay_s
+    return {"start": 0.0, "collective": first_s, "mid": (first_s + end_s) / 2.0}[KINDS[f.kind].default_at]
+
+
+def _events(
+    members: Sequence[Member], faults: Sequence[Fault], seed: int, attempt: int, first_s: float, end_s: float
+) -> list[_Event]:
+    events = []
+    for m in members:
+        for f in on_node(faults, m.node.name):
+            outcome = KINDS[f.kind].outcome(f, seed, attempt)
+            if outcome is not None:
+                events.append(_Event(_strike(f, first_s, end_s), f, m.host, outcome))
+    return sorted(events, key=lambda e: (e.at_s, e.host))
+
+
+def _effects(
+    members: Sequence[Member], faults: Sequence[Fault], first_s: float, end_s: float, until: float | None
+) -> tuple[NodeEffect, ...]:
+    out = []
+    for name in dict.fromkeys(m.node.name for m in members):
+        for f in on_node(faults, name):
+            change = KINDS[f.kind].node_change(f)
+            if change is None or (f.delay_s == 0 and KINDS[f.kind].default_at == "start"):
+                continue
+            at = _strike(f, first_s, end_s)
+            if until is None or at <= until:
+                out.append(NodeEffect(at, name, change))
+    return tuple(sorted(out, key=lambda e: (e.offset_s, e.node)))
+
+
+def simulate(
+    command: Sequence[str],
+    members: Sequence[Member],
+    faults: Sequence[Fault] = (),
+    *,
+    seed: int = 0,
+    attempt: int = 0,
+    rank: int = 0,
+    env: Mapping[str, str] | None = None,
+    started_at: datetime = EPOCH,
+    horizon_s: float = 3600.0,
+) -> Simulation:
+    """What the pod of ``members[rank]`` running ``command`` prints and how it ends.
+
+    ``members`` are the group's hosts in rank order (for an MPI job the launcher is rank 0 and
+    prints the table). ``env`` is the container's environment. ``attempt`` (0, 1, ...) is the
+    retry number ``flaky`` faults draw on.
+    """
+    env = dict(env or {})
+    if any(w.rsplit("/", 1)[-1] == "sshd" for w in command):
+        return _worker()
+    try:
+        test = parse_command(command)
+    except CommandError as err:
+        return Simulation((LogLine(0.1, str(err), "stderr"),), 1, 0.2)
+    if test is not None:
+        return _nccl(test, members, faults, seed, attempt, env, horizon_s)
+    training = parse_training(command, env)
+    if training is not None:
+        return _training(training, members, faults, seed, attempt, rank, started_at, horizon_s)
+    return Simulation((), 0, 1.0)
+
+
+def _worker() -> Simulation:
+    lines = (
+        LogLine(0.05, "Server listening on 0.0.0.0 port 2222.", "stderr"),
+        LogLine(0.05, "Server listening on :: port 2222.", "stderr"),
+    )
+    return Simulation(lines, None, None)
+
+
+def _nccl(
+    test: NcclTest,
+    members: Sequence[Member],
+    faults: Sequence[Fault],
+    seed: int,
+    attempt: int,
+    env: Mapping[str, str],
+    horizon_s: float,
+) -> Simulation:
+    if env.get("NCCL_DEBUG") and "NCCL_DEBUG" not in test.env:
+        test = replace(test, env={**test.env, "NCCL_DEBUG": env["NCCL_DEBUG"]})
+    for m in members:
+        have = m.node.gpus - combined_change(faults, m.node.name).missing_gpus
+        want = test.procs_per_host * test.nthreads * test.ngpus
+        if want > have:
+            lines = (
+                LogLine(
+                    0.5, f"Invalid number of GPUs: {want} requested but only {have} were found.", "stderr"
+                ),
+                LogLine(0.5, "Please check the number of processes and GPUs per process.", "stderr"),
+            )
+            return Simulation(lines, 1, 1.0, failed_hosts=(m.host,))
+    run = healthy_run(test, members, faults, seed, horizon_s)
+    timed = [*run.head, *((row.at_s, format_row(test, row)) for row in run.rows)]
+    if run.end_s is not None:
+        timed += [(run.end_s, text) for text in run.foot]
+
+    def failure(event: _Event, at: float) -> list[LogLine]:
+        return [LogLine(at, text) for text in error_lines(test, members, event.host, seed)]
+
+    return _conclude(
+        timed,
+        run.end_s,
+        run.first_collective_s,
+        members,
+        faults,
+        seed,
+        attempt,
+        horizon_s,
+        failure,
+        NCCL_ERROR_EXIT,
+    )
+
+
+def _training(
+    training: Training,
+    members: Sequence[Member],
+    faults: Sequence[Fault],
+    seed: int,
+    attempt: int,
+    rank: int,
+    started_at: datetime,
+    horizon_s: float,
+) -> Simulation:
+    nodes = [m.node for m in members]
+    timed, end, first = training_lines(training, nodes, rank, faults, seed, started_at, horizon_s)
+    host = members[rank].host
+
+    def failure(event: _Event, at: float) -> list[LogLine]:
+        return [
+            LogLine(
+                at,
+                f"[rank{rank}]:[E] ProcessGroupNCCL.cpp:1895] [PG 0 Rank {rank}] Process group watchdog thread "
+                "terminated with exception: NCCL error: remote process exited or there was a network error, "
+                "NCCL version 2.29.2",
+                "stderr",
+            ),
+            LogLine(
+                at,
+                "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+                f"prematurely. Last error: NET/IB : Got completion from peer on {event.host} with status=12",
+                "stderr",
+            ),
+            LogLine(
+                at + 0.5,
+                "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 "
+                f"(pid: {100 + rank}) of binary: /usr/bin/python on {host}",
+                "stderr",
+            ),
+        ]
+
+    return _conclude(timed, end, first, members, faults, seed, attempt, horizon_s, failure, 1)
+
+
+def _conclude(
+    timed: list[tuple[float, str]],
+    end_s: float | None,
+    first_s: float,
+    members: Sequence[Member],
+    faults: Sequence[Fault],
+    seed: int,
+    attempt: int,
+    horizon_s: float,
+    failure: Callable[[_Event, float], list[LogLine]],
+    fail_exit: int,
+) -> Simulation:
+    """The healthy run ``timed`` cut by the first event fault that strikes before its end.
+
+    ``end_s`` ``None``: the healthy run is still going at ``horizon_s``.
+    """
+    until = end_s if end_s is not None else horizon_s
+    events = _events(members, faults, seed, attempt, first_s, until)
+    event = next((e for e in events if e.at_s < until), None)
+    if event is None:
+        lines = tuple(LogLine(at, text) for at, text in timed)
+        if end_s is None:
+            return Simulation(lines, None, None, _effects(members, faults, first_s, until, None))
+        return Simulation(lines, 0, end_s + 0.2, _effects(members, faults, first_s, until, end_s))
+    kept = [LogLine(at, text) for at, text in timed if at <= event.at_s]
+    if event.outcome == "hang":
+        return Simulation(tuple(kept), None, None, _effects(members, faults, first_s, until, None))
+    at = event.at_s + 0.05 + 2.0 * unit(seed, "fail", attempt)
+    lines = (*kept, *failure(event, at))
+    done = lines[-1].offset_s + 0.5
+    return Simulation(lines, fail_exit, done, _effects(members, faults, first_s, until, at), (event.host,))
+
+
+def cri_log(sim: Simulation, started_at: datetime) -> list[str]:
+    """``sim``'s lines in the CRI log format kwok serves: ``<RFC3339Nano> <stream> F <text>``."""
+    out = []
+    for line in sim.lines:
+        when = (started_at + timedelta(seconds=line.offset_s)).astimezone(UTC)
+        nanos = round(line.offset_s * 1e9) % 1000
+        out.append(
+            f"{when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond:06d}{nanos:03d}Z {line.stream} F {line.text}"
+        )
+    return out
+
+
+__all__ = ["EPOCH", "LogLine", "NodeEffect", "Simulation", "cri_log", "initial_node_change", "simulate"]
