@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nvcre.health.nodes import unhealthy_nodes
 from nvcre.sandbox import FaultSpecError, apply_node_change, initial_node_change, parse_fault
 from nvcre.sandbox.faults import (
     HEALTH_CONDITION,
@@ -118,7 +121,7 @@ def test_kinds_are_registered_once_with_their_hooks() -> None:
     assert KINDS["slow-gpu"].step_time(parse_fault("n=slow-gpu:1.5")) == 1.5
 
 
-NODE = {
+NODE: dict[str, Any] = {
     "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.present": "true"}},
     "spec": {},
     "status": {
@@ -162,3 +165,24 @@ def test_link_faults_match_nodes_or_domains_on_both_sides() -> None:
     assert link_factor(fault, [("n1", "clique-a"), ("n9", "clique-b")], 0.0) == 0.25
     assert link_factor(fault, [("n1", "clique-a"), ("n2", "clique-a")], 0.0) == 1.0
     assert link_factor([parse_fault("link:n1,n9:0.25@60")], [("n1", None), ("n9", None)], 30.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "node.status.conditions.exists(c, c.type == 'NVSentinelGPUHealthy' && c.status == 'False')",
+        "node.spec.taints.exists(t, t.key == 'gpu.health/error' && t.effect == 'NoSchedule')",
+        "'gpud.nvidia.com/unhealthy' in node.metadata.labels",
+    ],
+)
+def test_the_documented_node_health_expressions_see_an_xid(expression: str) -> None:
+    """nvcre's own node-health check finds the node an xid fault marked, and only that one."""
+    marked = apply_node_change(NODE, node_change([parse_fault("n1=xid:79")], "n1"), now="t")
+    healthy = {**NODE, "metadata": {**NODE["metadata"], "name": "n2"}, "spec": {"taints": []}}
+    assert unhealthy_nodes(expression, [marked, healthy]) == ["n1"]
+
+
+def test_the_not_ready_expression_sees_a_not_ready_node() -> None:
+    marked = apply_node_change(NODE, node_change([parse_fault("n1=not-ready")], "n1"), now="t")
+    expression = "node.status.conditions.exists(c, c.type == 'Ready' && c.status != 'True')"
+    assert unhealthy_nodes(expression, [marked, NODE]) == ["n1"]

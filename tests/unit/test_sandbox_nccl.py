@@ -232,3 +232,16 @@ def test_sizes_above_gpu_memory_are_reduced_as_the_real_tool_does() -> None:
     lines = texts([*ALL_REDUCE, "-b", "16G", "-e", "32G", "-f", "2"], h100_group())
     assert any(line.startswith("# Reducing maxBytes to ") for line in lines)
     assert [int(m.group(1)) for m in map(ROW.match, lines) if m] == [SIZE_16G]
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        ["-b", "0", "-e", "8", "-f", "2"],
+        ["-b", "8", "-e", "8", "-i", "0"],
+        ["-b", "64", "-e", "8", "-N", "0"],
+    ],
+)
+def test_degenerate_sweeps_end(sweep: list[str]) -> None:
+    sim = simulate([*ALL_REDUCE, *sweep], h100_group(), horizon_s=60.0)
+    assert len([line for line in sim.lines if ROW.match(line.text)]) <= 1

@@ -97,3 +97,9 @@ def test_an_nccl_error_fails_training_naming_the_node() -> None:
     )
     assert sim.exit_code == 1 and sim.failed_hosts == ("n0",)
     assert any("ncclRemoteError" in line.text and "n0" in line.text for line in sim.lines)
+
+
+def test_save_flags_turn_checkpointing_on_without_an_enable_switch() -> None:
+    script = "torchrun pretrain_gpt.py --train-iters 4 --save /ckpt --save-interval 2 --num-layers 2"
+    out = lines(env={}, rank=0, script=script)
+    assert [int(m.group(1)) for m in map(SAVING.search, out) if m] == [2, 4]

@@ -33,6 +33,7 @@ class Fabric:
     name: str  #: ``efa``, ``ib``, ``roce``, ``tcpxo``, ``socket``
     network: str  #: what ``NCCL INFO Using network ...`` prints
     latency_us: float  #: small-message all_reduce time for 2 nodes
+    transport: str  #: how ``NCCL INFO Channel ... via`` names it
 
 
 _H100_BUS = ("04", "05", "0b", "0c", "84", "85", "8b", "8c")
@@ -64,16 +65,16 @@ GPUS: dict[str, Gpu] = {
 
 #: platform -> its GPU fabric (GB200/GB300 inside a clique use multi-node NVLink instead).
 FABRICS: dict[str, Fabric] = {
-    "aws": Fabric("efa", "AWS Libfabric", 70.0),
-    "gcp": Fabric("tcpxo", "FasTrak", 120.0),
-    "azure": Fabric("ib", "IB", 25.0),
-    "oci": Fabric("roce", "IB", 30.0),
-    "nscale": Fabric("roce", "IB", 30.0),
-    "togetherai": Fabric("ib", "IB", 25.0),
-    "mistral": Fabric("ib", "IB", 25.0),
-    "forge": Fabric("ib", "IB", 25.0),
-    "onprem": Fabric("ib", "IB", 25.0),
-    "openstack": Fabric("socket", "Socket", 300.0),
+    "aws": Fabric("efa", "AWS Libfabric", 70.0, "NET/Libfabric/0/GDRDMA"),
+    "gcp": Fabric("tcpxo", "FasTrak", 120.0, "NET/FasTrak/0"),
+    "azure": Fabric("ib", "IB", 25.0, "NET/IB/0/GDRDMA"),
+    "oci": Fabric("roce", "IB", 30.0, "NET/IB/0/GDRDMA"),
+    "nscale": Fabric("roce", "IB", 30.0, "NET/IB/0/GDRDMA"),
+    "togetherai": Fabric("ib", "IB", 25.0, "NET/IB/0/GDRDMA"),
+    "mistral": Fabric("ib", "IB", 25.0, "NET/IB/0/GDRDMA"),
+    "forge": Fabric("ib", "IB", 25.0, "NET/IB/0/GDRDMA"),
+    "onprem": Fabric("ib", "IB", 25.0, "NET/IB/0/GDRDMA"),
+    "openstack": Fabric("socket", "Socket", 300.0, "NET/Socket/0"),
 }
 
 #: Network all_reduce busbw (GB/s) a node reaches by fabric and product; the fabric's default

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nvcre.sandbox.faults import Fault, factor, link_factor
 from nvcre.sandbox.model import NVLINK_LATENCY_US, NodeModel, noise, unit
@@ -95,6 +95,7 @@ class NcclTest:
     root: int = 0
     graph: int = 0
     procs_per_host: int = 1  #: from mpirun ``-N``/``--npernode`` (1 without mpirun)
+    mpirun: bool = False  #: launched by mpirun (which prints its abort banner on failure)
     env: Mapping[str, str] = field(default_factory=dict)  #: ``mpirun -x NAME=VALUE`` settings
 
     @property
@@ -193,7 +194,9 @@ def parse_command(command: Sequence[str]) -> NcclTest | None:
             if not value.lstrip("-").isdigit():
                 raise CommandError(f"{binary}: invalid value {value!r} for {flag}")
             values[field_name] = int(value)
-    return NcclTest(binary=binary, collective=collective, procs_per_host=ppn, env=env, **values)  # type: ignore[arg-type]
+    mpirun = any(x.endswith("mpirun") for x in launcher)
+    test = NcclTest(binary=binary, collective=collective, procs_per_host=ppn, mpirun=mpirun, env=env)
+    return replace(test, **values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -243,9 +246,10 @@ def _sizes(test: NcclTest) -> list[int]:
     sizes, size = [], test.min_bytes
     while size <= test.max_bytes:
         sizes.append(size)
-        size = size * test.step_factor if test.step_factor > 1 else size + test.step_bytes
-        if test.step_factor <= 1 and test.step_bytes <= 0:
+        following = size * test.step_factor if test.step_factor > 1 else size + test.step_bytes
+        if following <= size:  # -b 0 with a factor, or a zero step: one row
             break
+        size = following
     return sizes
 
 
@@ -258,24 +262,21 @@ def _pid(seed: int, host: str, proc: int) -> int:
     return 100 + int(unit(seed, "pid", host) * 9000) + proc
 
 
-def group_bandwidth(
-    members: Sequence[Member], faults: Sequence[Fault], at_s: float
-) -> tuple[float, float, bool]:
-    """(busbw ceiling GB/s, latency us, over the network) of ``members`` ``at_s`` into the run."""
-
+def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: float) -> tuple[float, float]:
+    """(busbw ceiling GB/s, latency us) of ``members`` ``at_s`` seconds into the run."""
     nodes = {m.node.name: m.node for m in members}
     nvlink = min(n.nvlink_busbw * factor(faults, name, "nvlink", at_s) for name, n in nodes.items())
     domains = {n.domain for n in nodes.values()}
     sides = [(n.name, n.domain) for n in nodes.values()]
     links = link_factor(faults, sides, at_s)
     if len(nodes) == 1 or (len(domains) == 1 and None not in domains):
-        return nvlink * links, NVLINK_LATENCY_US * (1.0 + 0.25 * math.log2(len(nodes))), False
+        return nvlink * links, NVLINK_LATENCY_US * (1.0 + 0.25 * math.log2(len(nodes)))
     network = (
         min(n.network_busbw * factor(faults, name, "network", at_s) for name, n in nodes.items()) * links
     )
     scale = max(0.8, 1.0 - 0.03 * math.log2(len(nodes) / 2.0))
     latency = next(iter(nodes.values())).fabric.latency_us * (1.0 + 0.15 * math.log2(len(nodes) / 2.0))
-    return min(network * scale, nvlink), latency, True
+    return min(network * scale, nvlink), latency
 
 
 def healthy_run(
@@ -344,12 +345,13 @@ def healthy_run(
     typesize = _TYPES[test.datatype]
     busbw_factor = test.collective.factor(nranks)
     rows: list[Row] = []
+    sizes = [s for s in _sizes(test) if s <= max_bytes]
     cycle = 0
-    while cycle < test.cycles or (test.cycles == 0 and t < horizon_s):
-        for size in [s for s in _sizes(test) if s <= max_bytes]:
+    while sizes and (cycle < test.cycles or (test.cycles == 0 and t < horizon_s)):
+        for size in sizes:
             count = size // typesize // (nranks if test.collective.per_rank_count else 1)
             nbytes = count * typesize * (nranks if test.collective.per_rank_count else 1)
-            busbw, latency, _ = group_bandwidth(members, faults, t)
+            busbw, latency = group_bandwidth(members, faults, t)
             times: list[float] = []
             alg: list[float] = []
             bus: list[float] = []
@@ -392,8 +394,9 @@ def format_row(test: NcclTest, row: Row) -> str:
     return line
 
 
-def _prefix(host: str, seed: int, dev: int) -> str:
-    pid = _pid(seed, host, dev)
+def _prefix(host: str, seed: int, proc: int, dev: int) -> str:
+    """``host:pid:tid [cudaDev]``, how NCCL starts its debug lines."""
+    pid = _pid(seed, host, proc)
     return f"{host}:{pid}:{pid} [{dev}]"
 
 
@@ -405,21 +408,21 @@ def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int
     rank = 0
     for m in members:
         for dev in range(local):
-            p = _prefix(m.host, seed, dev)
+            p = _prefix(m.host, seed, dev // (test.nthreads * test.ngpus), dev)
             if rank == 0:
                 lines.append(f"{p} NCCL INFO NCCL version {NCCL_VERSION}")
             lines.append(f"{p} NCCL INFO Bootstrap: Using eth0:{_ip(seed, m.host)}<0>")
             fabric = m.node.fabric
-            if nodes > 1 and fabric.name == "efa":
+            if fabric.name == "efa":
                 lines.append(f"{p} NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0")
                 lines.append(f"{p} NCCL INFO NET/OFI Selected Provider is efa (found {m.node.gpus * 4} nics)")
-            elif nodes > 1 and fabric.name in ("ib", "roce"):
+            elif fabric.name in ("ib", "roce"):
                 kind = "IB" if fabric.name == "ib" else "RoCE"
                 nics = " ".join(f"[{i}]mlx5_{i}:1/{kind}" for i in range(m.node.gpus))
                 lines.append(f"{p} NCCL INFO NET/IB : Using {nics} [RO]; OOB eth0:{_ip(seed, m.host)}<0>")
-            elif nodes > 1 and fabric.name == "socket":
+            elif fabric.name == "socket":
                 lines.append(f"{p} NCCL INFO NET/Socket : Using [0]eth0:{_ip(seed, m.host)}<0>")
-            lines.append(f"{p} NCCL INFO Using network {fabric.network if nodes > 1 else 'Socket'}")
+            lines.append(f"{p} NCCL INFO Using network {fabric.network}")
             lines.append(
                 f"{p} NCCL INFO comm 0x{int(unit(seed, 'comm', m.host, dev) * 2**44):x} rank {rank} nRanks {nranks} "
                 f"nNodes {nodes} localRanks {local} localRank {dev} MNNVL {int(m.node.domain is not None and nodes > 1)}"
@@ -432,9 +435,9 @@ def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int
 
 
 def _connect_info(members: Sequence[Member], test: NcclTest, seed: int) -> list[str]:
-    p = _prefix(members[0].host, seed, 0)
+    p = _prefix(members[0].host, seed, 0, 0)
     nodes = len({m.node.name for m in members})
-    via = f"NET/{members[0].node.fabric.network.replace(' ', '')}/0" if nodes > 1 else "P2P/CUMEM"
+    via = members[0].node.fabric.transport if nodes > 1 else "P2P/CUMEM"
     return [
         f"{p} NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via {via}",
         f"{p} NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via {via}",
@@ -447,7 +450,7 @@ def error_lines(test: NcclTest, members: Sequence[Member], failing: str, seed: i
     host = next(m for m in members if m.host == failing)
     peer = next((m for m in members if m.host != failing), host)
     pid = _pid(seed, failing, 0)
-    p = _prefix(failing, seed, 0)
+    p = _prefix(failing, seed, 0, 0)
     if host.node.fabric.name == "efa":
         warn = (
             f"NET/OFI Request 0x7f3a{int(unit(seed, 'req', failing) * 2**24):06x} completed with error. "
@@ -466,6 +469,13 @@ def error_lines(test: NcclTest, members: Sequence[Member], failing: str, seed: i
     lines += [
         f"{failing}: Test NCCL failure common.cu:1204 'remote process exited or there was a network error / {warn}'",
         f" .. {failing} pid {pid}: Test failure common.cu:915",
+    ]
+    return lines
+
+
+def mpirun_abort(members: Sequence[Member], failing: str, test: NcclTest, seed: int) -> list[str]:
+    """The banner Open MPI's mpirun prints on stderr when a rank exits non-zero."""
+    return [
         "--------------------------------------------------------------------------",
         "Primary job  terminated normally, but 1 process returned",
         "a non-zero exit code. Per user-direction, the job has been aborted.",
@@ -478,7 +488,6 @@ def error_lines(test: NcclTest, members: Sequence[Member], failing: str, seed: i
         f"  Exit code:    {NCCL_ERROR_EXIT}",
         "--------------------------------------------------------------------------",
     ]
-    return lines
 
 
 def _rank_of(members: Sequence[Member], host: str, test: NcclTest) -> int:
@@ -500,6 +509,7 @@ __all__ = [
     "format_row",
     "group_bandwidth",
     "healthy_run",
+    "mpirun_abort",
     "parse_command",
     "parse_size",
 ]

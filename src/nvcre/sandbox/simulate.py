@@ -24,6 +24,7 @@ from nvcre.sandbox.nccl import (
     error_lines,
     format_row,
     healthy_run,
+    mpirun_abort,
     parse_command,
 )
 from nvcre.sandbox.training import Training, parse_training, training_lines
@@ -156,7 +157,7 @@ def _nccl(
     if env.get("NCCL_DEBUG") and "NCCL_DEBUG" not in test.env:
         test = replace(test, env={**test.env, "NCCL_DEBUG": env["NCCL_DEBUG"]})
     for m in members:
-        have = m.node.gpus - combined_change(faults, m.node.name).missing_gpus
+        have = m.node.gpus - initial_node_change(faults, m.node.name).missing_gpus
         want = test.procs_per_host * test.nthreads * test.ngpus
         if want > have:
             lines = (
@@ -172,7 +173,12 @@ def _nccl(
         timed += [(run.end_s, text) for text in run.foot]
 
     def failure(event: _Event, at: float) -> list[LogLine]:
-        return [LogLine(at, text) for text in error_lines(test, members, event.host, seed)]
+        lines = [LogLine(at, text) for text in error_lines(test, members, event.host, seed)]
+        if test.mpirun:
+            lines += [
+                LogLine(at + 0.1, text, "stderr") for text in mpirun_abort(members, event.host, test, seed)
+            ]
+        return lines
 
     return _conclude(
         timed,

@@ -83,7 +83,7 @@ def parse_training(command: Sequence[str], env: Mapping[str, str]) -> Training |
         value = num(key, default, *more)
         return default if math.isnan(value) else int(value)
 
-    checkpoint = "--save" in flags or "--save-interval" in flags or "checkpoint" in hydra
+    checkpoint = "save" in flags or "save-interval" in flags
     if "ENABLE_CHECKPOINT" in " ".join(command):
         checkpoint = env.get("ENABLE_CHECKPOINT", "false").lower() == "true"
     exit_minutes = num("exit-duration-in-mins", math.nan)
