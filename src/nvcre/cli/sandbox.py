@@ -29,14 +29,27 @@ def sandbox_group() -> None:
 
 
 @sandbox_group.command("up")
-@click.option("--nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Simulated GPU nodes.")
-@click.option("--platform", default="aws", show_default=True, help="Platform of the nodes (providerID, NICs).")
-@click.option("--gpu", "product", default="NVIDIA-H100-80GB-HBM3", show_default=True, help="nvidia.com/gpu.product.")
-@click.option("--gpus", type=click.IntRange(min=1), default=None, help="GPUs per node (default: nvcre's default).")
 @click.option(
-    "--domain-size", type=click.IntRange(min=1), default=None, help="Nodes per topology domain (default: one)."
+    "--nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Simulated GPU nodes."
 )
-@click.option("--fault", "faults", multiple=True, help="NODE=KIND[:ARG][@DELAY] (repeatable; docs/sandbox.md).")
+@click.option(
+    "--platform", default="aws", show_default=True, help="Platform of the nodes (providerID, NICs)."
+)
+@click.option(
+    "--gpu", "product", default="NVIDIA-H100-80GB-HBM3", show_default=True, help="nvidia.com/gpu.product."
+)
+@click.option(
+    "--gpus", type=click.IntRange(min=1), default=None, help="GPUs per node (default: nvcre's default)."
+)
+@click.option(
+    "--domain-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Nodes per topology domain (default: one).",
+)
+@click.option(
+    "--fault", "faults", multiple=True, help="NODE=KIND[:ARG][@DELAY] (repeatable; docs/sandbox.md)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation.")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait until ready.")
 @_STATE_DIR

@@ -12,9 +12,11 @@ from pathlib import Path
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
+from nvcre.sandbox.faults import parse_faults
 from nvcre.sandbox.state import SUPERVISOR, Record, StateDir, alive, default_state_dir
 from nvcre.sandbox.supervisor import Options, write_options
 from nvcre.testing import binaries as bins
+from nvcre.testing.nodes import gpu_node_names, platform_node_spec
 
 
 class SandboxError(RuntimeError):
@@ -33,6 +35,7 @@ def up(
     The supervisor keeps running detached. Any failure or interruption (Ctrl-C) stops whatever
     was started and removes the state directory before the exception propagates.
     """
+    check_options(options)
     if state.running():
         record = state.read()
         raise SandboxError(
@@ -68,6 +71,20 @@ def up(
         log("[nvcre.sandbox] stopping what was started")
         state.stop()
         raise
+
+
+def check_options(options: Options) -> None:
+    """Reject faults that do not parse or name no node of the sandbox, before anything starts."""
+    names = set(gpu_node_names(options.nodes, options.prefix))
+    try:
+        faults = parse_faults(options.faults)
+        platform_node_spec(options.platform, options.product, gpus=options.gpus)
+    except ValueError as error:
+        raise SandboxError(str(error)) from None
+    for fault in faults:
+        unknown = [n for n in (fault.node, fault.peer) if n is not None and n not in names]
+        if unknown and fault.peer is None:
+            raise SandboxError(f"fault {fault} names no sandbox node (nodes: {options.prefix}-000 ...)")
 
 
 def _tail(path: Path, lines: int = 20) -> str:

@@ -24,6 +24,8 @@ from types import FrameType
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
+from nvcre.sandbox.faults import parse_faults
+from nvcre.sandbox.runner import initial_nodes
 from nvcre.sandbox.state import SUPERVISOR, ComponentRecord, Record, StateDir, listening_ports
 from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import Cluster
@@ -99,7 +101,7 @@ def serve(state: StateDir) -> int:
         cluster.start()
         cp = cluster.control_plane
         with cp.client() as client:
-            for node in nodes:
+            for node in initial_nodes(nodes, parse_faults(options.faults)):
                 client.create(node)
             wait_until(lambda: _nodes_ready(client, record.nodes), timeout=60, what="the sandbox nodes Ready")
         manager = ManagerProcess(cp, workdir, name="nvcre-manager")
@@ -145,7 +147,6 @@ def _runner_argv(state: StateDir, cluster: Cluster, options: Options) -> list[st
         f"--logs-dir={cluster.kwok.logs_dir}",
         f"--ready-file={state.cluster_dir / f'{RUNNER}.ready'}",
         f"--seed={options.seed}",
-        f"--platform={options.platform}",
         *(f"--fault={f}" for f in options.faults),
     ]
 

@@ -182,18 +182,31 @@ def write_pod_logs(
     container: str = "node",
     stream: str = "stdout",
     append: bool = False,
-    start: datetime.datetime | None = None,
-    step_ms: int = 1,
 ) -> Path:
     """Write ``lines`` as the logs of ``pod``/``container`` under ``logs_dir`` and point kwok at them.
 
     After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
     ``log`` subresource return the lines (without the CRI prefix).
     """
+    text = cri_log_lines(lines, stream=stream)
+    return register_pod_log(client, logs_dir, namespace, pod, text, container=container, append=append)
+
+
+def register_pod_log(
+    client: Client,
+    logs_dir: Path,
+    namespace: str,
+    pod: str,
+    cri_text: str,
+    *,
+    container: str = "node",
+    append: bool = False,
+) -> Path:
+    """Write ``cri_text`` (CRI log lines) as ``pod``/``container``'s log file and apply the kwok
+    ``Logs`` object naming every log file of the pod."""
     path = logs_dir / f"{namespace}_{pod}_{container}.log"
-    text = cri_log_lines(lines, stream=stream, start=start, step_ms=step_ms)
     with open(path, "a" if append else "w") as out:
-        out.write(text)
+        out.write(cri_text)
     prefix = f"{namespace}_{pod}_"
     entries = [
         {"containers": [p.name[len(prefix) : -len(".log")]], "logsFile": str(p), "follow": False}
@@ -213,6 +226,7 @@ __all__ = [
     "Kwok",
     "KwokLogs",
     "cri_log_lines",
+    "register_pod_log",
     "stage_documents",
     "write_pod_logs",
 ]
