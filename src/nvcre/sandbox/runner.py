@@ -155,8 +155,10 @@ def plan_group(
     seed: int,
     attempt: int,
     started_at: datetime.datetime,
+    only: Sequence[str] | None = None,
 ) -> list[Plan]:
-    """The simulation of every pod of one group (all Running, all bound).
+    """The simulation of the pods of one group (all Running, all bound) named in ``only`` (uids;
+    every pod when ``None``): a launcher the Job controller replaced runs with the same workers.
 
     The members are the non-launcher pods in JobSet order; with an MPI launcher it is rank 0 and
     prints what mpirun prints, the workers run their own command (``sshd``). Without one, each
@@ -168,6 +170,8 @@ def plan_group(
     members = [node_member(hostname(p), nodes[str(p["spec"]["nodeName"])]) for p in workers]
     plans = []
     for pod in ordered:
+        if only is not None and _meta(pod).get("uid") not in only:
+            continue
         command, env = container_command(pod)
         rank = 0 if pod in launcher else workers.index(pod)
         sim = simulate(
@@ -271,15 +275,18 @@ class Runner:
             if j.metadata
         }
         for key, group in groups.items():
-            fresh = [p for p in group if _meta(p).get("uid") not in self.handled]
-            if not fresh or not all((p.get("status") or {}).get("phase") == "Running" for p in fresh):
+            active = [
+                p for p in group if (p.get("status") or {}).get("phase") in ("Pending", "Running", None)
+            ]
+            fresh = [p for p in active if _meta(p).get("uid") not in self.handled]
+            if not fresh or not all((p.get("status") or {}).get("phase") == "Running" for p in active):
                 continue
             jobset = jobsets.get(key)
-            if not key[1].startswith("pod/") and (jobset is None or len(fresh) < expected_pods(jobset)):
+            if not key[1].startswith("pod/") and (jobset is None or len(active) < expected_pods(jobset)):
                 continue  # the rest of the group is not created, bound or Running yet
             if any(PHASE_ANNOTATION in (_meta(p).get("annotations") or {}) for p in fresh):
                 continue  # a test drives these pods by hand
-            self._start(fresh, nodes)
+            self._start(active, fresh, nodes)
         now = time.monotonic()
         while self.timers and self.timers[0].at <= now:
             timer = heapq.heappop(self.timers)
@@ -289,13 +296,19 @@ class Runner:
                 if error.status.code != 404:  # the pod or node is gone: nothing left to do
                     raise
 
-    def _start(self, pods: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]) -> None:
+    def _start(
+        self, pods: list[dict[str, Any]], fresh: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
+    ) -> None:
         key = attempt_key(pods)
         attempt = self.attempts.get(key, 0)
         self.attempts[key] = attempt + 1
         started = datetime.datetime.now(datetime.UTC)
         t0 = time.monotonic()
-        for plan in plan_group(pods, nodes, self.faults, seed=self.seed, attempt=attempt, started_at=started):
+        uids = [str(_meta(p)["uid"]) for p in fresh]
+        plans = plan_group(
+            pods, nodes, self.faults, seed=self.seed, attempt=attempt, started_at=started, only=uids
+        )
+        for plan in plans:
             sim = plan.simulation
             register_pod_log(
                 self.client,
@@ -310,7 +323,7 @@ class Runner:
                 self.at(t0 + sim.duration_s, self._patch_pod(plan.namespace, plan.pod, body))
             for effect in sim.node_effects:
                 self.at(t0 + effect.offset_s, self._patch_node(effect.node, effect.change))
-        self.handled.update(str(_meta(p)["uid"]) for p in pods)
+        self.handled.update(uids)
 
     def _patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> Callable[[], None]:
         def patch() -> None:
