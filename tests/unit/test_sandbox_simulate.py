@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import yaml
+from click.testing import CliRunner
+
+from nvcre.cli.main import cli
 from nvcre.sandbox import Member, cri_log, node_model, parse_faults, simulate
 from nvcre.sandbox.faults import HEALTH_CONDITION
 from nvcre.sandbox.simulate import EPOCH, Simulation
@@ -110,3 +115,33 @@ def test_zero_cycles_run_until_killed() -> None:
     sim = simulate(command, GROUP, seed=1, horizon_s=60.0)
     assert (sim.exit_code, sim.duration_s) == (None, None)
     assert rows(sim) > 28 and not any(line.text.startswith("# Avg bus") for line in sim.lines)
+
+
+def _rendered_containers() -> dict[str, list[str]]:
+    """The launcher's and a worker's argv as ``nvcrectl workloadrun render`` writes them (aws H100)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "nccl-all-reduce.yaml"
+    result = CliRunner().invoke(
+        cli, ["workloadrun", "render", str(example), "--platform", "aws", "--gpu-arch", "h100"]
+    )
+    assert result.exit_code == 0, result.output
+    (workflow,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    trainer = workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]
+    runtime = workflow["spec"]["dependencies"][0]["spec"]["template"]["spec"]["replicatedJobs"]
+    node = next(j for j in runtime if j["name"] == "node")["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    return {"launcher": [*trainer["command"], *trainer["args"]], "node": [*node["command"], *node["args"]]}
+
+
+def test_the_commands_nvcre_renders_run_on_the_simulator() -> None:
+    commands = _rendered_containers()
+    launcher = simulate(commands["launcher"], GROUP, seed=2)
+    assert launcher.exit_code == 0
+    texts = [line.text for line in launcher.lines]
+    assert any(t.startswith("# Collective test starting: all_reduce_perf_mpi") for t in texts)
+    assert [t.split(" on ")[1].split()[0] for t in texts if t.startswith("#  Rank")] == ["n0"] * 8 + [
+        "n1"
+    ] * 8
+    assert any("Using network AWS Libfabric" in t for t in texts)  # the render sets NCCL_DEBUG=INFO
+    worker = simulate(commands["node"], GROUP, rank=1)
+    assert (worker.exit_code, worker.duration_s) == (None, None)  # sshd serves until the launcher is done

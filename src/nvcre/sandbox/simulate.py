@@ -123,8 +123,9 @@ def simulate(
     retry number ``flaky`` faults draw on.
     """
     env = dict(env or {})
-    if any(w.rsplit("/", 1)[-1] == "sshd" for w in command):
-        return _worker()
+    words = [w for arg in command for w in arg.split()]
+    if any(w.rsplit("/", 1)[-1] == "sshd" for w in words):
+        return _worker(words)
     try:
         test = parse_command(command)
     except CommandError as err:
@@ -137,10 +138,16 @@ def simulate(
     return Simulation((), 0, 1.0)
 
 
-def _worker() -> Simulation:
+def _worker(words: Sequence[str]) -> Simulation:
+    """An MPI worker: sshd in the foreground (``-De``) until the launcher is done."""
+    at = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "sshd"), 0)
+    flags = words[at + 1 :]
+    port = next(
+        (flags[i + 1] for i, w in enumerate(flags[:-1]) if w == "-p" and flags[i + 1].isdigit()), "22"
+    )
     lines = (
-        LogLine(0.05, "Server listening on 0.0.0.0 port 2222.", "stderr"),
-        LogLine(0.05, "Server listening on :: port 2222.", "stderr"),
+        LogLine(0.05, f"Server listening on 0.0.0.0 port {port}.", "stderr"),
+        LogLine(0.05, f"Server listening on :: port {port}.", "stderr"),
     )
     return Simulation(lines, None, None)
 
