@@ -16,29 +16,12 @@ from nvcre.sandbox.runner import (
     end_annotations,
     expected_pods,
     node_patches,
-    script_words,
 )
-from nvcre.sandbox.simulate import simulate
 from nvcre.sandbox.state import StateDir, group_alive, listening_ports
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION
 from nvcre.testing.nodes import platform_nodes
 from nvcre.testing.processes import wait_until
-
-
-def test_the_worker_script_nvcre_renders_is_seen_as_sshd() -> None:
-    # imported here: the render package must not be the first nvcre.api importer
-    from nvcre.render.workloadrun.frameworks import WORKER_SSHD_SCRIPT
-
-    words = script_words(["sh", "-c", WORKER_SSHD_SCRIPT])
-    assert words[-2:] == ["/usr/sbin/sshd", "-De"]
-    sim = simulate(words, [])
-    assert sim.exit_code is None and sim.duration_s is None, "an MPI worker runs until killed"
-
-
-def test_a_script_shlex_cannot_split_falls_back_to_blanks() -> None:
-    assert script_words(["bash", "-c", "echo 'unbalanced"]) == ["bash", "-c", "echo", "'unbalanced"]
-    assert script_words(["mpirun", "-c", "x y"]) == ["mpirun", "-c", "x y"]
 
 
 def test_end_annotations_are_the_kwok_stage_ones() -> None:

@@ -18,7 +18,6 @@ import argparse
 import datetime
 import heapq
 import itertools
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -111,31 +110,15 @@ def node_member(host: str, node: Mapping[str, Any]) -> Member:
     return Member(host, model)
 
 
-def script_words(command: Sequence[str]) -> list[str]:
-    """``command`` with the script of ``sh -c SCRIPT`` / ``bash -c SCRIPT`` split into its words.
-
-    nvcre's MPI workers run ``sh -c "...; exec /usr/sbin/sshd -De"``: the program a script execs
-    is one of its words. A script shlex cannot split (a heredoc, an odd quote) splits on blanks.
-    """
-    words = [str(c) for c in command]
-    if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in ("sh", "bash") and words[1] == "-c":
-        try:
-            script = shlex.split(words[2], comments=True)
-        except ValueError:
-            script = words[2].split()
-        return [*words[:2], *script, *words[3:]]
-    return words
-
-
 def container_command(pod: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """The main container's command + args (scripts as words) and its literal environment."""
+    """The main container's command + args and its literal environment."""
     containers = (pod.get("spec") or {}).get("containers") or []
     container = next(
         (c for c in containers if c.get("name") == CONTAINER), containers[0] if containers else {}
     )
     command = [*(container.get("command") or ()), *(container.get("args") or ())]
     env = {str(e["name"]): str(e.get("value") or "") for e in container.get("env") or () if "name" in e}
-    return script_words(command), env
+    return [str(c) for c in command], env
 
 
 @dataclass(frozen=True)
