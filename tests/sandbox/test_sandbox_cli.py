@@ -89,11 +89,11 @@ def processes_naming(text: str) -> list[int]:
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     bins.ensure((*bins.REQUIRED, bins.KUBECTL, *bins.CHAIN))
     state_dir = tmp_path_factory.mktemp("sandbox") / "state"
-    result = sandbox(
-        "up", f"--nodes={NODES}", "--platform=aws", "--gpu=NVIDIA-H100-80GB-HBM3",
-        "--domain-size=4", f"--fault={FAULTY}=nccl-error", f"--state-dir={state_dir}",
-    )  # fmt: skip
-    try:
+    try:  # down also when up itself is interrupted: it may have started the supervisor
+        result = sandbox(
+            "up", f"--nodes={NODES}", "--platform=aws", "--gpu=NVIDIA-H100-80GB-HBM3",
+            "--domain-size=4", f"--fault={FAULTY}=nccl-error", f"--state-dir={state_dir}",
+        )  # fmt: skip
         (kubeconfig,) = re.findall(r"^kubeconfig: (\S+)$", result.stdout, re.M)
         record = json.loads((state_dir / "sandbox.json").read_text())
         yield Sandbox(state_dir, result.stdout, Path(kubeconfig), record)
@@ -166,9 +166,6 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
     workflow = run["status"]["workflowRef"]["name"]
     jobs = jobs_of(kube, namespace, workflow)
     assert len(jobs) == NODES // GROUP_SIZE, "four groups, four nvcre Jobs"
-    trainjobs = kube.list(resources.TrainJob, namespace=namespace)
-    assert len(list(trainjobs)) == NODES // GROUP_SIZE
-
     failed = [
         j for j in jobs.values() if any(n["name"] == FAULTY for n in j["status"].get("failedNodes") or ())
     ]
@@ -180,6 +177,7 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
     }, "nvcre names the faulty node and its partner"
     tail = faulty_job["status"]["failureLog"]["tail"]
     assert "NCCL" in tail and re.search(r"error", tail, re.I), tail
+    assert "# Collective test starting: all_reduce_perf_mpi" in tail, "the launcher's log, read by nvcre"
 
     uid = get(kube, resources.Workflow, workflow, namespace)["metadata"]["uid"]
     succeeded = decode_succeeded(
@@ -192,9 +190,14 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
     launchers = [
         p
         for p in kube.list(Pod, namespace=namespace)
-        if p.metadata and (p.metadata.labels or {}).get(REPLICATED_JOB) == "launcher"
+        if p.metadata
+        and (p.metadata.labels or {}).get(REPLICATED_JOB) == "launcher"
+        and p.status is not None
+        and p.status.phase == "Succeeded"
     ]
-    assert len(launchers) == NODES // GROUP_SIZE
+    # nvcre deletes a failed group's TrainJob (its pods go with it); the failed launcher's log is
+    # the failure log above
+    assert len(launchers) == NODES // GROUP_SIZE - 1
     for launcher in launchers:
         assert launcher.metadata is not None and launcher.metadata.labels is not None
         jobset = launcher.metadata.labels[JOBSET_NAME]
@@ -207,7 +210,8 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
         assert "# Collective test starting: all_reduce_perf_mpi" in log
         ranks = set(re.findall(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on (\S+) device", log, re.M))
         assert ranks == hosts, "the nccl-tests table names the group's hosts"
-        assert ("Avg bus bandwidth" in log) != (FAULTY in {p.spec.nodeName for p in workers if p.spec})
+        assert "# Avg bus bandwidth" in log
+        assert FAULTY not in {p.spec.nodeName for p in workers if p.spec}
 
 
 def test_down_after_a_killed_component_leaves_no_process_and_no_port(box: Sandbox) -> None:
