@@ -12,6 +12,7 @@ Ctrl-C half-way leaves nothing either.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client, KubeConfig
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.core_v1 import ConfigMap, Pod
 
 from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation, FailedNodeReason
 from nvcre.controllers import resources
@@ -34,7 +35,7 @@ from nvcre.naming import succeeded_nodes_config_map_name
 from nvcre.orchestration.results import decode_succeeded
 from nvcre.sandbox.state import alive, group_alive, listening_sockets
 from nvcre.testing import binaries as bins
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, wait_true
+from nvcre.testing.inspect import get, jobs_of, wait_true
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
@@ -180,9 +181,8 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
     assert "# Collective test starting: all_reduce_perf_mpi" in tail, "the launcher's log, read by nvcre"
 
     uid = get(kube, resources.Workflow, workflow, namespace)["metadata"]["uid"]
-    succeeded = decode_succeeded(
-        config_map_payload(kube, namespace, succeeded_nodes_config_map_name(uid), SUCCEEDED_NODES_KEY)
-    )
+    config_map = kube.get(ConfigMap, succeeded_nodes_config_map_name(uid), namespace=namespace)
+    succeeded = decode_succeeded(base64.b64decode((config_map.binaryData or {})[SUCCEEDED_NODES_KEY]))
     assert sorted(succeeded) == sorted(
         f"gpu-node-{i:03d}" for i in range(NODES) if f"gpu-node-{i:03d}" not in group
     )
@@ -215,16 +215,16 @@ def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> N
 
 
 def test_down_after_a_killed_component_leaves_no_process_and_no_port(box: Sandbox) -> None:
+    groups = [c["pid"] for c in box.record["components"]] + [box.record["supervisor"]]
+    ports = set(box.record["ports"])
+    assert ports, "up recorded the ports the sandbox listens on"
+    assert ports <= {port for port, _ in listening_sockets()}
     scheduler = next(c for c in box.record["components"] if c["name"] == "kube-scheduler")
     os.kill(scheduler["pid"], signal.SIGKILL)
     wait_for(lambda: not alive(scheduler["pid"]), 30, what="kube-scheduler killed")
     out = sandbox("status", f"--state-dir={box.state_dir}").stdout
     assert re.search(r"^\s+kube-scheduler\s+pid \d+\s+NOT running", out, re.M), out
 
-    groups = [c["pid"] for c in box.record["components"]] + [box.record["supervisor"]]
-    ports = set(box.record["ports"])
-    assert ports, "up recorded the ports the sandbox listens on"
-    assert ports <= {port for port, _ in listening_sockets()}
     sandbox("down", f"--state-dir={box.state_dir}")
     assert [g for g in groups if group_alive(g)] == []
     assert processes_naming(str(box.state_dir)) == []
