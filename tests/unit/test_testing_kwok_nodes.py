@@ -4,24 +4,34 @@ from __future__ import annotations
 
 import datetime
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
+import nvcre.render
+from nvcre.platform.detect import node_architecture, node_platform, topology_domain_count
+from nvcre.platform.nic import detect_nic_resource
 from nvcre.testing.kwok import NODE_ANNOTATION, PHASE_ANNOTATION, cri_log_lines, stage_documents
 from nvcre.testing.nodes import (
+    EFA_RESOURCE,
     GPU_CLIQUE,
+    GPU_COUNT,
     GPU_PRESENT,
     GPU_PRODUCT,
     GPU_RESOURCE,
     MLNX_RESOURCE,
     PLATFORMS,
     RDMA_RESOURCE,
+    TOPOLOGY_KEYS,
     GpuNodeSpec,
     gpu_node,
     gpu_node_names,
+    platform_nodes,
     provider_id,
 )
+
+OVERRIDES = Path(nvcre.render.__file__).parent / "workloadrun" / "platform_overrides.yaml"
 
 
 @pytest.mark.parametrize(
@@ -116,3 +126,37 @@ def test_cri_log_lines_format() -> None:
     assert lines[0] == "2026-01-02T03:04:05.123456000Z stderr F a b"
     assert re.fullmatch(r"2026-01-02T03:04:05\.124456000Z stderr F c", lines[1])
     assert text.endswith("\n")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_platform_nodes_are_detected_as_their_platform(platform: str) -> None:
+    (node,) = platform_nodes(1, platform, "NVIDIA-H100-80GB-HBM3")
+    assert node_platform(node.to_dict()) == ("onprem" if platform == "openstack" else platform)
+    assert node_architecture(node.to_dict()) == "h100"
+
+
+def test_aws_h100_nodes_offer_the_efa_interfaces_nvcre_requests() -> None:
+    rows = yaml.safe_load(OVERRIDES.read_text())
+    (row,) = [r for r in rows if r["name"] == "aws-h100-efa"]
+    requested = re.findall(r"vpc.amazonaws.com/efa: '?(\d+)", yaml.safe_dump(row["dependencies"]))
+    (node,) = platform_nodes(1, "aws", "NVIDIA-H100-80GB-HBM3")
+    efa = node.status.allocatable[EFA_RESOURCE]  # type: ignore[index,union-attr]
+    assert requested and set(requested) == {efa}
+    assert node.status.allocatable[GPU_RESOURCE] == "8"  # type: ignore[index,union-attr]
+
+
+def test_platform_nodes_come_in_topology_domain_count() -> None:
+    nodes = platform_nodes(16, "aws", "NVIDIA-H100-80GB-HBM3", domain_size=8)
+    blocks = [n.metadata.labels[TOPOLOGY_KEYS["aws"]] for n in nodes]  # type: ignore[index,union-attr]
+    assert blocks[:8] == [blocks[0]] * 8 and blocks[8:] == [blocks[8]] * 8 and blocks[0] != blocks[8]
+    assert all(GPU_CLIQUE not in (n.metadata.labels or {}) for n in nodes)  # type: ignore[union-attr]
+    assert topology_domain_count([n.to_dict() for n in nodes], TOPOLOGY_KEYS["aws"]) == 2
+
+
+def test_nvl72_nodes_have_four_gpus_and_a_clique_per_domain() -> None:
+    nodes = platform_nodes(36, "onprem", "NVIDIA-GB200", domain_size=18)
+    cliques = {n.metadata.labels[GPU_CLIQUE] for n in nodes}  # type: ignore[index,union-attr]
+    assert len(cliques) == 2
+    assert {n.metadata.labels[GPU_COUNT] for n in nodes} == {"4"}  # type: ignore[index,union-attr]
+    detection = detect_nic_resource([n.to_dict() for n in nodes], mlnx_per_node=8)
+    assert detection.resource_name == RDMA_RESOURCE, "nvcre's NIC detection finds the advertised resource"

@@ -39,3 +39,22 @@ def test_wait_until_timeout_names_what_and_last_error(tmp_path: Path) -> None:
 
     with pytest.raises(StartupError, match=r"waiting for apiserver /readyz \(last error: nope\)"):
         wait_until(failing, timeout=0.1, what="apiserver /readyz")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_stop_ends_what_the_child_started(tmp_path: Path) -> None:
+    """A shell's background child is in the shell's group: stopping the shell stops it too."""
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 600 & echo $! > {pid_file}; wait"
+    process = Process("shell", ["sh", "-c", script], tmp_path / "log").start()
+    wait_until(lambda: pid_file.read_text().strip() != "", timeout=10, what="grandchild", process=process)
+    grandchild = int(pid_file.read_text())
+    process.stop(grace=2)
+    wait_until(lambda: not _alive(grandchild), timeout=10, what=f"grandchild {grandchild} gone")

@@ -19,6 +19,7 @@ COMMANDS = {
         "certification_group",
         "Catalog categories and Certification renders.",
     ),
+    "sandbox": ("nvcre.cli.sandbox", "sandbox_group", "A simulated GPU cluster where workloads really run."),
     "validate": ("nvcre.cli.validate", "validate_command", "Validate nvcre manifests without a cluster."),
     "workflow": ("nvcre.cli.workflow", "workflow_group", "Render hand-written Workflows."),
     "workloadrun": (

@@ -166,29 +166,55 @@ class Kwok:
         stream: str = "stdout",
         append: bool = False,
     ) -> Path:
-        """Write ``lines`` as the logs of ``pod``/``container`` and point kwok at them.
-
-        After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
-        ``log`` subresource return the lines (without the CRI prefix).
-        """
-        path = self.logs_dir / f"{namespace}_{pod}_{container}.log"
-        text = cri_log_lines(lines, stream=stream)
-        with open(path, "a" if append else "w") as out:
-            out.write(text)
-        self._register_logs(client, namespace, pod)
-        return path
-
-    def _register_logs(self, client: Client, namespace: str, pod: str) -> None:
-        prefix = f"{namespace}_{pod}_"
-        entries = [
-            {"containers": [p.name[len(prefix) : -len(".log")]], "logsFile": str(p), "follow": False}
-            for p in sorted(self.logs_dir.glob(f"{prefix}*.log"))
-        ]
-        obj = KwokLogs(
-            metadata=ObjectMeta(name=pod, namespace=namespace),
-            spec={"logs": entries},
+        """:func:`write_pod_logs` into this kwok's log directory."""
+        return write_pod_logs(
+            client, self.logs_dir, namespace, pod, lines, container=container, stream=stream, append=append
         )
-        client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+
+
+def write_pod_logs(
+    client: Client,
+    logs_dir: Path,
+    namespace: str,
+    pod: str,
+    lines: Iterable[str],
+    *,
+    container: str = "node",
+    stream: str = "stdout",
+    append: bool = False,
+) -> Path:
+    """Write ``lines`` as the logs of ``pod``/``container`` under ``logs_dir`` and point kwok at them.
+
+    After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
+    ``log`` subresource return the lines (without the CRI prefix).
+    """
+    text = cri_log_lines(lines, stream=stream)
+    return register_pod_log(client, logs_dir, namespace, pod, text, container=container, append=append)
+
+
+def register_pod_log(
+    client: Client,
+    logs_dir: Path,
+    namespace: str,
+    pod: str,
+    cri_text: str,
+    *,
+    container: str = "node",
+    append: bool = False,
+) -> Path:
+    """Write ``cri_text`` (CRI log lines) as ``pod``/``container``'s log file and apply the kwok
+    ``Logs`` object naming every log file of the pod."""
+    path = logs_dir / f"{namespace}_{pod}_{container}.log"
+    with open(path, "a" if append else "w") as out:
+        out.write(cri_text)
+    prefix = f"{namespace}_{pod}_"
+    entries = [
+        {"containers": [p.name[len(prefix) : -len(".log")]], "logsFile": str(p), "follow": False}
+        for p in sorted(logs_dir.glob(f"{prefix}*.log"))
+    ]
+    obj = KwokLogs(metadata=ObjectMeta(name=pod, namespace=namespace), spec={"logs": entries})
+    client.apply(obj, field_manager=FIELD_MANAGER, force=True)
+    return path
 
 
 __all__ = [
@@ -200,5 +226,7 @@ __all__ = [
     "Kwok",
     "KwokLogs",
     "cri_log_lines",
+    "register_pod_log",
     "stage_documents",
+    "write_pod_logs",
 ]

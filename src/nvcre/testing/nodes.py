@@ -5,6 +5,11 @@
 ``nvidia.com/gpu.count``, optional ``nvidia.com/gpu.clique``, ``kubernetes.io/hostname``, a
 platform-specific ``spec.providerID`` and capacity/allocatable for ``nvidia.com/gpu``, cpu, memory,
 pods and optionally ``rdma/ib`` / ``nvidia.com/mlnxnics``. ``create_gpu_nodes()`` creates several.
+
+``platform_node_spec()`` and ``platform_nodes()`` describe nodes as a real node of one platform
+and GPU shows them: the GPU count nvcre's defaults expect, the RDMA/EFA resource that platform's
+device plugin advertises (and nvcre's render requests), and topology labels (the platform's
+network-block key, ``nvidia.com/gpu.clique`` on NVL72 systems) in domains of M nodes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from lightkube.models.core_v1 import NodeSpec, NodeStatus, Taint
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
+from nvcre.platform.detect import FORGE_SITE_LABEL, parse_product
+from nvcre.platform.gpu_defaults import resolve_gpu_defaults
 from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
 GPU_PRESENT = "nvidia.com/gpu.present"
@@ -29,6 +36,21 @@ RDMA_RESOURCE = "rdma/ib"
 MLNX_RESOURCE = "nvidia.com/mlnxnics"
 HOSTNAME = "kubernetes.io/hostname"
 TOGETHER_WORKER = "node-role.together.ai/worker"
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+NSCALE_RDMA_RESOURCE = "nscale.com/rdmashare"
+#: EFA interfaces per instance: p5/p5e (H100/H200) 32, p6-b200 8, p6e-GB200/GB300 4 per host.
+AWS_EFA = {"h100": 32, "h200": 32, "b200": 8, "b300": 8, "gb200": 4, "gb300": 4}
+#: The RDMA shared device plugin's usual ``rdmaHcaMax`` (NVIDIA Network Operator's examples).
+RDMA_SHARED_MAX = 63
+#: The network-block label each platform puts on its nodes (nvcre's render keys topology on them).
+TOPOLOGY_KEYS = {
+    "aws": "topology.k8s.aws/network-node-layer-1",
+    "gcp": "cloud.google.com/gce-topology-block",
+    "azure": "kubernetes.azure.com/ppg",
+}
+#: Architectures whose nodes share multi-node NVLink domains (``nvidia.com/gpu.clique``).
+NVL_ARCHITECTURES = frozenset({"gb200", "gb300"})
 
 #: Platforms whose providerID the helper can fake (detection lives in nvcre.platform).
 PLATFORMS = ("aws", "gcp", "azure", "oci", "nscale", "openstack", "togetherai", "mistral", "forge", "onprem")
@@ -119,6 +141,75 @@ def gpu_node(name: str, spec: GpuNodeSpec | None = None) -> Node:
         ),
         status=NodeStatus(capacity=dict(resources), allocatable=dict(resources)),
     )
+
+
+def nic_resources(platform: str, architecture: str, mlnx_per_node: int) -> dict[str, str]:
+    """The RDMA/EFA extended resources a ``platform`` node of ``architecture`` advertises."""
+    if platform == "aws":
+        return {EFA_RESOURCE: str(AWS_EFA.get(architecture, 32))}
+    if platform == "azure":
+        return {MLNX_RESOURCE: str(mlnx_per_node or 8)}
+    if platform == "nscale":
+        return {NSCALE_RDMA_RESOURCE: str(RDMA_SHARED_MAX)}
+    if platform in ("gcp", "oci"):
+        return {}  # GPUDirect-TCPXO networks / host RDMA: no extended resource
+    return {RDMA_RESOURCE: str(RDMA_SHARED_MAX)}
+
+
+def platform_node_spec(platform: str, product: str, *, gpus: int | None = None) -> GpuNodeSpec:
+    """A node of ``platform`` with ``product`` GPUs as its device plugins advertise it."""
+    provider_id(platform, "probe")  # rejects an unknown platform
+    architecture = parse_product(product)
+    defaults = resolve_gpu_defaults(architecture, platform)
+    count = gpus if gpus is not None else defaults.gpus_per_node
+    return GpuNodeSpec(
+        platform=platform,
+        product=product,
+        gpus=count,
+        labels={FORGE_SITE_LABEL: "nvcre-sandbox"} if platform == "forge" else {},
+        extra_resources=nic_resources(platform, architecture, defaults.mlnx_per_node),
+    )
+
+
+def domain_labels(platform: str, product: str, domain: int, *, prefix: str = "gpu-node") -> dict[str, str]:
+    """Topology labels of the nodes of domain number ``domain`` (values as the platform spells them)."""
+    architecture = parse_product(product)
+    labels = {}
+    if architecture in NVL_ARCHITECTURES:
+        labels[GPU_CLIQUE] = f"{_uuid(prefix)}.{domain}"
+    key = TOPOLOGY_KEYS.get(platform)
+    if key:
+        labels[key] = (
+            f"nn-{_hex(f'{prefix}/{domain}', 17)}" if platform == "aws" else f"{prefix}-block-{domain}"
+        )
+    return labels
+
+
+def _uuid(name: str) -> str:
+    h = _hex(name, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def platform_nodes(
+    count: int,
+    platform: str,
+    product: str,
+    *,
+    gpus: int | None = None,
+    domain_size: int | None = None,
+    prefix: str = "gpu-node",
+    labels: Mapping[str, str] | None = None,
+) -> list[Node]:
+    """``count`` nodes ``<prefix>-000``...: :func:`platform_node_spec` nodes, topology labels in
+    domains of ``domain_size`` consecutive nodes (one domain of all when ``None``)."""
+    base = platform_node_spec(platform, product, gpus=gpus)
+    size = domain_size or max(count, 1)
+    nodes = []
+    for index, name in enumerate(gpu_node_names(count, prefix)):
+        topology = domain_labels(platform, product, index // size, prefix=prefix)
+        spec = GpuNodeSpec(**{**base.__dict__, "labels": {**base.labels, **topology, **(labels or {})}})
+        nodes.append(gpu_node(name, spec))
+    return nodes
 
 
 def gpu_node_names(count: int, prefix: str = "gpu-node") -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -80,18 +81,34 @@ class Process:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, grace: float = 5.0) -> None:
-        """SIGTERM, wait up to ``grace`` seconds, then SIGKILL; always reaps the child."""
+        """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it; reap the child.
+
+        The child leads its own session, so its group holds whatever it started (a shell's
+        children, a server's workers): they get the signals too, and the group is SIGKILLed at the
+        end even when the leader exited on SIGTERM, so nothing it spawned outlives it.
+        """
         popen = self._popen
-        if popen is None or popen.poll() is not None:
+        if popen is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            popen.send_signal(signal.SIGTERM)
-        try:
-            popen.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                popen.kill()
-            popen.wait(timeout=10)
+        if popen.poll() is None:
+            signal_group(popen.pid, signal.SIGTERM)
+            try:
+                popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                signal_group(popen.pid, signal.SIGKILL)
+                popen.wait(timeout=10)
+        signal_group(popen.pid, signal.SIGKILL)
+
+
+def signal_group(pgid: int, signum: int) -> bool:
+    """Send ``signum`` to process group ``pgid``; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a reused id owned by someone else: not ours
+        return False
+    return True
 
     def kill(self) -> None:
         """SIGKILL and reap: a crash, no shutdown path runs."""

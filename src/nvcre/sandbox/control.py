@@ -1,0 +1,172 @@
+"""``up``, ``status`` and ``down`` of a sandbox (the shell behind ``nvcrectl sandbox``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lightkube import Client, KubeConfig
+from lightkube.resources.core_v1 import Node
+
+from nvcre.sandbox.faults import parse_faults
+from nvcre.sandbox.state import SUPERVISOR, Record, StateDir, alive, default_state_dir
+from nvcre.sandbox.supervisor import Options, write_options
+from nvcre.testing import binaries as bins
+from nvcre.testing.nodes import gpu_node_names, platform_node_spec
+
+
+class SandboxError(RuntimeError):
+    """``up`` could not start a sandbox; the message says why and what to do."""
+
+
+def _stop_hint(state: StateDir) -> str:
+    return f"nvcrectl sandbox down --state-dir {state.path}"
+
+
+def up(
+    state: StateDir, options: Options, *, timeout: float = 300.0, log: Callable[[str], None] = print
+) -> Record:
+    """Start a sandbox in ``state`` and return its record once every component is ready.
+
+    The supervisor keeps running detached. Any failure or interruption (Ctrl-C) stops whatever
+    was started and removes the state directory before the exception propagates.
+    """
+    check_options(options)
+    if state.running():
+        record = state.read()
+        raise SandboxError(
+            f"a sandbox is already running in {state.path} (supervisor pid {record.supervisor if record else '?'}); "
+            f"stop it with `{_stop_hint(state)}`"
+        )
+    if state.path.exists():  # what a crashed sandbox left: its groups, its files
+        state.stop()
+    write_options(state, options)
+    t0 = time.monotonic()
+    with open(state.log_path, "ab") as out:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "nvcre.sandbox.supervisor", str(state.path)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # detached: survives this command and its terminal's Ctrl-C
+        )
+    state.write_pid(SUPERVISOR, supervisor.pid)
+    try:
+        while True:
+            record = state.read()
+            if record is not None and record.ready:
+                record.startup_seconds = round(time.monotonic() - t0, 1)
+                return record
+            if supervisor.poll() is not None or (record is not None and record.error):
+                detail = record.error if record and record.error else _tail(state.log_path)
+                raise SandboxError(f"the sandbox did not start: {detail}\n(log: {state.log_path})")
+            if time.monotonic() - t0 > timeout:
+                raise SandboxError(f"the sandbox was not ready after {timeout:.0f}s (log: {state.log_path})")
+            time.sleep(0.1)
+    except BaseException:
+        log("[nvcre.sandbox] stopping what was started")
+        state.stop()
+        raise
+
+
+def check_options(options: Options) -> None:
+    """Reject faults that do not parse or name no node of the sandbox, before anything starts."""
+    names = set(gpu_node_names(options.nodes, options.prefix))
+    try:
+        faults = parse_faults(options.faults)
+        platform_node_spec(options.platform, options.product, gpus=options.gpus)
+    except ValueError as error:
+        raise SandboxError(str(error)) from None
+    for fault in faults:
+        unknown = [n for n in (fault.node, fault.peer) if n is not None and n not in names]
+        if unknown and fault.peer is None:
+            raise SandboxError(f"fault {fault} names no sandbox node (nodes: {options.prefix}-000 ...)")
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int
+    running: bool
+    log: str
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    name: str
+    ready: str
+    faults: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Status:
+    record: Record | None
+    running: bool
+    components: tuple[ComponentStatus, ...]
+    nodes: tuple[NodeStatus, ...]
+
+
+def status(state: StateDir) -> Status:
+    """The components recorded in ``state`` (alive or not) and the nodes with their faults."""
+    record = state.read()
+    if record is None:
+        return Status(None, False, (), ())
+    components = tuple(ComponentStatus(c.name, c.pid, alive(c.pid), c.log) for c in record.components)
+    faults: dict[str, list[str]] = {}
+    for spec in record.faults:
+        for name in record.nodes:
+            if spec.startswith(f"{name}=") or (spec.startswith("link:") and name in spec):
+                faults.setdefault(name, []).append(spec)
+    ready = {name: "?" for name in record.nodes}
+    if record.kubeconfig and state.running():
+        try:
+            with Client(KubeConfig.from_file(record.kubeconfig)) as client:
+                for node in client.list(Node):
+                    name = str(node.metadata.name if node.metadata else "")
+                    conditions = (node.status.conditions if node.status else None) or []
+                    ready[name] = next((c.status for c in conditions if c.type == "Ready"), "?")
+        except Exception:  # the API server is down: status still lists what was recorded
+            pass
+    nodes = tuple(NodeStatus(n, ready.get(n, "?"), tuple(faults.get(n, ()))) for n in record.nodes)
+    return Status(record, state.running(), components, nodes)
+
+
+def down(state: StateDir) -> list[str]:
+    """Stop the sandbox in ``state`` (also after a crash) and remove its files; the groups killed."""
+    return state.stop()
+
+
+def kubectl_path() -> str:
+    """The kubectl built with the control plane (what ``python -m nvcre.testing paths`` shows)."""
+    try:
+        return str(bins.ensure([bins.KUBECTL], build_missing=False).path(bins.KUBECTL))
+    except Exception:
+        return "kubectl"
+
+
+def usage(record: Record, state: StateDir) -> list[str]:
+    """What ``up`` prints once ready: the kubeconfig, how to use it, how to stop."""
+    kubectl = kubectl_path()
+    return [
+        f"sandbox ready in {record.startup_seconds:.1f}s: {len(record.nodes)} {record.product} nodes ({record.platform})",
+        f"kubeconfig: {record.kubeconfig}",
+        "",
+        f"  export KUBECONFIG={record.kubeconfig}",
+        f"  {kubectl} --kubeconfig {record.kubeconfig} get nodes -L nvidia.com/gpu.product",
+        f"  nvcrectl sandbox status{'' if state.path == default_state_dir() else f' --state-dir {state.path}'}",
+        f"  {_stop_hint(state)}",
+    ]
+
+
+__all__ = ["ComponentStatus", "NodeStatus", "SandboxError", "Status", "down", "status", "up", "usage"]

@@ -1,0 +1,348 @@
+"""The runner: connects the pods kwok runs to the simulated accelerator.
+
+One process of the sandbox (``python -m nvcre.sandbox.runner``). It polls the pods bound to the
+sandbox's kwok nodes; when a pod is Running and every pod of its group (its JobSet, else itself)
+is Running, it asks :func:`nvcre.sandbox.simulate.simulate` what the pod's program prints and how
+it ends, writes the container log as the CRI file kwok serves through ``kubectl logs`` (a kwok
+``Logs`` object), and at the simulated end annotates the pod ``nvcre.test/phase`` (and exit code)
+so kwok's stage terminates it. A program that runs until killed (an MPI worker's ``sshd``, a
+hang) is left Running. The node effects the simulation returns (``xid``, ``not-ready``) are
+applied to their Node at their time; ``missing-gpus`` is applied when the node is created
+(:func:`initial_nodes`). Decisions are the pure functions at the top; :class:`Runner` reads the
+API, calls them and writes the difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import heapq
+import itertools
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node, Pod
+
+from nvcre.api.v1alpha1.constants import Label
+from nvcre.platform.detect import node_platform
+from nvcre.sandbox.faults import Fault, NodeChange, apply_node_change, parse_faults
+from nvcre.sandbox.model import node_model
+from nvcre.sandbox.nccl import Member
+from nvcre.sandbox.simulate import Simulation, cri_log, initial_node_change, simulate
+from nvcre.testing.cluster import JobSet
+from nvcre.testing.kwok import (
+    EXIT_CODE_ANNOTATION,
+    NODE_ANNOTATION,
+    NODE_ANNOTATION_VALUE,
+    PHASE_ANNOTATION,
+    REASON_ANNOTATION,
+    register_pod_log,
+)
+from nvcre.testing.nodes import GPU_CLIQUE, GPU_COUNT, GPU_PRODUCT, TOPOLOGY_KEYS
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+LAUNCHER = "launcher"
+#: Set on a Node whose conditions a fault changed: kwok's heartbeat stage leaves it alone.
+HEARTBEAT_PAUSED = "nvcre.sandbox/heartbeat-paused"
+CONTAINER = "node"
+
+
+# ---------------------------------------------------------------------------------------------
+# decisions (pure functions of plain data)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return _meta(obj).get("labels") or {}
+
+
+def is_sandbox_node(node: Mapping[str, Any]) -> bool:
+    return (_meta(node).get("annotations") or {}).get(NODE_ANNOTATION) == NODE_ANNOTATION_VALUE
+
+
+def group_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """Pods that run one program together: a JobSet's pods, else the pod alone."""
+    meta = _meta(pod)
+    return str(meta.get("namespace")), _labels(pod).get(JOBSET_NAME) or f"pod/{meta.get('name')}"
+
+
+def _order(pod: Mapping[str, Any]) -> tuple[int, str, int, int, str]:
+    labels = _labels(pod)
+    replicated = labels.get(REPLICATED_JOB, "")
+    return (
+        0 if replicated == LAUNCHER else 1,
+        replicated,
+        int(labels.get(JOB_INDEX) or 0),
+        int(labels.get(COMPLETION_INDEX) or 0),
+        str(_meta(pod).get("name")),
+    )
+
+
+def hostname(pod: Mapping[str, Any]) -> str:
+    """The host name the pod's program prints (the pod's hostname, as on a real cluster)."""
+    return str((pod.get("spec") or {}).get("hostname") or _meta(pod).get("name"))
+
+
+def node_member(host: str, node: Mapping[str, Any]) -> Member:
+    """``host`` running on ``node``, whose model comes from the labels nvcre itself reads."""
+    labels = _labels(node)
+    platform = node_platform(node)
+    domain = labels.get(GPU_CLIQUE) or labels.get(TOPOLOGY_KEYS.get(platform, ""), None)
+    model = node_model(
+        str(_meta(node).get("name")),
+        labels.get(GPU_PRODUCT, ""),
+        platform,
+        gpus=int(labels.get(GPU_COUNT) or 8),
+        domain=domain,
+    )
+    return Member(host, model)
+
+
+def container_command(pod: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The main container's command + args and its literal environment."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    container = next(
+        (c for c in containers if c.get("name") == CONTAINER), containers[0] if containers else {}
+    )
+    command = [*(container.get("command") or ()), *(container.get("args") or ())]
+    env = {str(e["name"]): str(e.get("value") or "") for e in container.get("env") or () if "name" in e}
+    return [str(c) for c in command], env
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one pod does: its simulation, the pod and group it belongs to."""
+
+    namespace: str
+    pod: str
+    simulation: Simulation
+
+
+def plan_group(
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Mapping[str, Mapping[str, Any]],
+    faults: Sequence[Fault],
+    *,
+    seed: int,
+    attempt: int,
+    started_at: datetime.datetime,
+    only: Sequence[str] | None = None,
+) -> list[Plan]:
+    """The simulation of the pods of one group (all Running, all bound) named in ``only`` (uids;
+    every pod when ``None``): a launcher the Job controller replaced runs with the same workers.
+
+    The members are the non-launcher pods in JobSet order; with an MPI launcher it is rank 0 and
+    prints what mpirun prints, the workers run their own command (``sshd``). Without one, each
+    pod is the member of its own rank.
+    """
+    ordered = sorted(pods, key=_order)
+    launcher = [p for p in ordered if _labels(p).get(REPLICATED_JOB) == LAUNCHER]
+    workers = [p for p in ordered if p not in launcher] or ordered
+    members = [node_member(hostname(p), nodes[str(p["spec"]["nodeName"])]) for p in workers]
+    plans = []
+    for pod in ordered:
+        if only is not None and _meta(pod).get("uid") not in only:
+            continue
+        command, env = container_command(pod)
+        rank = 0 if pod in launcher else workers.index(pod)
+        sim = simulate(
+            command, members, faults, seed=seed, attempt=attempt, rank=rank, env=env, started_at=started_at
+        )
+        plans.append(Plan(str(_meta(pod)["namespace"]), str(_meta(pod)["name"]), sim))
+    return plans
+
+
+def expected_pods(jobset: Mapping[str, Any]) -> int:
+    """How many pods a JobSet runs at once: replicas x parallelism of each replicated job."""
+    total = 0
+    for rj in (jobset.get("spec") or {}).get("replicatedJobs") or ():
+        job_spec = ((rj.get("template") or {}).get("spec")) or {}
+        total += int(rj.get("replicas") or 1) * int(job_spec.get("parallelism") or 1)
+    return total
+
+
+def attempt_key(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """What a retry shares with the attempt before it: nvcre's Job (else the group itself)."""
+    namespace, group = group_key(pods[0])
+    return namespace, next((_labels(p)[Label.JOB] for p in pods if Label.JOB in _labels(p)), group)
+
+
+def end_annotations(exit_code: int) -> dict[str, str]:
+    """The kwok stage annotations that end a pod with ``exit_code``."""
+    if exit_code == 0:
+        return {PHASE_ANNOTATION: "Succeeded"}
+    return {PHASE_ANNOTATION: "Failed", EXIT_CODE_ANNOTATION: str(exit_code), REASON_ANNOTATION: "Error"}
+
+
+def node_patches(
+    node: Mapping[str, Any], change: NodeChange, now: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The object and status merge patches that apply ``change`` to ``node``."""
+    changed: dict[str, Any] = apply_node_change(node, change, now=now)
+    meta: dict[str, Any] = {"labels": changed["metadata"]["labels"]}
+    if change.conditions:
+        meta["annotations"] = {HEARTBEAT_PAUSED: "true"}
+    body: dict[str, Any] = {"metadata": meta}
+    taints = (changed.get("spec") or {}).get("taints")
+    if taints:
+        body["spec"] = {"taints": taints}
+    status = changed.get("status") or {}
+    keys = ("conditions", "capacity", "allocatable")
+    return body, {"status": {k: status[k] for k in keys if k in status}}
+
+
+def initial_nodes(nodes: Iterable[Node], faults: Sequence[Fault]) -> list[Node]:
+    """The nodes as they are created: each node's faults that hold from the start applied."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out: list[Node] = []
+    for node in nodes:
+        name = str(node.metadata.name if node.metadata else "")
+        change = initial_node_change(faults, name)
+        out.append(Node.from_dict(apply_node_change(node.to_dict(), change, now=now)))  # type: ignore[arg-type]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the shell
+
+
+@dataclass(order=True)
+class _Timer:
+    at: float
+    seq: int
+    action: Callable[[], None] = field(compare=False)
+
+
+class Runner:
+    """Polls pods and nodes, runs the plans, fires the timed actions."""
+
+    def __init__(
+        self, client: Client, logs_dir: Path, faults: Sequence[Fault], *, seed: int, interval: float = 0.25
+    ) -> None:
+        self.client = client
+        self.logs_dir = logs_dir
+        self.faults = list(faults)
+        self.seed = seed
+        self.interval = interval
+        self.handled: set[str] = set()  # pod uids simulated
+        self.attempts: dict[tuple[str, str], int] = {}
+        self.timers: list[_Timer] = []
+        self._seq = itertools.count()
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self.timers, _Timer(when, next(self._seq), action))
+
+    def tick(self) -> None:
+        nodes = {str(n.metadata.name): n.to_dict() for n in self.client.list(Node) if n.metadata}
+        nodes = {k: v for k, v in nodes.items() if is_sandbox_node(v)}
+        pods = [p.to_dict() for p in self.client.list(Pod, namespace="*")]
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName") in nodes and not _meta(pod).get("deletionTimestamp"):
+                groups.setdefault(group_key(pod), []).append(pod)
+        jobsets = {
+            (str(j.metadata.namespace), f"{j.metadata.name}"): dict(j)
+            for j in self.client.list(JobSet, namespace="*")
+            if j.metadata
+        }
+        for key, group in groups.items():
+            active = [
+                p for p in group if (p.get("status") or {}).get("phase") in ("Pending", "Running", None)
+            ]
+            fresh = [p for p in active if _meta(p).get("uid") not in self.handled]
+            if not fresh or not all((p.get("status") or {}).get("phase") == "Running" for p in active):
+                continue
+            jobset = jobsets.get(key)
+            if not key[1].startswith("pod/") and (jobset is None or len(active) < expected_pods(jobset)):
+                continue  # the rest of the group is not created, bound or Running yet
+            if any(PHASE_ANNOTATION in (_meta(p).get("annotations") or {}) for p in fresh):
+                continue  # a test drives these pods by hand
+            self._start(active, fresh, nodes)
+        now = time.monotonic()
+        while self.timers and self.timers[0].at <= now:
+            timer = heapq.heappop(self.timers)
+            try:
+                timer.action()
+            except ApiError as error:
+                if error.status.code != 404:  # the pod or node is gone: nothing left to do
+                    raise
+
+    def _start(
+        self, pods: list[dict[str, Any]], fresh: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        key = attempt_key(pods)
+        attempt = self.attempts.get(key, 0)
+        self.attempts[key] = attempt + 1
+        started = datetime.datetime.now(datetime.UTC)
+        t0 = time.monotonic()
+        uids = [str(_meta(p)["uid"]) for p in fresh]
+        plans = plan_group(
+            pods, nodes, self.faults, seed=self.seed, attempt=attempt, started_at=started, only=uids
+        )
+        for plan in plans:
+            sim = plan.simulation
+            register_pod_log(
+                self.client,
+                self.logs_dir,
+                plan.namespace,
+                plan.pod,
+                "".join(line + "\n" for line in cri_log(sim, started)),
+                container=CONTAINER,
+            )
+            if sim.exit_code is not None and sim.duration_s is not None:
+                body = {"metadata": {"annotations": end_annotations(sim.exit_code)}}
+                self.at(t0 + sim.duration_s, self._patch_pod(plan.namespace, plan.pod, body))
+            for effect in sim.node_effects:
+                self.at(t0 + effect.offset_s, self._patch_node(effect.node, effect.change))
+        self.handled.update(uids)
+
+    def _patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> Callable[[], None]:
+        def patch() -> None:
+            self.client.patch(Pod, name, body, namespace=namespace)
+
+        return patch
+
+    def _patch_node(self, name: str, change: NodeChange) -> Callable[[], None]:
+        def patch() -> None:
+            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            body, status = node_patches(self.client.get(Node, name).to_dict(), change, now)
+            self.client.patch(Node, name, body)
+            self.client.patch(Node.Status, name, status)
+
+        return patch
+
+    def run(self, ready_file: Path | None = None) -> None:
+        while True:
+            self.tick()
+            if ready_file is not None and not ready_file.exists():
+                ready_file.write_text("ready\n")
+            time.sleep(self.interval)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nvcre.sandbox.runner", description=__doc__)
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--logs-dir", type=Path, required=True, help="kwok's log directory")
+    parser.add_argument("--ready-file", type=Path, default=None, help="written after the first poll")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fault", action="append", default=[])
+    args = parser.parse_args(argv)
+    client = Client(KubeConfig.from_file(args.kubeconfig), field_manager="nvcre-sandbox-runner")
+    Runner(client, args.logs_dir, parse_faults(args.fault), seed=args.seed).run(args.ready_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The sandbox's supervisor: the detached process that owns every component while a sandbox runs.
+
+``nvcrectl sandbox up`` starts it in a session of its own (``python -m nvcre.sandbox.supervisor
+STATE_DIR``) and waits for its record to say ready. It starts the :class:`~nvcre.testing.cluster.Cluster`
+(etcd, kube-apiserver, kwok, kube-controller-manager, kube-scheduler, JobSet, Trainer), creates the
+simulated GPU nodes, starts ``nvcre-manager`` and the runner (:mod:`nvcre.sandbox.runner`), writes
+a pid file per component and the record (:mod:`nvcre.sandbox.state`), then sleeps until SIGTERM
+or SIGINT and stops everything in reverse order. Each component is the leader of its own process
+group and dies with the supervisor (``PR_SET_PDEATHSIG``), so even a SIGKILLed supervisor leaves
+no component running; ``down`` then kills whatever group is left and removes the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from lightkube import Client
+from lightkube.resources.core_v1 import Node
+
+from nvcre.sandbox.faults import parse_faults
+from nvcre.sandbox.runner import initial_nodes
+from nvcre.sandbox.state import SUPERVISOR, ComponentRecord, Record, StateDir, listening_ports
+from nvcre.testing import binaries as bins
+from nvcre.testing.cluster import Cluster
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.nodes import node_ready, platform_nodes
+from nvcre.testing.processes import Process, wait_until
+
+OPTIONS = "options.json"
+RUNNER = "runner"
+
+
+@dataclass
+class Options:
+    """What ``up`` was asked for."""
+
+    nodes: int = 16
+    platform: str = "aws"
+    product: str = "NVIDIA-H100-80GB-HBM3"
+    gpus: int | None = None
+    domain_size: int | None = None
+    faults: list[str] = field(default_factory=list)
+    seed: int = 0
+    prefix: str = "gpu-node"
+
+
+class Stop(BaseException):
+    """SIGTERM or SIGINT reached the supervisor."""
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def _processes(cluster: Cluster, manager: ManagerProcess, runner: Process) -> list[Process]:
+    cp = cluster.control_plane
+    found = [cp.etcd, cp.apiserver, cluster.kwok.process]
+    if cluster.chain is not None:
+        found += [c.process for c in cluster.chain.components]
+    found += [manager.process, runner]
+    return [p for p in found if p is not None]
+
+
+def serve(state: StateDir) -> int:
+    """Run the sandbox described by ``state``'s options until signalled."""
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    t0 = time.monotonic()
+    options = Options(**json.loads((state.path / OPTIONS).read_text()))
+    record = Record(
+        supervisor=os.getpid(),
+        platform=options.platform,
+        product=options.product,
+        faults=list(options.faults),
+        seed=options.seed,
+    )
+    nodes = platform_nodes(
+        options.nodes,
+        options.platform,
+        options.product,
+        gpus=options.gpus,
+        domain_size=options.domain_size,
+        prefix=options.prefix,
+    )
+    record.nodes = [str(n.metadata.name) for n in nodes if n.metadata]
+    state.write(record)
+    workdir = state.cluster_dir
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(ControlPlane(binaries=bins.ensure((*bins.REQUIRED, *bins.CHAIN)), workdir=workdir))
+    manager: ManagerProcess | None = None
+    runner: Process | None = None
+    try:
+        cluster.start()
+        cp = cluster.control_plane
+        with cp.client() as client:
+            for node in initial_nodes(nodes, parse_faults(options.faults)):
+                client.create(node)
+            wait_until(lambda: _nodes_ready(client, record.nodes), timeout=60, what="the sandbox nodes Ready")
+        manager = ManagerProcess(cp, workdir, name="nvcre-manager")
+        runner = Process(RUNNER, _runner_argv(state, cluster, options), workdir / f"{RUNNER}.log")
+        ready_file = workdir / f"{RUNNER}.ready"
+        runner.start()
+        manager.start()
+        wait_until(ready_file.exists, timeout=60, what="the runner watching pods", process=runner)
+        processes = _processes(cluster, manager, runner)
+        for process in processes:
+            assert process.pid is not None
+            state.write_pid(process.name, process.pid)
+        record.components = [ComponentRecord(p.name, p.pid or 0, str(p.log_path)) for p in processes]
+        record.ports = listening_ports(p.pid for p in processes if p.pid)
+        record.kubeconfig = str(cp.kubeconfig_path)
+        record.ready = True
+        record.startup_seconds = round(time.monotonic() - t0, 1)
+        state.write(record)
+        while True:
+            signal.pause()
+    except Stop:
+        return 0
+    except Exception as error:
+        record.error = f"{type(error).__name__}: {error}"
+        state.write(record)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for part in (runner, manager):
+            if part is not None:
+                part.stop()
+        cluster.stop()
+
+
+def _runner_argv(state: StateDir, cluster: Cluster, options: Options) -> list[str]:
+    cp = cluster.control_plane
+    return [
+        sys.executable,
+        "-m",
+        "nvcre.sandbox.runner",
+        f"--kubeconfig={cp.kubeconfig_path}",
+        f"--logs-dir={cluster.kwok.logs_dir}",
+        f"--ready-file={state.cluster_dir / f'{RUNNER}.ready'}",
+        f"--seed={options.seed}",
+        *(f"--fault={f}" for f in options.faults),
+    ]
+
+
+def _nodes_ready(client: Client, names: list[str]) -> bool:
+    return all(node_ready(client.get(Node, name)) for name in names)
+
+
+def write_options(state: StateDir, options: Options) -> None:
+    state.path.mkdir(parents=True, exist_ok=True)
+    (state.path / OPTIONS).write_text(json.dumps(asdict(options)))
+
+
+def main() -> None:
+    state = StateDir(Path(sys.argv[1]))
+    state.write_pid(SUPERVISOR, os.getpid())
+    sys.exit(serve(state))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The sandbox shell's decisions and its process bookkeeping (no cluster)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nvcre.sandbox.control import SandboxError, check_options
+from nvcre.sandbox.faults import apply_node_change, node_change, parse_faults
+from nvcre.sandbox.runner import (
+    HEARTBEAT_PAUSED,
+    end_annotations,
+    expected_pods,
+    node_patches,
+)
+from nvcre.sandbox.state import StateDir, group_alive, listening_ports
+from nvcre.sandbox.supervisor import Options
+from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION
+from nvcre.testing.nodes import platform_nodes
+from nvcre.testing.processes import wait_until
+
+
+def test_end_annotations_are_the_kwok_stage_ones() -> None:
+    assert end_annotations(0) == {PHASE_ANNOTATION: "Succeeded"}
+    failed = end_annotations(3)
+    assert failed[PHASE_ANNOTATION] == "Failed" and failed[EXIT_CODE_ANNOTATION] == "3"
+
+
+def test_expected_pods_counts_replicas_times_parallelism() -> None:
+    jobset = {
+        "spec": {
+            "replicatedJobs": [
+                {"name": "launcher", "replicas": 1, "template": {"spec": {"parallelism": 1}}},
+                {"name": "node", "replicas": 1, "template": {"spec": {"parallelism": 2}}},
+            ]
+        }
+    }
+    assert expected_pods(jobset) == 3
+
+
+def test_node_patches_carry_the_xid_change_and_pause_the_heartbeat() -> None:
+    (node,) = [n.to_dict() for n in platform_nodes(1, "aws", "NVIDIA-H100-80GB-HBM3")]
+    change = node_change(parse_faults(["gpu-node-000=xid:79"]), "gpu-node-000")
+    body, status = node_patches(node, change, "2026-01-01T00:00:00Z")
+    expected = apply_node_change(node, change, now="2026-01-01T00:00:00Z")
+    assert body["metadata"]["labels"] == expected["metadata"]["labels"]  # type: ignore[index]
+    assert body["metadata"]["annotations"] == {HEARTBEAT_PAUSED: "true"}
+    assert body["spec"]["taints"] == expected["spec"]["taints"]  # type: ignore[index]
+    assert status["status"]["conditions"] == expected["status"]["conditions"]  # type: ignore[index]
+
+
+def test_up_refuses_a_fault_on_no_sandbox_node_before_starting() -> None:
+    with pytest.raises(SandboxError, match="names no sandbox node"):
+        check_options(Options(nodes=2, faults=["gpu-node-007=nccl-error"]))
+    with pytest.raises(SandboxError):
+        check_options(Options(nodes=2, faults=["gpu-node-001=no-such-kind"]))
+    check_options(Options(nodes=2, faults=["gpu-node-001=nccl-error"]))
+
+
+def test_listening_ports_are_read_from_proc() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert port in listening_ports([os.getpid()])
+    assert port not in listening_ports([os.getpid()])
+
+
+def test_stop_kills_every_recorded_group_and_removes_the_directory(tmp_path: Path) -> None:
+    """What a crashed supervisor leaves (a component and its child) goes with ``stop``."""
+    state = StateDir(tmp_path / "state")
+    child = subprocess.Popen(["sh", "-c", "sleep 600 & wait"], start_new_session=True)
+    state.write_pid("etcd", child.pid)
+    state.write_pid("supervisor", 2**22 + 1)  # long gone
+    wait_until(lambda: group_alive(child.pid), timeout=10, what="component up")
+    assert state.stop(grace=0.1) == ["etcd"]
+    child.wait(timeout=10)
+    wait_until(lambda: not group_alive(child.pid), timeout=10, what="the component's group gone")
+    assert not state.path.exists()
