@@ -19,7 +19,11 @@ COMMANDS = {
         "certification_group",
         "Catalog categories and Certification renders.",
     ),
-    "sandbox": ("nvcre.cli.sandbox", "sandbox_group", "A simulated GPU cluster where workloads really run."),
+    "sandbox": (
+        "nvcre.sandbox.commands",
+        "sandbox_group",
+        "A simulated GPU cluster where workloads really run.",
+    ),
     "validate": ("nvcre.cli.validate", "validate_command", "Validate nvcre manifests without a cluster."),
     "workflow": ("nvcre.cli.workflow", "workflow_group", "Render hand-written Workflows."),
     "workloadrun": (

@@ -1,5 +1,5 @@
 """``python -m nvcre.sandbox up|down|status``: the same commands as ``nvcrectl sandbox``."""
 
-from nvcre.cli.sandbox import sandbox_group
+from nvcre.sandbox.commands import sandbox_group
 
 sandbox_group(prog_name="python -m nvcre.sandbox")

@@ -99,6 +99,13 @@ class Process:
                 popen.wait(timeout=10)
         signal_group(popen.pid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """SIGKILL the process group and reap the child: a crash, no shutdown path runs."""
+        popen = self._popen
+        if popen is not None and popen.poll() is None:
+            signal_group(popen.pid, signal.SIGKILL)
+            popen.wait(timeout=10)
+
 
 def signal_group(pgid: int, signum: int) -> bool:
     """Send ``signum`` to process group ``pgid``; False when the group no longer exists."""
@@ -109,14 +116,6 @@ def signal_group(pgid: int, signum: int) -> bool:
     except PermissionError:  # a reused id owned by someone else: not ours
         return False
     return True
-
-    def kill(self) -> None:
-        """SIGKILL and reap: a crash, no shutdown path runs."""
-        popen = self._popen
-        if popen is not None and popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                popen.kill()
-            popen.wait(timeout=10)
 
 
 class StartupError(RuntimeError):

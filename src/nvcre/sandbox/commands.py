@@ -1,4 +1,4 @@
-"""``nvcrectl sandbox up|down|status``: a simulated GPU cluster on this machine (docs/sandbox.md)."""
+"""``nvcrectl sandbox up|down|status`` and ``python -m nvcre.sandbox`` (docs/sandbox.md)."""
 
 from __future__ import annotations
 
