@@ -1,10 +1,9 @@
-"""``python -m nvcre.sandbox up|status|down`` as a user runs it, and a WorkloadRun on its nodes.
+"""``python -m nvcre.sandbox up|status|down`` as a user runs it.
 
 One sandbox for the module: 8 simulated aws H100 nodes, ``nccl-error`` on one. ``up`` returns
 with everything running detached; kubectl (the one built with the control plane) reads its nodes
-through the printed kubeconfig. examples/workloadrun/basic.yaml with ``numNodes: 2`` then runs the
-whole real way: four TrainJobs, the runner feeds each launcher the nccl-tests log the simulated
-accelerator computes, the faulty node's group fails and nvcre names that node. The last tests
+through the printed kubeconfig (the end-to-end run of a WorkloadRun with the faulty node is not
+here yet: issue 11). The last tests
 kill a component, run ``down`` and look for anything left: a process of a recorded group, a
 process naming the state directory, a listening port the sandbox had. ``up`` interrupted by
 Ctrl-C half-way leaves nothing either.
@@ -12,7 +11,6 @@ Ctrl-C half-way leaves nothing either.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -25,23 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from lightkube import Client, KubeConfig
-from lightkube.resources.core_v1 import ConfigMap, Pod
 
-from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation, FailedNodeReason
-from nvcre.controllers import resources
-from nvcre.naming import succeeded_nodes_config_map_name
-from nvcre.orchestration.results import decode_succeeded
 from nvcre.sandbox.state import alive, group_alive, listening_sockets
 from nvcre.testing import binaries as bins
-from nvcre.testing.inspect import get, jobs_of, wait_true
 from nvcre.testing.waiting import wait_for
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
 NODES = 8
 FAULTY = "gpu-node-005"
-GROUP_SIZE = 2
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 
@@ -148,70 +137,6 @@ def test_a_second_up_is_refused_while_one_runs(box: Sandbox) -> None:
     assert result.returncode != 0
     assert "already running" in result.stderr and f"down --state-dir {box.state_dir}" in result.stderr
     assert all(alive(c["pid"]) for c in box.record["components"]), "the running sandbox is untouched"
-
-
-def _workload(kube: Client) -> tuple[str, str]:
-    document = yaml.safe_load(EXAMPLE.read_text())
-    document["spec"]["numNodes"] = GROUP_SIZE
-    document["metadata"]["namespace"] = namespace = "default"
-    kube.create(resources.WorkloadRun.from_dict(document))
-    return namespace, str(document["metadata"]["name"])
-
-
-def test_basic_workloadrun_runs_and_the_faulty_group_is_named(box: Sandbox) -> None:
-    kube = box.client()
-    namespace, name = _workload(kube)
-    # The launcher's batch Job retries the failed mpirun (backoffLimit 6, the Job controller's
-    # 10 s doubling back-off) before JobSet, Trainer and nvcre see it fail: about ten minutes.
-    run = wait_true(kube, resources.WorkloadRun, name, namespace, "Failed", timeout=900)
-    workflow = run["status"]["workflowRef"]["name"]
-    jobs = jobs_of(kube, namespace, workflow)
-    assert len(jobs) == NODES // GROUP_SIZE, "four groups, four nvcre Jobs"
-    failed = [
-        j for j in jobs.values() if any(n["name"] == FAULTY for n in j["status"].get("failedNodes") or ())
-    ]
-    (faulty_job,) = failed
-    group = faulty_job["metadata"]["annotations"][Annotation.GROUP_NODES].split(",")
-    assert FAULTY in group and len(group) == GROUP_SIZE
-    assert {n["name"]: n["reason"] for n in faulty_job["status"]["failedNodes"]} == {
-        node: FailedNodeReason.WORKLOAD_FAILED for node in group
-    }, "nvcre names the faulty node and its partner"
-    tail = faulty_job["status"]["failureLog"]["tail"]
-    assert "NCCL" in tail and re.search(r"error", tail, re.I), tail
-    assert "# Collective test starting: all_reduce_perf_mpi" in tail, "the launcher's log, read by nvcre"
-
-    uid = get(kube, resources.Workflow, workflow, namespace)["metadata"]["uid"]
-    config_map = kube.get(ConfigMap, succeeded_nodes_config_map_name(uid), namespace=namespace)
-    succeeded = decode_succeeded(base64.b64decode((config_map.binaryData or {})[SUCCEEDED_NODES_KEY]))
-    assert sorted(succeeded) == sorted(
-        f"gpu-node-{i:03d}" for i in range(NODES) if f"gpu-node-{i:03d}" not in group
-    )
-
-    launchers = [
-        p
-        for p in kube.list(Pod, namespace=namespace)
-        if p.metadata
-        and (p.metadata.labels or {}).get(REPLICATED_JOB) == "launcher"
-        and p.status is not None
-        and p.status.phase == "Succeeded"
-    ]
-    # nvcre deletes a failed group's TrainJob (its pods go with it); the failed launcher's log is
-    # the failure log above
-    assert len(launchers) == NODES // GROUP_SIZE - 1
-    for launcher in launchers:
-        assert launcher.metadata is not None and launcher.metadata.labels is not None
-        jobset = launcher.metadata.labels[JOBSET_NAME]
-        workers = [
-            p
-            for p in kube.list(Pod, namespace=namespace, labels={JOBSET_NAME: jobset, REPLICATED_JOB: "node"})
-        ]
-        hosts = {(p.spec.hostname if p.spec else None) or "" for p in workers}
-        log = "".join(kube.log(str(launcher.metadata.name), namespace=namespace, container="node"))
-        assert "# Collective test starting: all_reduce_perf_mpi" in log
-        ranks = set(re.findall(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on (\S+) device", log, re.M))
-        assert ranks == hosts, "the nccl-tests table names the group's hosts"
-        assert "# Avg bus bandwidth" in log
-        assert FAULTY not in {p.spec.nodeName for p in workers if p.spec}
 
 
 def test_down_after_a_killed_component_leaves_no_process_and_no_port(box: Sandbox) -> None:
