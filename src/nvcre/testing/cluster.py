@@ -36,7 +36,6 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -56,7 +55,7 @@ from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane, crd_files, load_crds
 from nvcre.testing.kwok import Kwok
-from nvcre.testing.processes import Process, StartupError, free_port, wait_until
+from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
 
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
 SCHEDULER_PROFILES = ("default-scheduler", "kai-scheduler", "runai-scheduler")
@@ -241,7 +240,7 @@ def _rejected_by_webhook(create: Callable[[], object], message: str) -> bool:
     return False
 
 
-class WorkloadChain:
+class WorkloadChain(Service):
     """kube-controller-manager, kube-scheduler, JobSet and Trainer against one control plane."""
 
     def __init__(self, control_plane: ControlPlane, *, start_timeout: float = 120.0) -> None:
@@ -255,22 +254,6 @@ class WorkloadChain:
     @property
     def binaries(self) -> bins.Binaries:
         return self.control_plane.binaries
-
-    def __enter__(self) -> WorkloadChain:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> WorkloadChain:
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _start(self) -> None:
         cp = self.control_plane
@@ -514,7 +497,7 @@ def _trainer_webhook_answers(client: Client) -> bool:
 # the whole cluster
 
 
-class Cluster:
+class Cluster(Service):
     """A control plane, kwok and (with ``chain``) the workload chain, started and stopped as one."""
 
     def __init__(self, control_plane: ControlPlane | None = None, *, chain: bool = True) -> None:
@@ -525,28 +508,15 @@ class Cluster:
         self.chain = WorkloadChain(self.control_plane) if chain else None
         self.timings: dict[str, float] = {}
 
-    def __enter__(self) -> Cluster:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> Cluster:
+    def _start(self) -> None:
         t0 = time.monotonic()
-        try:
-            self.control_plane.start()
-            self.timings["control-plane"] = time.monotonic() - t0
-            self.kwok.start()
-            self.timings["kwok"] = time.monotonic() - t0
-            if self.chain is not None:
-                self.chain.start()
-                self.timings["chain"] = time.monotonic() - t0
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        self.control_plane.start()
+        self.timings["control-plane"] = time.monotonic() - t0
+        self.kwok.start()
+        self.timings["kwok"] = time.monotonic() - t0
+        if self.chain is not None:
+            self.chain.start()
+            self.timings["chain"] = time.monotonic() - t0
 
     def stop(self) -> None:
         """Stop the chain, kwok, then the control plane (each step even if an earlier one failed)."""

@@ -36,7 +36,6 @@ import time
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -48,7 +47,7 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from nvcre.testing import audit
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import ADMIN_USER, MANAGER_USER, CertFiles, KeyPair, write_cert_dir
-from nvcre.testing.processes import Process, StartupError, free_port, wait_until
+from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
 
 FIELD_MANAGER = "nvcre-testing"
 CONTEXT = "nvcre-test"
@@ -108,7 +107,7 @@ def load_crds(files: Iterable[Path]) -> list[dict[str, Any]]:
     return crds
 
 
-class ControlPlane:
+class ControlPlane(Service):
     """etcd + kube-apiserver with generated certificates and a kubeconfig. See module docs."""
 
     def __init__(
@@ -149,22 +148,6 @@ class ControlPlane:
         if self._binaries is None:
             self._binaries = bins.ensure(bins.REQUIRED)
         return self._binaries
-
-    def __enter__(self) -> ControlPlane:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> ControlPlane:
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _start(self) -> None:
         t0 = time.monotonic()

@@ -23,14 +23,13 @@ import urllib.request
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
 
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
-from nvcre.testing.processes import Process, free_port, wait_until
+from nvcre.testing.processes import Process, Service, free_port, wait_until
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE = "fake"
@@ -66,7 +65,7 @@ def cri_log_lines(
     return "".join(out)
 
 
-class Kwok:
+class Kwok(Service):
     """A kwok process bound to one control plane. Use as a context manager or start()/stop()."""
 
     def __init__(
@@ -85,26 +84,10 @@ class Kwok:
         self.process: Process | None = None
         self.port = 0
 
-    def __enter__(self) -> Kwok:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
     @property
     def logs_dir(self) -> Path:
         assert self.workdir is not None, "kwok is not started"
         return self.workdir / "logs"
-
-    def start(self) -> Kwok:
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _start(self) -> None:
         cp = self.control_plane

@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 _PR_SET_PDEATHSIG = 1
 
@@ -151,3 +153,30 @@ def wait_until(
             raise StartupError(f"timed out after {timeout:.0f}s waiting for {what}{detail}{log}")
         time.sleep(interval)
         interval = min(interval * 1.5, 0.5)
+
+
+class Service:
+    """Something started and stopped as one, also as a context manager: a start that fails
+    part-way stops what it had started before the error propagates."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> Self:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
