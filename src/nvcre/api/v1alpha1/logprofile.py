@@ -29,6 +29,9 @@ class LogPatterns(NvcreModel):
     application_start: EventPattern | None = None
     warmup_step: EventPattern | None = None
     bandwidth_result: EventPattern | None = None
+    network_transport: EventPattern | None = Field(
+        default=None, description="NCCL's `Using network ...` line; must capture `transport`."
+    )
 
 
 class WorkerStrategy(NvcreModel):
