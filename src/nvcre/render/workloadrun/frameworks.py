@@ -2,8 +2,8 @@
 
 * torch: ``torchrun [-m module | script] args``; exec: ``command``/``args`` verbatim. Both run a
   single replicated job ``node`` (exec reuses the torch shape and label).
-* mpi: a ``launcher`` that runs ``mpirun`` and ``node`` workers running ``sshd``. Launch order:
-  baseline, ``-x`` forwards of the merged env, platform ``mpiArgs``, the user's ``mpiArgs``,
+* mpi: a ``launcher`` that runs ``mpirun`` (once: a failure fails the group) and ``node`` workers
+  running ``sshd``. Launch order: baseline, ``-x`` forwards of the merged env, platform ``mpiArgs``, the user's ``mpiArgs``,
   binary, args (OpenMPI keeps the last value of a repeated parameter, so the user wins).
 """
 
@@ -50,6 +50,11 @@ MPI_HOSTFILE_VOLUME = "mpi-hostfile"
 MPI_HOSTFILE_DIR = "/etc/mpi"
 FIX_SSH_INIT = "fix-ssh-permissions"
 WORKER_START_WAIT_SECONDS = 1200
+#: A failed mpirun fails its group at once (the reference leaves the Job default, 6 retries with
+#: the Job controller's doubling back-off: about ten minutes before anyone sees the failure). The
+#: launcher pod is ``restartPolicy: Never`` so the failed container, and its log, stay for the
+#: failure log. A group is retried by the Workflow's ``execution.retryFailedGroups``, in status.
+LAUNCHER_BACKOFF_LIMIT = 0
 
 _COPY_KEYS = f"""mkdir -p {ROOT_SSH_PATH}
 cp {MPI_SSH_RAW_PATH}/* {ROOT_SSH_PATH}/
@@ -299,7 +304,7 @@ def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
         "volumeMounts": mounts,
     }
     pod_spec = {
-        "restartPolicy": "OnFailure",
+        "restartPolicy": "Never",
         "initContainers": [init],
         "containers": [container],
         "volumes": volumes,
@@ -311,7 +316,7 @@ def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
         launcher["dependsOn"] = [{"name": ReplicatedJob.NODE, "status": "Ready"}]
     launcher["template"] = {
         "metadata": {"labels": {Label.TRAINJOB_ANCESTOR_STEP: TRAINJOB_ANCESTOR_STEP_TRAINER}},
-        "spec": {"template": {"spec": pod_spec}},
+        "spec": {"backoffLimit": LAUNCHER_BACKOFF_LIMIT, "template": {"spec": pod_spec}},
     }
     stamp_replicated_job(launcher, inputs.gang)
     return launcher
