@@ -11,7 +11,5 @@ import yaml
 def builtin_profiles() -> list[dict[str, Any]]:
     """Every built-in LogProfile manifest, by file name (``measure/profiles/<name>.yaml``)."""
     folder = resources.files("nvcre.measure") / "profiles"
-    if not folder.is_dir():
-        return []
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
     return [yaml.safe_load(f.read_text()) for f in files]
