@@ -8,6 +8,8 @@ from nvcre.controllers.podlogs import (
     MAX_LINE_BYTES,
     LineSplitter,
     container_of,
+    format_line_time,
+    line_time,
     pick,
     workload_pods,
 )
@@ -80,3 +82,13 @@ def test_line_splitter_across_chunks_and_cuts_long_lines() -> None:
     assert splitter.feed("caf\u00e9 tail".encode()) == []
     assert splitter.close() == ["caf\u00e9 tail"]
     assert splitter.close() == []
+
+
+def test_line_time_keeps_nanoseconds_and_zones() -> None:
+    utc = line_time("2026-02-16T10:00:02.000000001Z x")
+    offset = line_time("2026-02-16T02:00:02.5-08:00 x")
+    assert utc is not None and offset is not None
+    assert offset - utc == 499_999_999
+    assert format_line_time(utc) == "2026-02-16T10:00:02.000000001Z"
+    assert line_time("2026-02-16T10:00:02Z x") == utc - 1
+    assert line_time("     8   2  float") is None and line_time("2026-13-99T10:00:02Z x") is None

@@ -12,6 +12,7 @@ failure to read is a :class:`LogsError`, so a caller tells "no log yet" from a b
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -93,8 +94,39 @@ def pod_phase(pod: Obj) -> str:
 
 
 def rfc3339(moment: datetime) -> str:
-    """``sinceTime`` as the API server reads it (RFC 3339, UTC, whole seconds are enough for it)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``sinceTime`` as the API server reads it (RFC 3339, UTC; it keeps whole seconds only)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_KUBELET_TIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) ", re.ASCII
+)
+
+
+def line_time(line: str) -> int | None:
+    """The kubelet time at the start of a ``timestamps=true`` line, in nanoseconds since the epoch
+    (RFC 3339 with ``Z`` or an offset; nanoseconds kept, which ``datetime`` cannot); None if absent.
+    """
+    match = _KUBELET_TIME.match(line)
+    if match is None:
+        return None
+    whole, fraction, zone = match.groups()
+    try:
+        moment = datetime.fromisoformat(whole + ("+00:00" if zone == "Z" else zone))
+    except ValueError:
+        return None
+    return int(moment.timestamp()) * 1_000_000_000 + int((fraction or "0").ljust(9, "0"))
+
+
+def format_line_time(nanos: int) -> str:
+    """:func:`line_time`'s value as RFC 3339 in UTC with nine fractional digits."""
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    return f"{datetime.fromtimestamp(seconds, UTC).strftime('%Y-%m-%dT%H:%M:%S')}.{fraction:09d}Z"
+
+
+def since(nanos: int) -> datetime:
+    """The ``sinceTime`` that returns every line at or after ``nanos`` (the API keeps whole seconds)."""
+    return datetime.fromtimestamp(nanos // 1_000_000_000, UTC)
 
 
 # --- shell ---------------------------------------------------------------------------------------
