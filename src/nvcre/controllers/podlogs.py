@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import httpx2 as httpx
 from lightkube import ApiError, AsyncClient
@@ -31,6 +31,21 @@ MAX_LINE_BYTES = 64 * 1024
 """A longer line is cut to this many bytes (its rest is dropped up to the next newline)."""
 
 Which = Literal["first", "last"]
+
+
+class LogReader(Protocol):
+    """What :func:`stream_lines` is, for a controller that takes another (a test's) in its place."""
+
+    def __call__(
+        self,
+        client: AsyncClient,
+        pod: str,
+        namespace: str,
+        container: str | None,
+        *,
+        since_time: datetime | None = None,
+        tail_lines: int | None = None,
+    ) -> AsyncIterator[str]: ...
 
 
 class LogsError(Exception):

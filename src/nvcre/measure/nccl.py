@@ -13,6 +13,7 @@ in-place; ``N/A`` counts 0) from the optional ``wrongOutOfPlace`` / ``wrongInPla
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,20 +94,21 @@ class Parser:
         return None
 
 
-def _point(match: Any) -> Point | None:
+def _point(match: re.Match[str]) -> Point | None:
     """Spec 2.2 step 3: a size that is not an int64 or a bandwidth that is not a float skips the row."""
-    size = capture_text(match, "size")
+    groups = match.groupdict()
+    size = (groups.get("size") or "").strip()
     if not (size.isascii() and size.isdecimal()) or int(size) >= 1 << 63:
         return None
     try:
-        alg, bus = float(capture_text(match, "algBW")), float(capture_text(match, "busBW"))
+        alg, bus = float(groups.get("algBW") or ""), float(groups.get("busBW") or "")
     except ValueError:
         return None
     if not (_finite(alg) and _finite(bus)):
         return None
     wrong = 0
     for name in WRONG_CAPTURES:
-        text = capture_text(match, name)
+        text = (groups.get(name) or "").strip()
         wrong += int(text) if text.isascii() and text.isdecimal() else 0
     return Point(int(size), alg, bus, wrong)
 

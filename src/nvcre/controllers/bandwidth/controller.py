@@ -20,6 +20,7 @@ from nvcre.controllers.children import get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.indexes import POD_JOB_INDEX
 from nvcre.controllers.podlogs import (
+    LogReader,
     LogsError,
     container_of,
     format_line_time,
@@ -49,8 +50,9 @@ class Unreadable(Exception):
 
 
 class BandwidthMeasurementController:
-    def __init__(self, ctx: Context, *, workers: int = 1) -> None:
+    def __init__(self, ctx: Context, *, workers: int = 1, logs: LogReader = stream_lines) -> None:
         self.ctx = ctx
+        self.logs = logs
         manager = ctx.manager
         self.measurements = manager.informer(resources.BandwidthMeasurement)
         self.jobs = manager.informer(resources.Job)
@@ -181,7 +183,7 @@ class BandwidthMeasurementController:
             raise Unreadable(f"pod {name} is {phase or 'not started'}, not finished")
         aggregate = Aggregate()
         try:
-            async for line in stream_lines(
+            async for line in self.logs(
                 self.ctx.client, name, pod["metadata"]["namespace"], container_of(pod, profile.container_name)
             ):
                 aggregate.add(parser.parse_line(line))
@@ -228,7 +230,7 @@ class BandwidthMeasurementController:
         if pod is not None and pod_phase(pod) in _READABLE:
             aggregate = Aggregate()
             try:
-                async for line in stream_lines(
+                async for line in self.logs(
                     self.ctx.client,
                     pod["metadata"]["name"],
                     pod["metadata"]["namespace"],
