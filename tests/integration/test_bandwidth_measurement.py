@@ -6,18 +6,22 @@ their logs are corpus nccl-tests logs (without the corpus' own kubelet prefix: k
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lightkube import Client
+import pytest
+from lightkube import AsyncClient, Client
 from lightkube.resources.core_v1 import Pod
 
 from nvcre.controllers import resources
+from nvcre.controllers.podlogs import LogsError, line_time, stream_lines
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
 from nvcre.measure.profile import compile_profile
 from nvcre.testing.inspect import get, trainjob_of, wait_true
-from nvcre.testing.kwok import PHASE_ANNOTATION
+from nvcre.testing.kwok import PHASE_ANNOTATION, cri_log_lines, register_pod_log
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
@@ -187,3 +191,30 @@ def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
 def test_the_builtin_profiles_are_installed(kube: Client) -> None:
     names = {p.metadata.name for p in kube.list(resources.LogProfile)}  # type: ignore[union-attr]
     assert {"nccl-bandwidth", "nccl-loopback"} <= names
+
+
+@pytest.mark.asyncio
+async def test_podlogs_streams_with_timestamps_since_time_and_tail_lines(
+    kube: Client, async_kube: AsyncClient, namespace: str, gpu_nodes: Any, kwok: Any
+) -> None:
+    """The shell both measurement controllers read logs with, against kwok's real log endpoint."""
+    launcher, _ = start(kube, kwok, gpu_nodes, namespace, "logs", "nccl-bandwidth")
+    old = datetime(2026, 3, 10, 14, 0, 0, tzinfo=UTC)
+    later = old + timedelta(seconds=30)
+    text = cri_log_lines(["first", "second"], start=old) + cri_log_lines(["third", "fourth"], start=later)
+    register_pod_log(kube, kwok.logs_dir, namespace, launcher, text, container="launcher")
+
+    async def lines(pod: str = launcher, **options: Any) -> list[str]:
+        found = stream_lines(async_kube, pod, namespace, "launcher", **options)
+        return [strip_kubelet_prefix(line) async for line in found]
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while (every := await lines()) != ["first", "second", "third", "fourth"]:  # until kwok serves it
+        assert asyncio.get_running_loop().time() < deadline, every
+        await asyncio.sleep(0.2)
+    stamped = [line async for line in stream_lines(async_kube, launcher, namespace, "launcher")]
+    assert line_time(stamped[2]) == int(later.timestamp()) * 1_000_000_000
+    assert await lines(since_time=later) == ["third", "fourth"]
+    assert await lines(tail_lines=1) == ["fourth"]
+    with pytest.raises(LogsError):
+        await lines("no-such-pod")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.builtin import builtin_profiles, main
 from nvcre.measure.nccl import (
     Aggregate,
     Parser,
@@ -183,3 +184,10 @@ def test_builtin_profiles_compile_and_loopback_reads_the_node_pod() -> None:
     assert compile_profile(bandwidth).worker_strategy.replicated_job_name == "launcher"
     assert compile_profile(loopback).worker_strategy.replicated_job_name == "node"
     assert loopback["spec"]["patterns"] == bandwidth["spec"]["patterns"]  # one row format
+
+
+def test_the_deployable_manifests_are_up_to_date() -> None:
+    """``config/logprofiles`` is what ``kubectl apply -f`` installs; regenerate with
+    ``python -m nvcre.measure.builtin``."""
+    config = Path(__file__).resolve().parents[2] / "config" / "logprofiles"
+    assert main(["--check", str(config)]) == 0
