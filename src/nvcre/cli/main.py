@@ -14,6 +14,11 @@ import click
 from nvcre import __version__
 
 COMMANDS = {
+    "analyze": (
+        "nvcre.cli.analyze",
+        "analyze_group",
+        "Analyze saved workload logs offline (NCCL bandwidth).",
+    ),
     "certification": (
         "nvcre.cli.certification",
         "certification_group",

@@ -107,6 +107,8 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         ("list", "watch", "create"),
         f"{_CACHE}; create: a Job's bandwidth measurement (only when the cache lacks it)",
     ),
+    Rule(GROUP, "bandwidthmeasurements/status", ("update",), f"{_STATUS}: samples and the final read"),
+    Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: how a measurement reads its Job's log"),
     Rule(
         TRAINER_GROUP,
         "trainjobs",
@@ -117,7 +119,12 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     *(Rule(group, plural, _DEPENDENCY_VERBS, _DEPENDENCY + also) for group, plural, also in DEPENDENCY_KINDS),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
-    Rule("", "pods/log", ("get",), "the log tail of a failed workload pod"),
+    Rule(
+        "",
+        "pods/log",
+        ("get",),
+        "the log tail of a failed workload pod; the launcher log a BandwidthMeasurement reads",
+    ),
     Rule("events.k8s.io", "events", ("create",), "events about nvcre objects, in their namespace"),
     Rule(
         "apiextensions.k8s.io",

@@ -17,6 +17,7 @@ from lightkube.core.exceptions import ConfigError
 
 from nvcre import __version__
 from nvcre.api.v1alpha1.constants import Default
+from nvcre.controllers.bandwidth import BandwidthMeasurementController
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
@@ -130,6 +131,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
+    BandwidthMeasurementController(ctx, workers=args.max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout

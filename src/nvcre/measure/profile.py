@@ -108,7 +108,7 @@ def capture_seconds(pattern: Pattern, match: re.Match[str], name: str) -> float:
 
 
 def _group(match: re.Match[str], name: str) -> str | None:
-    return match.groupdict().get(name)
+    return match.group(name) if name in match.re.groupindex else None
 
 
 # --- compilation ---------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Usage::
 ``start()`` generates certificates, starts etcd (``--unsafe-no-fsync``) and kube-apiserver with
 the flags envtest uses (RBAC authorisation, admin client certificate in ``system:masters``),
 writes a kubeconfig, waits for ``/readyz``, then installs CRDs (``config/crd/*.yaml``, the Kubeflow
-Trainer CRDs and kwok's Logs CRDs) and waits until each one is Established. ``stop()`` stops
+Trainer CRDs and kwok's Logs CRDs), waits until each one is Established and applies nvcre's built-in
+LogProfiles (:mod:`nvcre.measure.builtin`), as a cluster nvcre is set up on has them. ``stop()`` stops
 every process and removes the temporary directory, also when ``start()`` failed half-way.
 ``restart_apiserver()`` / ``restart_etcd()`` stop one process and start it again with the same
 flags, data directory, ports and certificates (a crash-and-recover, for the reliability suite).
@@ -44,12 +45,15 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
+from nvcre.controllers import resources
+from nvcre.measure.builtin import builtin_profiles
 from nvcre.testing import audit
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import ADMIN_USER, MANAGER_USER, CertFiles, KeyPair, write_cert_dir
 from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
 
 FIELD_MANAGER = "nvcre-testing"
+LOG_PROFILE_CRD = "logprofiles.nvcre.nvidia.com"
 CONTEXT = "nvcre-test"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 
@@ -171,6 +175,8 @@ class ControlPlane(Service):
         files += crd_files([binaries.kwok_crds])
         self.install_crds(load_crds(files))
         self.timings["crds"] = time.monotonic() - t0
+        if LOG_PROFILE_CRD in self.installed_crds:
+            self.install_builtin_profiles()
 
     def _start_etcd(self, etcd: Path) -> None:
         assert self.workdir is not None
@@ -391,6 +397,15 @@ class ControlPlane(Service):
             )
         self.installed_crds += names
         return names
+
+    def install_builtin_profiles(self) -> list[str]:
+        """Server-side apply nvcre's built-in LogProfiles (``nccl-bandwidth``, ...), as every
+        cluster nvcre is set up on has them."""
+        profiles = builtin_profiles()
+        with self.client() as client:
+            for profile in profiles:
+                client.apply(resources.LogProfile.from_dict(profile), field_manager=FIELD_MANAGER, force=True)
+        return [str(p["metadata"]["name"]) for p in profiles]
 
     @staticmethod
     def _established(client: Client, name: str) -> bool:

@@ -81,9 +81,29 @@ class BandwidthResult(NvcreModel):
 
 
 class BandwidthMeasurementStatus(NvcreModel):
-    results: list[BandwidthResult] | None = None
+    results: list[BandwidthResult] | None = Field(
+        default=None,
+        description="Per message size, the average of the out-of-place algbw/busbw rows, in order of "
+        "first appearance. Provisional while Measuring; final (the launcher's complete log, read once) "
+        "when Complete with reason JobSucceeded.",
+    )
     start_time: str | None = None
     completion_time: str | None = None
+    transport: list[str] | None = Field(
+        default=None,
+        description="The network NCCL used (its `Using network ...` lines), sorted and deduplicated.",
+    )
+    wrong_values: int | None = Field(
+        default=None,
+        ge=0,
+        description="The total of nccl-tests' #wrong columns (out-of-place and in-place; N/A counts 0). "
+        "Above 0, nccl-tests found corrupted results.",
+    )
+    last_sample_time: str | None = Field(
+        default=None,
+        description="Kubelet time of the last log line merged into the provisional results (the next "
+        "sample reads the lines after it).",
+    )
     conditions: list[Condition] | None = None
 
 

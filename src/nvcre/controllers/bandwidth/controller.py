@@ -1,0 +1,284 @@
+"""The BandwidthMeasurement controller's shell (spec 2.5): reads the measurement, its LogProfile,
+its Job and the launcher's log, asks :mod:`.lifecycle` what the status becomes, writes it.
+
+While the Job runs, every ``sampleInterval`` the lines logged since ``status.lastSampleTime`` are
+merged into provisional results (one write, guarded by the resourceVersion they were merged
+into, so a conflict or a kill never counts a line twice); they feed the gauges, never a verdict.
+Once the Job succeeds, the launcher's complete log is read once and replaces them in the single
+terminal write. Reading streams the log: memory stays bounded whatever its size.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from nvcre.api.v1alpha1.constants import ConditionType, EventType, Label, MeasurementReason
+from nvcre.api.v1alpha1.meta import format_time
+from nvcre.controllers import indexes, resources
+from nvcre.controllers.bandwidth import lifecycle, metrics
+from nvcre.controllers.children import get_live
+from nvcre.controllers.context import Context
+from nvcre.controllers.indexes import POD_JOB_INDEX
+from nvcre.controllers.podlogs import (
+    LogReader,
+    LogsError,
+    container_of,
+    format_line_time,
+    line_time,
+    pick,
+    pod_phase,
+    since,
+    stream_lines,
+    workload_pods,
+)
+from nvcre.controllers.status import StatusChange, now
+from nvcre.measure.nccl import Aggregate, Parser
+from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
+from nvcre.naming import bandwidth_measurement_name
+from nvcre.runtime.controller import Controller, Result
+from nvcre.runtime.objects import Obj, ObjectKey
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REPLICATED_JOB = "launcher"
+"""The pod read when the profile names no replicated job: mpirun's output is on the launcher."""
+_READABLE = ("Running", "Succeeded", "Failed")
+
+
+class Unreadable(Exception):
+    """The final log cannot be read now (no pod yet, pod still running, API error)."""
+
+
+class BandwidthMeasurementController:
+    def __init__(self, ctx: Context, *, workers: int = 1, logs: LogReader = stream_lines) -> None:
+        self.ctx = ctx
+        self.logs = logs
+        manager = ctx.manager
+        self.measurements = manager.informer(resources.BandwidthMeasurement)
+        self.jobs = manager.informer(resources.Job)
+        self.profiles = manager.informer(resources.LogProfile)
+        self.pods = indexes.pods(manager)
+        self.compiled = ProfileCache()
+        self.controller = Controller("bandwidthmeasurement", self.reconcile, workers=workers)
+        self.controller.watch(self.measurements)
+        self.controller.watch(self.jobs, self._job_to_measurement)
+        self.controller.watch(self.pods, self._pod_to_measurement)
+        self.controller.watch(self.profiles, self._profile_to_measurements)
+        manager.add(self.controller)
+
+    # -- watches --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _job_to_measurement(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        meta = new["metadata"]
+        return [ObjectKey(meta.get("namespace", ""), bandwidth_measurement_name(meta["name"]))]
+
+    @staticmethod
+    def _pod_to_measurement(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        job = (new["metadata"].get("labels") or {}).get(Label.JOB)
+        return (
+            [ObjectKey(new["metadata"].get("namespace", ""), bandwidth_measurement_name(job))] if job else []
+        )
+
+    def _profile_to_measurements(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        name = new["metadata"]["name"]
+        return [
+            ObjectKey(bm["metadata"].get("namespace", ""), bm["metadata"]["name"])
+            for bm in self.measurements.items()
+            if (bm.get("spec") or {}).get("logProfileRef") == name
+        ]
+
+    # -- reconcile ------------------------------------------------------------------------------
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        bm = self.measurements.get(key.namespace, key.name)
+        if bm is None:
+            metrics.forget((key.namespace, key.name))
+            return None
+        job_name = ((bm.get("spec") or {}).get("jobRef") or {}).get("name") or ""
+        cached_job = self.jobs.get(key.namespace, job_name) if job_name else None
+        if lifecycle.is_complete(bm):  # frozen; republish after a restart
+            metrics.observe(
+                bm,
+                cached_job,
+                lifecycle.stored_results(bm.get("status") or {}),
+                final=_complete_reason(bm) == MeasurementReason.JOB_SUCCEEDED,
+            )
+            return None
+        interval = lifecycle.sample_interval(bm)
+        profile = self._profile(bm)
+        if isinstance(profile, str):
+            await self._write(bm, lifecycle.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, profile, now()))
+            return Result(requeue_after=interval)
+        job = await self._job(bm, job_name, cached_job)
+        if job is None:
+            if not lifecycle.seen_job(bm):
+                return Result(requeue_after=interval)  # created before its Job: wait for it
+            await self._finish(bm, None, MeasurementReason.LOGS_UNAVAILABLE, lifecycle.gone_message(bm), None)
+            return None
+        outcome, finished_at = lifecycle.job_outcome(job)
+        parser = Parser(profile)
+        if outcome == ConditionType.SUCCEEDED:
+            return await self._final_read(bm, job, profile, parser, finished_at)
+        if outcome == ConditionType.FAILED:
+            try:
+                final: Aggregate | None = (await self._read_final(job, profile, parser))[0]
+            except Unreadable as error:
+                log.info("%s/%s: no final read of a failed Job: %s", key.namespace, key.name, error)
+                final = None
+            await self._finish(
+                bm, job, MeasurementReason.JOB_FAILED, lifecycle.JOB_FAILED, final, finished_at
+            )
+            return None
+        await self._sample(bm, job, profile, parser)
+        return Result(requeue_after=interval)
+
+    def _profile(self, bm: Obj) -> CompiledProfile | str:
+        """The compiled profile, or why there is none (the ``LogProfileNotFound`` message)."""
+        name = (bm.get("spec") or {}).get("logProfileRef") or ""
+        profile = self.profiles.get("", name)
+        if profile is None:
+            return f'LogProfile "{name}" not found'
+        try:
+            compiled = self.compiled.get(profile)
+            Parser(compiled)
+        except ProfileError as error:
+            return f'LogProfile "{name}" cannot be used: {error}'
+        return compiled
+
+    async def _job(self, bm: Obj, name: str, cached: Obj | None) -> Obj | None:
+        """The measured Job; None only when the API server says it is gone (or was replaced)."""
+        want_uid = ((bm.get("metadata") or {}).get("labels") or {}).get(Label.JOB_UID)
+        if cached is not None and (not want_uid or cached["metadata"].get("uid") == want_uid):
+            return cached
+        live = (
+            await get_live(self.ctx.client, resources.Job, name, bm["metadata"]["namespace"])
+            if name
+            else None
+        )
+        if live is not None and want_uid and live["metadata"].get("uid") != want_uid:
+            return None  # the name now holds a later attempt's Job: ours is gone
+        return live
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _pod(self, job: Obj, profile: CompiledProfile) -> Obj | None:
+        namespace = job["metadata"]["namespace"]
+        pods = [
+            p
+            for p in self.pods.by_index(POD_JOB_INDEX, job["metadata"]["name"])
+            if p["metadata"].get("namespace") == namespace
+        ]
+        replicated = profile.worker_strategy.replicated_job_name or DEFAULT_REPLICATED_JOB
+        return pick(workload_pods(pods, job["metadata"]["name"], replicated), "first")
+
+    async def _read_final(self, job: Obj, profile: CompiledProfile, parser: Parser) -> tuple[Aggregate, str]:
+        """Every row of the finished launcher's whole log, read once (spec 2.5), and the pod read."""
+        pod = self._pod(job, profile)
+        replicated = profile.worker_strategy.replicated_job_name or DEFAULT_REPLICATED_JOB
+        if pod is None:
+            raise Unreadable(f"no pod of replicated job {replicated!r} of Job {job['metadata']['name']}")
+        name, phase = pod["metadata"]["name"], pod_phase(pod)
+        if phase not in ("Succeeded", "Failed"):
+            raise Unreadable(f"pod {name} is {phase or 'not started'}, not finished")
+        aggregate = Aggregate()
+        try:
+            async for line in self.logs(
+                self.ctx.client, name, pod["metadata"]["namespace"], container_of(pod, profile.container_name)
+            ):
+                aggregate.add(parser.parse_line(line))
+        except LogsError as error:
+            raise Unreadable(str(error)) from error
+        return aggregate, f"{pod['metadata']['namespace']}/{name}"
+
+    async def _final_read(
+        self, bm: Obj, job: Obj, profile: CompiledProfile, parser: Parser, finished_at: str | None
+    ) -> Result | None:
+        try:
+            final, source = await self._read_final(job, profile, parser)
+        except Unreadable as error:
+            return await self._final_read_failed(bm, job, str(error), finished_at)
+        reason, message = lifecycle.succeeded(final, source)
+        await self._finish(bm, job, reason, message, final, finished_at)
+        return None
+
+    async def _final_read_failed(
+        self, bm: Obj, job: Obj, error: str, finished_at: str | None
+    ) -> Result | None:
+        started = lifecycle.pending_since(bm)
+        grace = lifecycle.grace_seconds(job)
+        if started is None:  # record when the wait began before waiting
+            await self._write(
+                bm, lifecycle.waiting(MeasurementReason.FINAL_READ_PENDING, lifecycle.PENDING, now())
+            )
+            return Result(requeue_after=lifecycle.FINAL_READ_RETRY_SECONDS)
+        if (now() - started).total_seconds() <= grace:
+            log.info("%s: final read pending: %s", bm["metadata"]["name"], error)
+            return Result(requeue_after=lifecycle.FINAL_READ_RETRY_SECONDS)
+        message = lifecycle.unreadable_message(grace, error)
+        await self._finish(bm, job, MeasurementReason.LOGS_UNAVAILABLE, message, None, finished_at)
+        return None
+
+    async def _sample(self, bm: Obj, job: Obj, profile: CompiledProfile, parser: Parser) -> None:
+        """Merge the lines logged since the last sample into the provisional results."""
+        status = bm.get("status") or {}
+        cursor_text = status.get("lastSampleTime")
+        cursor = line_time(cursor_text + " ") if cursor_text else None
+        pod = self._pod(job, profile)
+        aggregate: Aggregate | None = None
+        last = cursor
+        if pod is not None and pod_phase(pod) in _READABLE:
+            aggregate = Aggregate()
+            try:
+                async for line in self.logs(
+                    self.ctx.client,
+                    pod["metadata"]["name"],
+                    pod["metadata"]["namespace"],
+                    container_of(pod, profile.container_name),
+                    since_time=since(cursor) if cursor is not None else None,
+                ):
+                    stamp = line_time(line)
+                    if stamp is not None and cursor is not None and stamp <= cursor:
+                        continue  # merged by an earlier sample
+                    aggregate.add(parser.parse_line(line))
+                    last = stamp if stamp is not None else last
+            except LogsError as error:  # what was read before the break is kept
+                log.info("%s: provisional sample cut short: %s", bm["metadata"]["name"], error)
+        cursor_out = format_line_time(last) if last is not None else None
+        written = await self.ctx.status.update(
+            resources.BandwidthMeasurement, bm, lifecycle.running(aggregate, cursor_out, now()), base=bm
+        )
+        if written is not None:
+            metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    async def _write(self, bm: Obj, change: StatusChange) -> Obj | None:
+        return await self.ctx.status.update(resources.BandwidthMeasurement, bm, change)
+
+    async def _finish(
+        self,
+        bm: Obj,
+        job: Obj | None,
+        reason: str,
+        message: str,
+        final: Aggregate | None,
+        finished_at: str | None = None,
+    ) -> None:
+        """The single terminal write (a no-op when already Complete), then its event."""
+        moment = now()
+        change = lifecycle.complete(reason, message, finished_at or format_time(moment), final, moment)
+        written = await self._write(bm, change)
+        if written is None or _complete_reason(written) != reason:
+            return  # gone, or another write completed it first
+        results = lifecycle.stored_results(written.get("status") or {})
+        metrics.observe(written, job, results, final=reason == MeasurementReason.JOB_SUCCEEDED)
+        kind = EventType.NORMAL if reason == MeasurementReason.JOB_SUCCEEDED else EventType.WARNING
+        await self.ctx.recorder.emit(written, kind, reason, message)
+
+
+def _complete_reason(bm: Obj) -> str | None:
+    for cond in (bm.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == ConditionType.COMPLETE and cond.get("status") == "True":
+            return str(cond.get("reason"))
+    return None

@@ -1,0 +1,220 @@
+"""The BandwidthMeasurement controller on the real API server, reading launcher logs kwok serves.
+
+The pods are those JobSet would run for the TrainJob nvcre rendered (``create_trainjob_pods``);
+their logs are corpus nccl-tests logs (without the corpus' own kubelet prefix: kwok adds one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import AsyncClient, Client
+from lightkube.resources.core_v1 import Pod
+
+from nvcre.controllers import resources
+from nvcre.controllers.podlogs import LogsError, line_time, stream_lines
+from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
+from nvcre.measure.profile import compile_profile
+from nvcre.testing.inspect import get, trainjob_of, wait_true
+from nvcre.testing.kwok import PHASE_ANNOTATION, cri_log_lines, register_pod_log
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
+PROFILE = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
+
+
+def corpus_lines(name: str) -> list[str]:
+    return [strip_kubelet_prefix(line) for line in (CORPUS / name).read_text().splitlines()]
+
+
+def expected(lines: list[str]) -> list[dict[str, Any]]:
+    return [r.to_status() for r in read(lines, Parser(compile_profile(PROFILE))).results()]
+
+
+def start(
+    kube: Client, kwok: Any, gpu_nodes: Any, namespace: str, name: str, profile: str
+) -> tuple[str, list[str]]:
+    """A 2-node MPI Workflow measuring bandwidth; returns the launcher pod and all its pods, Running."""
+    pool = pool_name()
+    gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    measurement = {"logProfileRef": profile, "sampleInterval": "1s", "testType": "all_reduce"}
+    doc = workflow(name, namespace, pool, 2, mpi=True, job_spec={"bandwidthMeasurement": measurement})
+    kube.create(resources.Workflow.from_dict(doc))
+    trainjob_of(kube, namespace, f"{name}-job")
+    pods = [p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, f"{name}-job-workload")]
+    launcher = next(p for p in pods if "-launcher-" in p)
+    for pod in pods:
+        wait_for(lambda pod=pod: phase(kube, namespace, pod) == "Running", 30, what=f"pod {pod} Running")
+    return launcher, pods
+
+
+def phase(kube: Client, namespace: str, pod: str) -> str | None:
+    found = kube.get(Pod, pod, namespace=namespace)
+    return found.status.phase if found.status else None
+
+
+def finish(kube: Client, namespace: str, name: str, pods: list[str], *, succeeded: bool) -> None:
+    end = "Succeeded" if succeeded else "Failed"
+    for pod in pods:
+        kube.patch(Pod, pod, {"metadata": {"annotations": {PHASE_ANNOTATION: end}}}, namespace=namespace)
+    for pod in pods:
+        wait_for(lambda pod=pod: phase(kube, namespace, pod) == end, 30, what=f"pod {pod} {end}")
+    finish_trainjob(kube, namespace, f"{name}-job-workload", succeeded=succeeded)
+    wait_true(kube, resources.Job, f"{name}-job", namespace, "Succeeded" if succeeded else "Failed")
+
+
+def measurement(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    return get(kube, resources.BandwidthMeasurement, f"{name}-job-bandwidth", namespace)
+
+
+def completed(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: (
+            ((condition(b := measurement(kube, namespace, name), "Complete") or ("",))[0] == "True") and b
+        ),
+        60,
+        what=f"BandwidthMeasurement {name}-job-bandwidth Complete",
+    )
+
+
+def condition(bm: dict[str, Any], kind: str) -> tuple[str, str, str] | None:
+    for c in (bm.get("status") or {}).get("conditions") or ():
+        if c["type"] == kind:
+            return c["status"], c["reason"], c["message"]
+    return None
+
+
+def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    lines = corpus_lines("cre-real-a100-allreduce-2node-pdt-timestamps.log")
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "ar", "nccl-bandwidth")
+    cut = next(i for i, line in enumerate(lines) if line.strip().startswith("1024 "))  # after L114 (512 B)
+    kwok.write_pod_logs(kube, namespace, launcher, lines[:cut], container="launcher")
+    bm = wait_for(
+        lambda: (b := measurement(kube, namespace, "ar")).get("status", {}).get("results") and b,
+        60,
+        what="provisional results",
+    )
+    assert condition(bm, "Measuring") == (
+        "True",
+        "JobRunning",
+        "Referenced Job is running, measurement in progress",
+    )
+    assert condition(bm, "Complete") is None
+    assert bm["status"]["results"] == expected(lines[:cut])  # the 8 rows 8 B .. 512 B (L108-L115)
+    assert bm["status"]["transport"] == ["Socket"]
+    kwok.write_pod_logs(kube, namespace, launcher, lines[cut:], container="launcher", append=True)
+    wait_for(
+        lambda: len(measurement(kube, namespace, "ar").get("status", {}).get("results") or ()) == 24,
+        60,
+        what="the rest of the rows merged provisionally, each once",
+    )
+    assert all(r["samples"] == 1 for r in measurement(kube, namespace, "ar")["status"]["results"])
+    finish(kube, namespace, "ar", pods, succeeded=True)
+    bm = completed(kube, namespace, "ar")
+    status = bm["status"]
+    assert status["results"] == expected(lines)  # L131 67108864 0.03 0.03 last
+    assert status["results"][-1] == {"sizeBytes": 67108864, "algBW": "0.03", "busBW": "0.03", "samples": 1}
+    assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
+    message = f"Final results from the complete log of pod {namespace}/{launcher}: 24 rows, 24 message sizes"
+    assert condition(bm, "Complete") == ("True", "JobSucceeded", message)
+    assert condition(bm, "Measuring") == ("False", "JobSucceeded", message)
+    job = get(kube, resources.Job, "ar-job", namespace)
+    succeeded = next(c for c in job["status"]["conditions"] if c["type"] == "Succeeded")
+    assert status["completionTime"] == succeeded["lastTransitionTime"]
+    assert status["startTime"] <= status["completionTime"]
+
+
+def test_an_old_layout_log_completes_as_no_data_collected(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "old", "nccl-bandwidth")
+    kwok.write_pod_logs(
+        kube,
+        namespace,
+        launcher,
+        corpus_lines("issue37-v100-allgather-old-error-column-FAILED.log"),
+        container="launcher",
+    )
+    finish(kube, namespace, "old", pods, succeeded=True)
+    bm = completed(kube, namespace, "old")
+    message = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
+    assert condition(bm, "Complete") == ("True", "NoDataCollected", message)
+    assert bm["status"].get("results") in (None, [])
+
+
+def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    profile = f"nccl-{namespace}"[:63]
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "late", profile)
+    bm = wait_for(
+        lambda: condition(b := measurement(kube, namespace, "late"), "Measuring") and b,
+        60,
+        what="the measurement's first status",
+    )
+    assert condition(bm, "Measuring") == ("False", "LogProfileNotFound", f'LogProfile "{profile}" not found')
+    kwok.write_pod_logs(
+        kube, namespace, launcher, corpus_lines("gcm-a100-2node-16gpu-pairwise.log"), container="launcher"
+    )
+    copy = {**PROFILE, "metadata": {"name": profile}}
+    kube.create(resources.LogProfile.from_dict(copy))
+    try:
+        wait_for(
+            lambda: (condition(measurement(kube, namespace, "late"), "Measuring") or ("",))[0] == "True",
+            60,
+            what="measuring once the profile exists",
+        )
+        finish(kube, namespace, "late", pods, succeeded=False)
+        bm = completed(kube, namespace, "late")
+    finally:
+        kube.delete(resources.LogProfile, profile)
+    message = "Referenced Job failed; results are not used for threshold evaluation"
+    assert condition(bm, "Complete") == ("True", "JobFailed", message)
+    # the best-effort read of the failed launcher's log: L30 1073741824 97.50 182.80 last
+    assert bm["status"]["results"][-1] == {
+        "sizeBytes": 1073741824,
+        "algBW": "97.50",
+        "busBW": "182.80",
+        "samples": 1,
+    }
+
+
+def test_the_builtin_profiles_are_installed(kube: Client) -> None:
+    names = {p.metadata.name for p in kube.list(resources.LogProfile)}  # type: ignore[union-attr]
+    assert {"nccl-bandwidth", "nccl-loopback"} <= names
+
+
+@pytest.mark.asyncio
+async def test_podlogs_streams_with_timestamps_since_time_and_tail_lines(
+    kube: Client, async_kube: AsyncClient, namespace: str, gpu_nodes: Any, kwok: Any
+) -> None:
+    """The shell both measurement controllers read logs with, against kwok's real log endpoint."""
+    launcher, _ = start(kube, kwok, gpu_nodes, namespace, "logs", "nccl-bandwidth")
+    old = datetime(2026, 3, 10, 14, 0, 0, tzinfo=UTC)
+    later = old + timedelta(seconds=30)
+    text = cri_log_lines(["first", "second"], start=old) + cri_log_lines(["third", "fourth"], start=later)
+    register_pod_log(kube, kwok.logs_dir, namespace, launcher, text, container="launcher")
+
+    async def lines(pod: str = launcher, **options: Any) -> list[str]:
+        found = stream_lines(async_kube, pod, namespace, "launcher", **options)
+        return [strip_kubelet_prefix(line) async for line in found]
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while (every := await lines()) != ["first", "second", "third", "fourth"]:  # until kwok serves it
+        assert asyncio.get_running_loop().time() < deadline, every
+        await asyncio.sleep(0.2)
+    stamped = [line async for line in stream_lines(async_kube, launcher, namespace, "launcher")]
+    assert line_time(stamped[2]) == int(later.timestamp()) * 1_000_000_000
+    assert await lines(since_time=later) == ["third", "fourth"]
+    assert await lines(tail_lines=1) == ["fourth"]
+    with pytest.raises(LogsError):
+        await lines("no-such-pod")

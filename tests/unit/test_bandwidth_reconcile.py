@@ -1,0 +1,279 @@
+"""The BandwidthMeasurement controller's reconcile on a fake client that can fail any call or
+stop before any write: conflicts, kills, garbage and broken log streams, the job-gone rule and
+the final read's grace. The real API server tests are tests/integration/test_bandwidth_measurement.py.
+
+The Job, its BandwidthMeasurement and the launcher pod are what nvcre renders: the Job spec of a
+test Workflow, ``measurements.wanted`` and the pods of ``trainjob.build`` on an MPI runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube.resources.core_v1 import Pod
+
+from nvcre.controllers import resources
+from nvcre.controllers.bandwidth import controller as module
+from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
+from nvcre.controllers.job.measurements import wanted
+from nvcre.controllers.podlogs import LogsError
+from nvcre.measure.builtin import builtin_profiles
+from nvcre.runtime.objects import ObjectKey
+from nvcre.runtime.writes import Conflict
+from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
+from nvcre.testing.workloads import pods_of, training_runtime, workflow
+from nvcre.workload import trainjob
+
+pytestmark = pytest.mark.asyncio
+
+NS = "team"
+JOB = "wf-job"
+KEY = ObjectKey(NS, f"{JOB}-bandwidth")
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
+T0 = datetime(2026, 3, 10, 14, 0, tzinfo=UTC)
+
+
+def stamped(lines: list[str], start: datetime = T0) -> list[str]:
+    return [
+        f"{(start + timedelta(milliseconds=i)).strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {line}"
+        for i, line in enumerate(lines)
+    ]
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.client = FakeClient()
+        self.logs: dict[str, list[str]] = {}
+        self.break_after: int | None = None
+        self.controller = BandwidthMeasurementController(context(self.client, follow=True), logs=self.read)
+        doc = workflow(
+            "wf",
+            NS,
+            "pool",
+            2,
+            mpi=True,
+            job_spec={
+                "bandwidthMeasurement": {
+                    "logProfileRef": "nccl-bandwidth",
+                    "sampleInterval": "30s",
+                    "testType": "all_reduce",
+                }
+            },
+        )
+        job = {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Job",
+            "metadata": {
+                "name": JOB,
+                "namespace": NS,
+                "labels": {"nvcre.nvidia.com/workflow": "wf", "nvcre.nvidia.com/group": "group-0"},
+            },
+            "spec": doc["spec"]["jobTemplate"]["spec"],
+        }
+        self.job = self.client.put(job)
+        (measurement,) = wanted(self.job)
+        self.client.put(measurement.body)
+        self.client.put(next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth"))
+        pods = pods_of(trainjob.build(self.job), training_runtime("rt", launcher=True))
+        self.launcher = next(
+            p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher"
+        )
+        for pod in pods:
+            self.client.put({**pod, "status": {"phase": "Running"}})
+
+    async def read(
+        self,
+        client: Any,
+        pod: str,
+        namespace: str,
+        container: str | None,
+        *,
+        since_time: datetime | None = None,
+        tail_lines: int | None = None,
+    ) -> AsyncIterator[str]:
+        for index, line in enumerate(self.logs.get(pod, [])):
+            if self.break_after is not None and index >= self.break_after:
+                raise LogsError(f"log of pod {namespace}/{pod}: connection reset")
+            yield line
+
+    def write_log(self, lines: list[str]) -> None:
+        self.logs.setdefault(self.launcher["metadata"]["name"], []).extend(lines)
+
+    def set_pod_phase(self, phase: str) -> None:
+        pod = self.client.stored(Pod, self.launcher["metadata"]["name"], NS)
+        assert pod is not None
+        self.client.put({**pod, "status": {"phase": phase}})
+
+    def finish_job(self, kind: str = "Succeeded") -> None:
+        job = self.client.stored(resources.Job, JOB, NS)
+        assert job is not None
+        condition = {
+            "type": kind,
+            "status": "True",
+            "reason": "x",
+            "message": "x",
+            "lastTransitionTime": "2026-03-10T15:00:00Z",
+        }
+        self.client.put({**job, "status": {"conditions": [condition]}})
+
+    def bm(self) -> dict[str, Any]:
+        found = self.client.stored(resources.BandwidthMeasurement, KEY.name, NS)
+        assert found is not None
+        return found
+
+    def complete(self) -> tuple[str, str] | None:
+        for c in (self.bm().get("status") or {}).get("conditions") or ():
+            if c["type"] == "Complete" and c["status"] == "True":
+                return c["reason"], c["message"]
+        return None
+
+    async def reconcile(self) -> Any:
+        return await self.controller.reconcile(KEY)
+
+
+ROWS = (CORPUS / "cre-fixture-mixed-k8s-timestamps-and-raw-lines.log").read_text().splitlines()
+
+
+async def test_samples_count_every_line_once_even_when_a_write_conflicts() -> None:
+    h = Harness()
+    h.write_log(stamped([line.split(" ", 1)[1] for line in ROWS[:5]]))  # the 8 B and 65536 B rows
+    await h.reconcile()
+    assert [r["sizeBytes"] for r in h.bm()["status"]["results"]] == [8, 65536]
+    h.write_log(stamped([ROWS[5].split(" ", 1)[1], ROWS[6]], T0 + timedelta(seconds=5)))
+    h.client.fail("replace", "BandwidthMeasurement", api_error(409), subresource="status")
+    with pytest.raises(Conflict):  # merged into an outdated view: decided again, not re-applied
+        await h.reconcile()
+    await h.reconcile()
+    await h.reconcile()  # nothing new since the last sample
+    results = h.bm()["status"]["results"]
+    assert [(r["sizeBytes"], r["samples"]) for r in results] == [
+        (8, 1),
+        (65536, 1),
+        (8589934592, 1),
+        (17179869184, 1),
+    ]
+    assert h.bm()["status"]["lastSampleTime"] == "2026-03-10T14:00:05.001000000Z"
+
+
+async def test_a_kill_before_the_terminal_write_converges_to_one_write_and_one_event() -> None:
+    h = Harness()
+    h.write_log(stamped([line.split(" ", 1)[-1] if line[:4] == "2026" else line for line in ROWS]))
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    h.client.stop_at = 1
+    with pytest.raises(Stopped):  # killed with the final read done, before its write
+        await h.reconcile()
+    h.client.stop_at = None
+    writes = h.client.writes
+    await h.reconcile()
+    await h.reconcile()  # frozen: nothing more is written
+    assert h.client.writes == writes + 1
+    reason, _ = h.complete() or ("", "")
+    assert reason == "JobSucceeded"
+    assert h.bm()["status"]["results"][-1] == {
+        "sizeBytes": 17179869184,
+        "algBW": "476.36",
+        "busBW": "922.94",
+        "samples": 1,
+    }  # L7, the raw row
+    assert h.bm()["status"]["completionTime"] == "2026-03-10T15:00:00Z"
+    assert [e["reason"] for e in h.client.events].count("JobSucceeded") == 1
+
+
+async def test_a_conflicting_terminal_write_is_reapplied_on_the_fresh_object() -> None:
+    h = Harness()
+    h.write_log(
+        stamped(
+            [
+                "     1048576        262144     float     sum      -1    95.40   10.99   20.61      2    95.12   11.02   20.67    N/A"
+            ]
+        )
+    )
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    h.client.fail("replace", "BandwidthMeasurement", api_error(409), subresource="status")
+    await h.reconcile()
+    assert h.complete() is not None and h.bm()["status"]["wrongValues"] == 2
+
+
+async def test_garbage_and_a_broken_stream_never_raise() -> None:
+    h = Harness()
+    h.write_log(["\x00\xff garbage", "2026-13-45T99:99:99Z 8 2 float sum -1 1e999 nan inf 0", "", "9" * 400])
+    await h.reconcile()
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    await h.reconcile()
+    assert h.complete() == (
+        "NoDataCollected",
+        "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef",
+    )
+
+
+async def test_an_unreadable_final_log_waits_then_completes_as_logs_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness()
+    h.write_log(
+        stamped(
+            [
+                "     1048576        262144     float     sum      -1    95.40   10.99   20.61      0    95.12   11.02   20.67      0"
+            ]
+            * 3
+        )
+    )
+    h.break_after = 1  # every read breaks after one line
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    clock = [T0]
+    monkeypatch.setattr(module, "now", lambda: clock[0])
+    await h.reconcile()
+    measuring = next(c for c in h.bm()["status"]["conditions"] if c["type"] == "Measuring")
+    assert (measuring["reason"], measuring["message"]) == (
+        "FinalReadPending",
+        "Job succeeded; waiting to read its complete log",
+    )
+    clock[0] = T0 + timedelta(minutes=5)
+    await h.reconcile()
+    assert h.complete() is None, "within max(measurementTimeout 5m, 2m)"
+    clock[0] = T0 + timedelta(minutes=5, seconds=1)
+    await h.reconcile()
+    reason, message = h.complete() or ("", "")
+    assert reason == "LogsUnavailable"
+    assert message.startswith("Job succeeded but its complete log could not be read within 300s: ")
+
+
+async def test_a_job_gone_completes_only_if_the_measurement_had_seen_it() -> None:
+    h = Harness()
+    h.client.objects = {k: v for k, v in h.client.objects.items() if k[1] != "Job"}
+    bm = h.bm()
+    bm["metadata"]["labels"].pop("nvcre.nvidia.com/job-uid")
+    h.client.put(bm)
+    assert await h.reconcile() is not None and h.complete() is None  # never saw it: wait
+    bm = h.bm()
+    bm["status"] = {
+        "startTime": "2026-03-10T14:00:00Z",
+        "results": [{"sizeBytes": 8, "algBW": "0.00", "busBW": "0.00", "samples": 1}],
+    }
+    h.client.put(bm)
+    await h.reconcile()
+    assert h.complete() == (
+        "LogsUnavailable",
+        "Referenced Job no longer exists; results are provisional and are not used for threshold evaluation",
+    )
+
+
+async def test_a_failed_job_completes_as_job_failed_with_a_best_effort_read() -> None:
+    h = Harness()
+    h.write_log(stamped([ROWS[5].split(" ", 1)[1]]))
+    h.set_pod_phase("Failed")
+    h.finish_job("Failed")
+    await h.reconcile()
+    assert h.complete() == (
+        "JobFailed",
+        "Referenced Job failed; results are not used for threshold evaluation",
+    )
+    assert [r["sizeBytes"] for r in h.bm()["status"]["results"]] == [8589934592]

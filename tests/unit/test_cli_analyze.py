@@ -1,0 +1,98 @@
+"""``nvcrectl analyze nccl``: the status the BandwidthMeasurement controller would write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from nvcre.cli.main import cli
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["analyze", "nccl", *args], input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_corpus_log_as_json() -> None:
+    code, out, _ = run(str(CORPUS / "cre-real-a100-loopback-1gpu-pdt-two-passes.log"), "-o", "json")
+    status = json.loads(out)
+    assert code == 0
+    assert len(status["results"]) == 28
+    # two passes: L141 688.75 and L169 688.95 for 1073741824
+    assert status["results"][-1] == {
+        "sizeBytes": 1073741824,
+        "algBW": "688.85",
+        "busBW": "0.00",
+        "samples": 2,
+    }
+    assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
+    assert (status["busBandwidthGBps"], status["algBandwidthGBps"]) == (0.0, 688.85)
+
+
+def test_stdin_yaml_and_several_files_read_as_one_log() -> None:
+    text = (CORPUS / "awsbatch-p5-mpi-tagged.log").read_text()
+    code, out, _ = run("-", stdin=text)
+    assert code == 0 and yaml.safe_load(out)["busBandwidthGBps"] == 483.05  # L35
+    path = str(CORPUS / "awsbatch-p5-mpi-tagged.log")
+    code, out, _ = run(path, path, "-o", "json")
+    assert code == 0 and {r["samples"] for r in json.loads(out)["results"]} == {2}
+
+
+def test_table() -> None:
+    code, out, _ = run(str(CORPUS / "awsome-slurm-p5-2node-srun-label.log"), "-o", "table")
+    assert code == 0
+    assert out.splitlines()[0].split() == ["SIZE", "(B)", "ALGBW", "(GB/s)", "BUSBW", "(GB/s)", "SAMPLES"]
+    assert ["17179869184", "259.78", "487.09", "1"] in [line.split() for line in out.splitlines()]  # L34
+    assert "busBandwidthGBps: 487.09" in out
+
+
+def test_old_layouts_say_no_bandwidth_rows_recognised() -> None:
+    for name in (
+        "issue5-p100-nccl1-old-header-fail.log",
+        "issue37-v100-allgather-old-error-column-FAILED.log",
+    ):
+        code, out, err = run(str(CORPUS / name), "-o", "json")
+        assert code == 1, name
+        assert json.loads(out)["results"] == [] and json.loads(out)["busBandwidthGBps"] is None
+        assert err.startswith("no bandwidth rows recognised in ")
+
+
+def test_bad_input_exits_2() -> None:
+    code, _, err = run("/nonexistent/nccl.log")
+    assert code == 2 and "cannot read file" in err
+    code, _, err = run("--profile", "no-such-profile", "-")
+    assert code == 2 and "neither a built-in profile" in err
+
+
+def test_a_profile_file(tmp_path: Path) -> None:
+    profile = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "LogProfile",
+        "metadata": {"name": "custom"},
+        "spec": {
+            "timestamp": {"layout": "2006-01-02T15:04:05Z07:00"},
+            "patterns": {
+                "bandwidthResult": {
+                    "regex": r"size=(?P<size>\d+) alg=(?P<algBW>[\d.]+) bus=(?P<busBW>[\d.]+)"
+                }
+            },
+        },
+    }
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    code, out, _ = run(
+        "--profile", str(path), "-o", "json", "-", stdin="size=8 alg=1.005 bus=2\nsize=8 alg=1.015 bus=2\n"
+    )
+    assert code == 0 and json.loads(out)["results"] == [
+        {"sizeBytes": 8, "algBW": "1.01", "busBW": "2.00", "samples": 2}
+    ]
+    del profile["spec"]["patterns"]["bandwidthResult"]  # type: ignore[index]
+    profile["spec"]["patterns"]["applicationStart"] = {"regex": "start"}  # type: ignore[index]
+    path.write_text(yaml.safe_dump(profile))
+    code, _, err = run("--profile", str(path), "-")
+    assert code == 2 and "spec.patterns.bandwidthResult: required" in err
