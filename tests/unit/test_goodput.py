@@ -21,6 +21,7 @@ from nvcre.measure.goodput import (
     observe,
     restart_seen,
 )
+from nvcre.measure.goodput.lifecycle import profile_missing, running, terminal
 from nvcre.measure.goodput.parser import Window
 from nvcre.measure.profile import CompiledProfile, compile_profile
 from nvcre.sandbox import Member, node_model, simulate
@@ -305,7 +306,7 @@ PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     st.lists(st.one_of(PIECES, st.text(max_size=200), PIECES.map(lambda s: s[: len(s) // 2])), max_size=30)
 )
@@ -321,3 +322,78 @@ def test_garbage_and_truncated_logs_never_raise(lines: list[str]) -> None:
         for outcome in ("Succeeded", "Failed"):
             done = finish(status, outcome, anchor=now)  # type: ignore[arg-type]
             assert 0.0 <= float(done.get("result") or 0) <= 1.0
+
+
+# --- conditions (3.5) ----------------------------------------------------------------------------
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_running_then_the_terminal_freeze_and_its_replay() -> None:
+    profile = spec_profile()
+    window = GoodputParser(profile).feed_all(FIXTURE)
+    live = running({}, window, now=at("2026-02-05T17:14:05"), log_interval=0, generation=1)
+    assert conditions(live) == {
+        "Measuring": ("True", "JobRunning", "Referenced Job is running, measurement in progress")
+    }
+    assert live["startTime"] == "2026-02-05T17:14:05Z"
+    anchor = at("2026-02-05T18:03:52")
+    final = GoodputParser(profile, warmup_base=1, until=anchor).feed_all(FIXTURE)
+    done = terminal(live, final, "Succeeded", anchor=anchor, terminated=None, log_interval=0, generation=1)
+    assert conditions(done) == {
+        "Measuring": ("False", "JobSucceeded", "Measurement completed"),
+        "Complete": ("True", "JobSucceeded", "Referenced Job completed successfully"),
+    }
+    assert done["completionTime"] == "2026-02-05T18:03:52Z"
+    again = terminal(live, final, "Succeeded", anchor=anchor, terminated=None, log_interval=0, generation=1)
+    assert json.dumps(again, sort_keys=True) == json.dumps(done, sort_keys=True)  # byte-identical
+    assert (
+        terminal(
+            done,
+            None,
+            "Failed",
+            anchor=at("2026-02-05T19:00:00"),
+            terminated=None,
+            log_interval=0,
+            generation=2,
+        )
+        == done
+    )
+
+
+def test_a_success_without_goodput_is_no_data_collected() -> None:
+    done = terminal(
+        {}, None, "Succeeded", anchor=at("2026-02-05T18:00:00"), terminated=None, log_interval=0, generation=1
+    )
+    assert conditions(done)["Complete"] == (
+        "True",
+        "NoDataCollected",
+        "Job succeeded but no goodput was computed; check spec.logProfileRef",
+    )
+    assert "result" not in done
+
+
+def test_a_failed_job_completes_job_failed() -> None:
+    live = running(
+        {},
+        GoodputParser(spec_profile()).feed_all(FIXTURE),
+        now=at("2026-02-05T17:14:05"),
+        log_interval=0,
+        generation=1,
+    )
+    done = terminal(
+        live, None, "Failed", anchor=at("2026-02-05T17:20:00"), terminated=None, log_interval=0, generation=1
+    )
+    assert conditions(done)["Complete"] == ("True", "JobFailed", "Referenced Job failed")
+    assert done["interruptionCount"] == 1
+
+
+def test_a_missing_profile_is_not_terminal() -> None:
+    missing = profile_missing(
+        {}, 'LogProfile "nope" could not be resolved: not found', now=at("2026-02-05T17:00:00"), generation=1
+    )
+    assert conditions(missing) == {
+        "Measuring": ("False", "LogProfileNotFound", 'LogProfile "nope" could not be resolved: not found')
+    }

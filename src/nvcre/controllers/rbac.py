@@ -97,10 +97,17 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "goodputmeasurements",
-        ("list", "watch", "create"),
-        f"{_CACHE}; create: a Job's goodput measurement",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; create: a Job's goodput measurement; get: a status write whose view is stale or "
+        "conflicted",
     ),
-    Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
+    Rule(
+        GROUP,
+        "goodputmeasurements/status",
+        ("update",),
+        "the goodput read from the logs; a restarted Job resets its measurement",
+    ),
+    Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: the patterns a measurement reads logs with"),
     Rule(
         GROUP,
         "bandwidthmeasurements",
@@ -117,7 +124,12 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     *(Rule(group, plural, _DEPENDENCY_VERBS, _DEPENDENCY + also) for group, plural, also in DEPENDENCY_KINDS),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
-    Rule("", "pods/log", ("get",), "the log tail of a failed workload pod"),
+    Rule(
+        "",
+        "pods/log",
+        ("get",),
+        "the log tail of a failed workload pod; the training logs goodput is read from",
+    ),
     Rule("events.k8s.io", "events", ("create",), "events about nvcre objects, in their namespace"),
     Rule(
         "apiextensions.k8s.io",

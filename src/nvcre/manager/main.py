@@ -19,6 +19,7 @@ from nvcre import __version__
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
+from nvcre.controllers.goodput import GoodputController
 from nvcre.controllers.job import JobController
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
@@ -130,6 +131,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
+    GoodputController(ctx, workers=args.max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
