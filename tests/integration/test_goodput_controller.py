@@ -140,6 +140,10 @@ def test_a_healthy_run_completes_job_succeeded_with_the_figures_of_its_log(
     assert 0 < float(final["result"]) <= 1
     owner = done["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"]) == ("Workflow", "gp")
+    series = {"namespace": namespace, "measurement": "gp-job-goodput", "job": "gp-job", "workflow": "gp"}
+    assert manager.metric("nvcre_goodput_ratio", **series) == float(final["result"])
+    assert manager.metric("nvcre_goodput_avg_step_time_seconds", **series) == 1.05
+    assert manager.metric("nvcre_goodput_avg_tflops_per_gpu", **series) == 115.0
 
 
 def test_a_missing_profile_waits_and_a_run_without_steps_is_no_data_collected(

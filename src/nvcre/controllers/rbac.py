@@ -107,13 +107,13 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         ("update",),
         "the goodput read from the logs; a restarted Job resets its measurement",
     ),
-    Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: the patterns a measurement reads logs with"),
     Rule(
         GROUP,
         "bandwidthmeasurements",
         ("list", "watch", "create"),
         f"{_CACHE}; create: a Job's bandwidth measurement (only when the cache lacks it)",
     ),
+    Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: how a measurement reads its Job's log"),
     Rule(
         TRAINER_GROUP,
         "trainjobs",

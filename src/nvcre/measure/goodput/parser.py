@@ -82,12 +82,17 @@ class Window:
     pending_save: PendingSave | None = None
     warmup_base: int | None = None
     """The base step of the warm-up window at the end of the read (None: none seen yet)."""
+    last_time: datetime | None = None
+    """The latest time any line showed (kubelet prefix or an event's own stamp): the end of a
+    log read offline."""
 
     def with_lifecycle(self, lifecycle: Window) -> Window:
         """This window's steps with ``lifecycle``'s start, checkpoints and restore (the ``Multi``
         worker strategy: steps from one pod, lifecycle events from another)."""
+        times = [t for t in (self.last_time, lifecycle.last_time) if t is not None]
         merged = Window(
             last_log_timestamp=self.last_log_timestamp or lifecycle.last_log_timestamp,
+            last_time=max(times) if times else None,
             application_start_time=lifecycle.application_start_time,
             steps=self.steps,
             first_step=self.first_step,
@@ -149,6 +154,9 @@ class GoodputParser:
     def _time(self, match: re.Match[str], fallback: datetime | None) -> datetime | None:
         text = capture_text(match, "timestamp")
         parsed = self.profile.parse_time(text) if text else None
+        if parsed is not None and not self._late(parsed):
+            last = self.window.last_time
+            self.window.last_time = parsed if last is None else max(last, parsed)
         return parsed or fallback
 
     def _late(self, moment: datetime | None) -> bool:
@@ -161,6 +169,7 @@ class GoodputParser:
         w = self.window
         if prefix is not None:
             w.last_log_timestamp = prefix
+            w.last_time = prefix if w.last_time is None else max(w.last_time, prefix)
         if self._start is not None and (m := self._start.search(line)) is not None:
             moment = self._time(m, prefix)
             if moment is not None and w.application_start_time is None and not self._late(moment):
