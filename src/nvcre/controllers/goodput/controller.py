@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, Default, Label
@@ -132,16 +132,22 @@ class GoodputController:
         except ProfileError as error:
             return f'LogProfile "{name}" could not be resolved: {error}'
 
-    def _pods(self, job: Obj, profile: CompiledProfile | str) -> dict[Role, Obj]:
-        """The pods to read: ``steps`` (and ``lifecycle`` under the Multi strategy, when another)."""
+    def _pods(self, job: Obj, profile: CompiledProfile | str, status: dict[str, Any]) -> dict[Role, Obj]:
+        """The pods to read: ``steps`` (and ``lifecycle`` under the Multi strategy, when another).
+
+        After an interruption only pods created since count: the replaced run's pods may linger
+        a moment, and their old steps must not start the next run.
+        """
         namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
         replicated = profile.worker_strategy.replicated_job_name if not isinstance(profile, str) else None
+        interrupted = moment(status.get("pendingInterruption") or {}, "tInterrupt")
         pods = [
             p
             for p in podlogs.workload_pods(self.pods.by_index(POD_JOB_INDEX, name), name, replicated)
             if p["metadata"].get("namespace") == namespace
             and not p["metadata"].get("deletionTimestamp")
             and podlogs.pod_phase(p) in STARTED_PHASES
+            and (interrupted is None or _created(p) >= interrupted.replace(microsecond=0))
         ]
         if isinstance(profile, str) or not pods:
             return {}
@@ -215,7 +221,7 @@ class GoodputController:
             self.cursors.pop(key, None)  # the next run's pods are read from their start
             if written is not None:
                 gm, status = written, written.get("status") or {}
-        pods = self._pods(job, profile)
+        pods = self._pods(job, profile, dict(status))
         window = await self._read(key, pods, profile, dict(status), interval, end=now()) if pods else None
         stamp = now()
         written = await self._write(
@@ -244,7 +250,7 @@ class GoodputController:
     ) -> None:
         """The terminal freeze (3.5): one last read up to ``anchor``, then one status write."""
         status = dict(gm.get("status") or {})
-        pods = self._pods(job, profile)
+        pods = self._pods(job, profile, status)
         window = None
         if pods and not isinstance(profile, str):
             window = await self._read(key, pods, profile, status, interval, end=anchor, until=anchor)
@@ -289,6 +295,14 @@ def _interrupted(status: dict[str, Any], restarts: int, at: datetime) -> dict[st
     while restart_seen(status, restarts):
         status = interrupt(status, reason=INTERRUPTED_BY_RESTART, at=at)
     return status
+
+
+def _created(pod: Obj) -> datetime:
+    text = pod["metadata"].get("creationTimestamp")
+    try:
+        return parse_time(text) if text else datetime.max.replace(tzinfo=UTC)
+    except ValueError:
+        return datetime.max.replace(tzinfo=UTC)
 
 
 def _gen(obj: Obj) -> int | None:
