@@ -13,9 +13,11 @@ from nvcre.sandbox.control import SandboxError, check_options
 from nvcre.sandbox.faults import apply_node_change, node_change, parse_faults
 from nvcre.sandbox.runner import (
     HEARTBEAT_PAUSED,
+    container_command,
     end_annotations,
     expected_pods,
     node_patches,
+    script_source,
 )
 from nvcre.sandbox.state import StateDir, group_alive, listening_ports
 from nvcre.sandbox.supervisor import Options
@@ -28,6 +30,39 @@ def test_end_annotations_are_the_kwok_stage_ones() -> None:
     assert end_annotations(0) == {PHASE_ANNOTATION: "Succeeded"}
     failed = end_annotations(3)
     assert failed[PHASE_ANNOTATION] == "Failed" and failed[EXIT_CODE_ANNOTATION] == "3"
+
+
+def test_a_script_from_a_configmap_volume_runs_its_text() -> None:
+    """The catalog's training pods run ``/bin/bash /config/train.sh`` from a ConfigMap volume."""
+    pod = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "node",
+                    "command": ["/bin/bash"],
+                    "args": ["/config/train.sh"],
+                    "env": [{"name": "TRAIN_ITERS", "value": "5"}],
+                    "volumeMounts": [
+                        {"name": "work", "mountPath": "/mnt"},
+                        {"name": "cfg", "mountPath": "/config"},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "work", "emptyDir": {}},
+                {"name": "cfg", "configMap": {"name": "train-config"}},
+            ],
+        }
+    }
+    assert script_source(pod) == ("train-config", "train.sh")
+    script = "exec torchrun pretrain_gpt.py --train-iters ${TRAIN_ITERS}"
+    assert container_command(pod, {"train-config": {"train.sh": script}}) == (
+        ["/bin/bash", "-c", script],
+        {"TRAIN_ITERS": "5"},
+    )
+    assert container_command(pod, {}) == (["/bin/bash", "/config/train.sh"], {"TRAIN_ITERS": "5"})
+    pod["spec"]["containers"][0]["args"] = ["-c", "echo hi"]
+    assert script_source(pod) is None
 
 
 def test_expected_pods_counts_replicas_times_parallelism() -> None:

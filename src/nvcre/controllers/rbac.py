@@ -97,10 +97,16 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "goodputmeasurements",
-        ("list", "watch", "create"),
-        f"{_CACHE}; create: a Job's goodput measurement",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; create: a Job's goodput measurement; get: a status write whose view is stale or "
+        "conflicted",
     ),
-    Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
+    Rule(
+        GROUP,
+        "goodputmeasurements/status",
+        ("update",),
+        "the goodput read from the logs; a restarted Job resets its measurement",
+    ),
     Rule(
         GROUP,
         "bandwidthmeasurements",
@@ -123,7 +129,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         "",
         "pods/log",
         ("get",),
-        "the log tail of a failed workload pod; the launcher log a BandwidthMeasurement reads",
+        "the log tail of a failed workload pod; the logs measurements read (NCCL tables, training steps)",
     ),
     Rule("events.k8s.io", "events", ("create",), "events about nvcre objects, in their namespace"),
     Rule(

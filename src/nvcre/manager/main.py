@@ -20,6 +20,7 @@ from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.bandwidth import BandwidthMeasurementController
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
+from nvcre.controllers.goodput import GoodputController
 from nvcre.controllers.job import JobController
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
@@ -132,6 +133,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
     BandwidthMeasurementController(ctx, workers=args.max_concurrent_reconciles)
+    GoodputController(ctx, workers=args.max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout

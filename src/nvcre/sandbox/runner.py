@@ -27,7 +27,7 @@ from typing import Any
 
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.platform.detect import node_platform
@@ -110,15 +110,44 @@ def node_member(host: str, node: Mapping[str, Any]) -> Member:
     return Member(host, model)
 
 
-def container_command(pod: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """The main container's command + args and its literal environment."""
+def _container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     containers = (pod.get("spec") or {}).get("containers") or []
-    container = next(
-        (c for c in containers if c.get("name") == CONTAINER), containers[0] if containers else {}
-    )
-    command = [*(container.get("command") or ()), *(container.get("args") or ())]
+    return next((c for c in containers if c.get("name") == CONTAINER), containers[0] if containers else {})
+
+
+def container_command(
+    pod: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, str]] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The main container's command + args and its literal environment.
+
+    A shell running a script from a ConfigMap volume (the catalog's ``/bin/bash /config/train.sh``)
+    runs that script's text (``configmaps``: ConfigMap name -> data), as the shell would.
+    """
+    container = _container(pod)
+    command = [str(c) for c in (*(container.get("command") or ()), *(container.get("args") or ()))]
     env = {str(e["name"]): str(e.get("value") or "") for e in container.get("env") or () if "name" in e}
-    return [str(c) for c in command], env
+    found = script_source(pod)
+    if found is not None and configmaps is not None:
+        name, key = found
+        text = (configmaps.get(name) or {}).get(key)
+        if text is not None:
+            command = [command[0], "-c", text]
+    return command, env
+
+
+def script_source(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(ConfigMap, key) of the script a ``<shell> <path>`` command runs from a ConfigMap volume."""
+    container = _container(pod)
+    command = [str(c) for c in (*(container.get("command") or ()), *(container.get("args") or ()))]
+    if len(command) != 2 or command[0].rsplit("/", 1)[-1] not in ("bash", "sh"):
+        return None
+    volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or ()}
+    for mount in container.get("volumeMounts") or ():
+        prefix = str(mount.get("mountPath", "")).rstrip("/") + "/"
+        configmap = (volumes.get(str(mount.get("name"))) or {}).get("configMap") or {}
+        if command[1].startswith(prefix) and configmap.get("name"):
+            return str(configmap["name"]), command[1][len(prefix) :]
+    return None
 
 
 @dataclass(frozen=True)
@@ -139,6 +168,7 @@ def plan_group(
     attempt: int,
     started_at: datetime.datetime,
     only: Sequence[str] | None = None,
+    configmaps: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Plan]:
     """The simulation of the pods of one group (all Running, all bound) named in ``only`` (uids;
     every pod when ``None``): a launcher the Job controller replaced runs with the same workers.
@@ -155,7 +185,7 @@ def plan_group(
     for pod in ordered:
         if only is not None and _meta(pod).get("uid") not in only:
             continue
-        command, env = container_command(pod)
+        command, env = container_command(pod, configmaps)
         rank = 0 if pod in launcher else workers.index(pod)
         sim = simulate(
             command, members, faults, seed=seed, attempt=attempt, rank=rank, env=env, started_at=started_at
@@ -289,7 +319,14 @@ class Runner:
         t0 = time.monotonic()
         uids = [str(_meta(p)["uid"]) for p in fresh]
         plans = plan_group(
-            pods, nodes, self.faults, seed=self.seed, attempt=attempt, started_at=started, only=uids
+            pods,
+            nodes,
+            self.faults,
+            seed=self.seed,
+            attempt=attempt,
+            started_at=started,
+            only=uids,
+            configmaps=self._scripts(pods),
         )
         for plan in plans:
             sim = plan.simulation
@@ -307,6 +344,22 @@ class Runner:
             for effect in sim.node_effects:
                 self.at(t0 + effect.offset_s, self._patch_node(effect.node, effect.change))
         self.handled.update(uids)
+
+    def _scripts(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+        """The data of the ConfigMaps the pods' scripts come from (a missing one: no script)."""
+        found: dict[str, dict[str, str]] = {}
+        for pod in pods:
+            source = script_source(pod)
+            if source is None or source[0] in found:
+                continue
+            try:
+                configmap = self.client.get(ConfigMap, source[0], namespace=str(_meta(pod)["namespace"]))
+            except ApiError as error:
+                if error.status.code != 404:
+                    raise
+                continue
+            found[source[0]] = dict(configmap.data or {})
+        return found
 
     def _patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> Callable[[], None]:
         def patch() -> None:

@@ -60,8 +60,9 @@ from nvcre.testing.processes import Process, Service, StartupError, free_port, w
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
 SCHEDULER_PROFILES = ("default-scheduler", "kai-scheduler", "runai-scheduler")
 #: kube-controller-manager controllers the chain needs: pods from Jobs, cascading deletion,
-#: namespace deletion.
-CONTROLLERS = ("job", "garbagecollector", "namespace")
+#: namespace deletion, the node lifecycle (it lifts the ``not-ready`` taint the API server puts on
+#: every new Node once kwok reports it Ready), and claims bound to the volumes a test provides.
+CONTROLLERS = ("job", "garbagecollector", "namespace", "nodelifecycle", "persistentvolume-binder")
 #: A namespace every control plane has, used for the dry-run webhook probes.
 PROBE_NAMESPACE = "default"
 

@@ -16,42 +16,72 @@ class GoodputMeasurementSpec(NvcreModel):
 
 
 class PendingInterruption(NvcreModel):
-    t_checkpoint: str | None = None
-    t_interrupt: str | None = None
-    checkpoint_step: str | None = None
-    last_step: str | None = None
-    t_ch: str | None = None
-    reason: str | None = None
+    """An interruption whose next run has not logged its first step yet (survives restarts)."""
+
+    t_checkpoint: str | None = Field(default=None, description="Time of the last checkpoint before it.")
+    t_interrupt: str | None = Field(default=None, description="When the workload stopped.")
+    checkpoint_step: int | None = Field(default=None, description="Step of the last checkpoint before it.")
+    last_step: int | None = Field(default=None, description="Last step logged before it.")
+    t_ch: str | None = Field(default=None, description="Work lost since the last checkpoint, seconds.")
+    reason: str | None = Field(default=None, description="JobFailed or WorkloadRestarted.")
 
 
 class GoodputMeasurementStatus(NvcreModel):
-    """Numeric results are strings, as in the reference."""
+    """Numeric results are strings with 6 decimals, as in the reference; steps are integers."""
 
-    result: str | None = None
-    current_step: str | None = None
-    highest_step: str | None = None
-    training_time_sec: str | None = None
-    lost_work_time_sec: str | None = None
-    reschedule_time_sec: str | None = None
-    resume_time_sec: str | None = None
-    checkpoint_save_time_sec: str | None = None
-    interruption_count: str | None = None
-    last_checkpoint_step: str | None = None
-    last_checkpoint_time: str | None = None
-    start_time: str | None = None
-    completion_time: str | None = None
-    last_step_timestamp: str | None = None
-    avg_step_time_sec: str | None = None
-    log_interval: str | None = None
-    warmup_base_step: str | None = None
-    warmup_time_sec: str | None = None
-    non_warmup_time_sec: str | None = None
-    last_non_warmup_step: str | None = None
-    prior_warmup_time_sec: str | None = None
-    prior_non_warmup_time_sec: str | None = None
-    avg_tflops_per_gpu: str | None = Field(default=None, alias="avgTFLOPSPerGPU")
-    application_start_time: str | None = None
-    application_stop_time: str | None = None
+    result: str | None = Field(
+        default=None, description="Goodput 0..1: (t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)."
+    )
+    current_step: int | None = Field(default=None, description="Latest training step logged.")
+    highest_step: int | None = Field(default=None, description="Highest step ever logged (across restarts).")
+    training_time_sec: str | None = Field(
+        default=None, description="t_w: from the first step to the end, seconds."
+    )
+    lost_work_time_sec: str | None = Field(
+        default=None, description="t_ch: work lost to interruptions, seconds."
+    )
+    reschedule_time_sec: str | None = Field(default=None, description="t_re: waiting for a new run, seconds.")
+    resume_time_sec: str | None = Field(
+        default=None, description="t_rm: start-up until the first step, seconds."
+    )
+    checkpoint_save_time_sec: str | None = Field(
+        default=None, description="t_save: checkpoint saves, seconds."
+    )
+    interruption_count: int | None = Field(default=None, description="Failures and restarts counted.")
+    last_checkpoint_step: int | None = Field(default=None, description="Step of the last checkpoint saved.")
+    last_checkpoint_time: str | None = Field(default=None, description="When the last checkpoint was saved.")
+    start_time: str | None = Field(
+        default=None, description="When the measurement started (reset by a restart)."
+    )
+    completion_time: str | None = Field(default=None, description="The Job's terminal condition time.")
+    training_start_time: str | None = Field(
+        default=None,
+        description="Log time of the first training step: the origin of t_w (beyond the reference).",
+    )
+    last_step_timestamp: str | None = Field(
+        default=None, description="Log time of the last non-warm-up step (stall detection)."
+    )
+    avg_step_time_sec: str | None = Field(
+        default=None, description="Mean seconds per step, warm-up excluded."
+    )
+    log_interval: int | None = Field(
+        default=None, description="The profile's logInterval (scales the stall threshold)."
+    )
+    warmup_base_step: int | None = Field(default=None, description="First step of the current run.")
+    warmup_time_sec: str | None = Field(default=None, description="Seconds of warm-up steps.")
+    non_warmup_time_sec: str | None = Field(default=None, description="Seconds of steady steps.")
+    last_non_warmup_step: int | None = Field(
+        default=None, description="Watermark of the accumulated step time."
+    )
+    prior_warmup_time_sec: str | None = Field(default=None, description="warmupTimeSec of the earlier runs.")
+    prior_non_warmup_time_sec: str | None = Field(
+        default=None, description="nonWarmupTimeSec of the earlier runs."
+    )
+    avg_tflops_per_gpu: str | None = Field(
+        default=None, alias="avgTFLOPSPerGPU", description="Mean TFLOP/s per GPU, warm-up included."
+    )
+    application_start_time: str | None = Field(default=None, description="The run's start line.")
+    application_stop_time: str | None = Field(default=None, description="Last read that saw log lines.")
     pending_interruption: PendingInterruption | None = None
     conditions: list[Condition] | None = None
 

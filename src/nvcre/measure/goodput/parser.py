@@ -1,0 +1,267 @@
+"""The goodput log parser (spec measurements 3.1): one line at a time, bounded memory, never raises.
+
+A :class:`GoodputParser` reads one window of a pod's log (a ``sinceTime`` read) and gives a
+:class:`Window`: the application start, the training steps (the last :data:`MAX_STEPS`), the
+checkpoints, the first restore and the save still open at its end. What must survive from one
+window to the next (the warm-up base step, an open two-line save) is passed in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from nvcre.measure.profile import (
+    CompiledProfile,
+    Pattern,
+    capture_float,
+    capture_int,
+    capture_seconds,
+    capture_text,
+)
+
+MAX_STEPS = 100
+"""Steps kept per window (the averages are over these)."""
+MAX_CHECKPOINTS = 100
+KUBELET_PREFIX = re.compile(
+    r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))\s", re.ASCII
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    global_step: int
+    timestamp: datetime | None
+    step_timing: float
+    """Seconds per iteration (``stepTiming``, else ``elapsedTime``)."""
+    tflops: float = 0.0
+    loss: float = 0.0
+    iteration: int = 0
+    epoch: int = 0
+    warmup: bool = False
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int
+    timestamp: datetime | None
+    path: str
+    save_duration: float
+
+
+@dataclass(frozen=True)
+class PendingSave:
+    """A two-line save whose done line has not been seen yet."""
+
+    step: int
+    timestamp: datetime
+    path: str
+
+
+@dataclass(frozen=True)
+class Restore:
+    step: int
+    timestamp: datetime | None
+    path: str
+
+
+@dataclass
+class Window:
+    """What one read of a log showed."""
+
+    last_log_timestamp: datetime | None = None
+    application_start_time: datetime | None = None
+    steps: deque[Step] = field(default_factory=lambda: deque(maxlen=MAX_STEPS))
+    first_step: Step | None = None
+    last_step: Step | None = None
+    checkpoints: deque[Checkpoint] = field(default_factory=lambda: deque(maxlen=MAX_CHECKPOINTS))
+    restore: Restore | None = None
+    pending_save: PendingSave | None = None
+    warmup_base: int | None = None
+    """The base step of the warm-up window at the end of the read (None: none seen yet)."""
+    last_time: datetime | None = None
+    """The latest time any line showed (kubelet prefix or an event's own stamp): the end of a
+    log read offline."""
+
+    def with_lifecycle(self, lifecycle: Window) -> Window:
+        """This window's steps with ``lifecycle``'s start, checkpoints and restore (the ``Multi``
+        worker strategy: steps from one pod, lifecycle events from another)."""
+        times = [t for t in (self.last_time, lifecycle.last_time) if t is not None]
+        merged = Window(
+            last_log_timestamp=self.last_log_timestamp or lifecycle.last_log_timestamp,
+            last_time=max(times) if times else None,
+            application_start_time=lifecycle.application_start_time,
+            steps=self.steps,
+            first_step=self.first_step,
+            last_step=self.last_step,
+            checkpoints=lifecycle.checkpoints,
+            restore=lifecycle.restore,
+            pending_save=lifecycle.pending_save,
+            warmup_base=self.warmup_base,
+        )
+        return merged
+
+
+def kubelet_time(line: str) -> datetime | None:
+    """The kubelet's RFC 3339 prefix of a line read with ``timestamps=true``, if any."""
+    match = KUBELET_PREFIX.match(line)
+    if match is None:
+        return None
+    try:
+        return datetime.fromisoformat(match.group(1))
+    except ValueError:
+        return None
+
+
+class GoodputParser:
+    """Feed lines, then read :attr:`window`.
+
+    ``warmup_base``: the persisted base step of the current run (None at the start of a run: its
+    first step becomes the base). ``pending_save``: a save left open by the previous window.
+    ``until``: lines and events stamped after it are dropped (the terminal read).
+    """
+
+    def __init__(
+        self,
+        profile: CompiledProfile,
+        *,
+        warmup_base: int | None = None,
+        pending_save: PendingSave | None = None,
+        until: datetime | None = None,
+    ) -> None:
+        self.profile = profile
+        self.until = until
+        self.window = Window(warmup_base=warmup_base, pending_save=pending_save)
+        self._warmup_pending = warmup_base is None
+        self._save_completed = False
+        p = profile.patterns
+        self._start = p.get("applicationStart")
+        self._step = p.get("trainingStep")
+        self._done = p.get("checkpointDone")
+        self._save = p.get("checkpointSave")
+        self._restore = p.get("checkpointRestore")
+        self._loaded = p.get("checkpointLoaded")
+        self._warmup = p.get("warmupStep")
+
+    def feed_all(self, lines: Iterable[str]) -> Window:
+        for line in lines:
+            self.feed(line)
+        return self.window
+
+    def _time(self, match: re.Match[str], fallback: datetime | None) -> datetime | None:
+        text = capture_text(match, "timestamp")
+        parsed = self.profile.parse_time(text) if text else None
+        if parsed is not None and not self._late(parsed):
+            last = self.window.last_time
+            self.window.last_time = parsed if last is None else max(last, parsed)
+        return parsed or fallback
+
+    def _late(self, moment: datetime | None) -> bool:
+        return self.until is not None and moment is not None and moment > self.until
+
+    def feed(self, line: str) -> None:
+        prefix = kubelet_time(line)
+        if self._late(prefix):
+            return
+        w = self.window
+        if prefix is not None:
+            w.last_log_timestamp = prefix
+            w.last_time = prefix if w.last_time is None else max(w.last_time, prefix)
+        if self._start is not None and (m := self._start.search(line)) is not None:
+            moment = self._time(m, prefix)
+            if moment is not None and w.application_start_time is None and not self._late(moment):
+                w.application_start_time = moment
+                self._warmup_pending = True
+                w.warmup_base = None
+        if self._step is not None and (m := self._step.search(line)) is not None:
+            self._on_step(self._step, m, prefix, line)
+            return
+        if self._done is not None and (m := self._done.search(line)) is not None:
+            self._on_done(self._done, m, prefix)
+            return
+        if self._save is not None and (m := self._save.search(line)) is not None:
+            self._on_save(self._save, m, prefix)
+            return
+        if self._restore is not None and (m := self._restore.search(line)) is not None:
+            moment = self._time(m, prefix)
+            if w.restore is None and not self._late(moment):
+                w.restore = Restore(capture_int(m, "step"), moment, capture_text(m, "path"))
+            self._warmup_pending = True
+            w.warmup_base = None
+            return
+        m = self._loaded.search(line) if self._loaded is not None else None
+        if m is not None and w.restore is not None and self._time(m, prefix) is not None:
+            step, path = capture_int(m, "step"), capture_text(m, "path")
+            w.restore = Restore(step or w.restore.step, w.restore.timestamp, path or w.restore.path)
+
+    def _on_step(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None, line: str) -> None:
+        w = self.window
+        moment = self._time(m, prefix)
+        if self._late(moment):
+            return
+        timing = capture_seconds(pattern, m, "stepTiming") or capture_seconds(pattern, m, "elapsedTime")
+        iteration = capture_int(m, "iteration")
+        global_step = capture_int(m, "globalStep") or iteration
+        interval = self.profile.log_interval
+        if interval > 1 and global_step % interval != 0:
+            return
+        warmup = self._warmup is not None and self._warmup.search(line) is not None
+        if self.profile.warmup_steps > 0:
+            if self._warmup_pending:
+                w.warmup_base = global_step
+                self._warmup_pending = False
+            if w.warmup_base is not None and global_step - w.warmup_base < self.profile.warmup_steps:
+                warmup = True
+        step = Step(
+            global_step=global_step,
+            timestamp=moment,
+            step_timing=timing,
+            tflops=capture_float(m, "tflops"),
+            loss=capture_float(m, "loss"),
+            iteration=iteration,
+            epoch=capture_int(m, "epoch"),
+            warmup=warmup,
+        )
+        w.steps.append(step)
+        if w.first_step is None:
+            w.first_step = step
+        w.last_step = step
+
+    def _on_done(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None) -> None:
+        w = self.window
+        moment = self._time(m, prefix)
+        if self._late(moment):
+            return
+        step, path = capture_int(m, "step"), capture_text(m, "path")
+        if self._save_completed and w.checkpoints:
+            last = w.checkpoints[-1]
+            if path and not last.path:
+                w.checkpoints[-1] = Checkpoint(last.step, last.timestamp, path, last.save_duration)
+        else:
+            pending = w.pending_save
+            duration = capture_seconds(pattern, m, "saveDuration")
+            if not duration and pending is not None and moment is not None:
+                duration = max((moment - pending.timestamp).total_seconds(), 0.0)
+            if pending is not None:
+                step, path = step or pending.step, path or pending.path
+            w.checkpoints.append(Checkpoint(step, moment, path, duration))
+        w.pending_save = None
+        self._save_completed = False
+
+    def _on_save(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None) -> None:
+        w = self.window
+        moment = self._time(m, prefix)
+        if self._late(moment):
+            return
+        step, path = capture_int(m, "step"), capture_text(m, "path")
+        duration = capture_seconds(pattern, m, "saveDuration")
+        if duration:
+            w.checkpoints.append(Checkpoint(step, moment, path, duration))
+            w.pending_save = None
+            self._save_completed = True
+        elif moment is not None:
+            w.pending_save = PendingSave(step, moment, path)
+            self._save_completed = False

@@ -1,0 +1,66 @@
+"""``nvcrectl analyze goodput``: the controller's parser and calculator over a saved log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from nvcre.cli.analyze_goodput import goodput
+from nvcre.measure.builtin import builtin_profiles
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="the log corpus (../shared/corpus) is not here")
+N6 = str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.log")
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(goodput, list(args), input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_megatron_fixture_as_the_controller_would_write_it() -> None:
+    code, out, _ = run("-o", "json", N6)
+    assert code == 0
+    status = json.loads(out)
+    # first iteration 16:03:52.889599 to the last line 17:14:00 (the end of the run)
+    assert status["trainingTimeSec"] == "4207.110401"
+    assert status["resumeTimeSec"] == "132.563344"  # 16:01:40.326255 -> 16:03:52.889599
+    assert status["checkpointSaveTimeSec"] == "361.446020"  # save 17:07:36.379347 -> done 17:13:37.825367
+    assert status["result"] == "0.882578"  # (4207.110401 - 132.563344 - 361.44602) / 4207.110401
+    assert (status["currentStep"], status["highestStep"], status["lastCheckpointStep"]) == (2, 2, 100)
+    assert status["avgTFLOPSPerGPU"] == "139.250000"  # (138.5 + 140.0) / 2
+    assert "avgStepTimeSec" not in status  # both steps are warm-up under megatron-training (2)
+
+
+def test_stdin_a_profile_file_and_yaml_output(tmp_path: Path) -> None:
+    body = next(p for p in builtin_profiles() if p["metadata"]["name"] == "megatron-training")
+    body["spec"]["warmupSteps"] = 1
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(body))
+    code, out, _ = run("--profile", str(path), "-o", "yaml", "-", stdin=Path(N6).read_text())
+    assert code == 0
+    assert yaml.safe_load(out)["avgStepTimeSec"] == "5.000000"  # step 2 only: 5000.0 ms
+
+
+def test_nemo_table_and_a_log_without_times_fails_cleanly() -> None:
+    code, out, _ = run(
+        "--profile", "nemo-training", str(CORPUS / "nemo" / "cre-fixture-n4-training-steps-k8s-ts.log")
+    )
+    assert code == 0
+    assert "avgStepTimeSec         1.100000\n" in out  # global_step 101 (step 100 is warm-up)
+    assert "trainingTimeSec        1.376544\n" in out  # 18:00:05.123456 -> 18:00:06.500000
+    code, out, err = run(
+        "--profile", "nemo-training", str(CORPUS / "nemo" / "awsome-nemo2-sky-logs-l40s.log")
+    )
+    assert code == 1 and "currentStep            48\n" in out
+    assert err == "Error: no goodput computed: no timed training step recognised with profile nemo-training\n"
+
+
+def test_bad_input_is_one_line() -> None:
+    assert run("--profile", "nope", N6)[2].startswith('Error: --profile "nope": not a built-in profile')
+    assert run("/no/such/log")[2].startswith("Error: /no/such/log: cannot read file")
+    assert run("-o", "xml", N6)[0] == 1
