@@ -335,3 +335,13 @@ def test_fraction_defaults_to_0_8() -> None:
     assert outliers.fraction_of(None) == 0.8
     assert outliers.fraction_of({"outlierFraction": 0}) == 0.0
     assert outliers.fraction_of({"outlierFraction": "0.5"}) == 0.5
+
+
+def test_goodput_measurement_is_waited_for_until_complete() -> None:
+    j = job(None)
+    j["spec"]["goodputMeasurement"] = {"logProfileRef": "megatron-training"}
+    running = gm(conditions=[{"type": "Measuring", "status": "True", "reason": "JobRunning"}])
+    assert isinstance(judge(j, None, running), Wait)
+    assert judge(j, None, gm(result="0.9")) == Verdict(
+        False, "MeasurementsChecked", "No performance thresholds set; the goodput measurement is final"
+    )

@@ -97,15 +97,17 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "goodputmeasurements",
-        ("list", "watch", "create"),
-        f"{_CACHE}; create: a Job's goodput measurement",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; get: the step times an iteration's outlier verdict reads; "
+        "create: a Job's goodput measurement",
     ),
     Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
     Rule(
         GROUP,
         "bandwidthmeasurements",
-        ("list", "watch", "create"),
-        f"{_CACHE}; create: a Job's bandwidth measurement (only when the cache lacks it)",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; get: the bandwidths an iteration's outlier verdict reads; "
+        "create: a Job's bandwidth measurement (only when the cache lacks it)",
     ),
     Rule(
         TRAINER_GROUP,

@@ -65,7 +65,7 @@ def bandwidth_final(measurement: Mapping[str, Any] | None) -> bool:
     )
 
 
-def bandwidth_complete(measurement: Mapping[str, Any] | None) -> bool:
+def measurement_complete(measurement: Mapping[str, Any] | None) -> bool:
     """Terminal, whatever the reason: nothing more will be written to it."""
     return _complete(measurement) is not None
 

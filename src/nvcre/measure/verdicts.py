@@ -4,8 +4,9 @@ Order: unknown threshold keys (a configuration error, decided at once); then, as
 bandwidth measurement is final, corrupted results (``DataCorruption``) and an unexpected network
 transport (``UnexpectedTransport``), whatever the thresholds say; then the thresholds of spec 4.3,
 waiting up to ``measurementTimeout`` after the Job succeeded for values still missing. A Job with
-a bandwidth measurement and no thresholds still waits for that measurement to be final, so the
-data checks always run; it passes with reason ``MeasurementsChecked``.
+measurements also waits (as long) for each to be terminal, so the data checks always run and the
+Workflow's outlier verdict reads only frozen data; with no thresholds it passes with reason
+``MeasurementsChecked``.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def job_thresholds(job: Mapping[str, Any]) -> dict[str, str]:
 
 
 def expects_verdict(job: Mapping[str, Any]) -> bool:
-    """A Job judged once it succeeds: it has thresholds or measures bandwidth."""
-    return bool(job_thresholds(job)) or bool(_spec(job).get("bandwidthMeasurement"))
+    """A Job judged once it succeeds: it has thresholds or measurements."""
+    spec = _spec(job)
+    return bool(job_thresholds(job) or spec.get("bandwidthMeasurement") or spec.get("goodputMeasurement"))
 
 
 def succeeded_at(job: Mapping[str, Any]) -> datetime | None:
@@ -140,11 +142,14 @@ def data_checks(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> 
 
 
 def checked(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> Verdict:
-    """The pass of a Job with a bandwidth measurement and no thresholds."""
-    if not th.bandwidth_final(bandwidth):
+    """The pass of a Job with measurements and no thresholds."""
+    config = _spec(job).get("bandwidthMeasurement")
+    if not config:
+        what = "the goodput measurement is final"
+    elif not th.bandwidth_final(bandwidth):
         what = "the bandwidth measurement collected no final data"
     else:
-        expected = (_spec(job).get("bandwidthMeasurement") or {}).get("expectedTransport")
+        expected = config.get("expectedTransport")
         what = "no corrupted results" + (f", transport [{expected}] as expected" if expected else "")
     return Verdict(False, JobReason.MEASUREMENTS_CHECKED, f"No performance thresholds set; {what}")
 
@@ -173,8 +178,11 @@ def judge(
         return data
     values = th.measured_values(bandwidth, goodput)
     missing = th.missing_keys(limits, values)
-    pending = bool(missing) or (
-        bool(_spec(job).get("bandwidthMeasurement")) and not th.bandwidth_complete(bandwidth)
+    spec = _spec(job)
+    pending = (
+        bool(missing)
+        or (bool(spec.get("bandwidthMeasurement")) and not th.measurement_complete(bandwidth))
+        or (bool(spec.get("goodputMeasurement")) and not th.measurement_complete(goodput))
     )
     timeout = measurement_timeout_ns(job, default_timeout)
     if pending:
