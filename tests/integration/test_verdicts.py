@@ -33,11 +33,14 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -> None:
     """What the BandwidthMeasurement controller writes after the final read of a good log."""
     name = f"{job}-bandwidth"
+    uid = get(kube, resources.Job, job, namespace)["metadata"]["uid"]
+
+    def made_for_the_job() -> dict[str, Any] | None:
+        found = get(kube, resources.BandwidthMeasurement, name, namespace)
+        return found if found["metadata"]["labels"]["nvcre.nvidia.com/job-uid"] == uid else None
+
     live = wait_for(
-        lambda: get(kube, resources.BandwidthMeasurement, name, namespace),
-        30,
-        what=f"BandwidthMeasurement {name}",
-        ignore=(Exception,),
+        made_for_the_job, 30, what=f"BandwidthMeasurement {name} of this Job", ignore=(Exception,)
     )
     now = "2026-01-01T00:00:00Z"
     live["status"] = {
@@ -188,3 +191,37 @@ def test_outlier_fraction_zero_turns_the_rule_off(
         finish(kube, namespace, name)
         complete_bandwidth(kube, namespace, name, [bus])
     wait_true(kube, resources.Workflow, "lenient", namespace, "Succeeded")
+
+
+def test_a_retried_group_is_judged_on_its_own_measurement(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """The retry reuses the Job's name; the first attempt's measurement (same name, owned by the
+    Workflow) is replaced by one for the new Job, which its verdict reads."""
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value >= 400"}}
+    spec = workflow(
+        "again", namespace, pool, 1, job_spec=job_spec, orchestration={"execution": {"retryFailedGroups": 1}}
+    )
+    kube.create(resources.Workflow.from_dict(spec))
+    first = trainjob_of(kube, namespace, "again-job")
+    first_uid = get(kube, resources.Job, "again-job", namespace)["metadata"]["uid"]
+    wait_for(
+        lambda: get(kube, resources.BandwidthMeasurement, "again-job-bandwidth", namespace),
+        30,
+        what="the first attempt's measurement",
+        ignore=(Exception,),
+    )
+    finish_trainjob(kube, namespace, first["metadata"]["name"], succeeded=False)
+
+    def second_attempt() -> dict[str, Any] | None:
+        job = get(kube, resources.Job, "again-job", namespace)
+        return job if job["metadata"]["uid"] != first_uid else None
+
+    wait_for(second_attempt, 60, what="the retried Job", ignore=(Exception,))
+    finish(kube, namespace, "again-job")
+    complete_bandwidth(kube, namespace, "again-job", ["20.61", "487.70"])
+    wait_true(kube, resources.Workflow, "again", namespace, "Succeeded")
+    verdict = condition(get(kube, resources.Job, "again-job", namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet")

@@ -97,17 +97,18 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "goodputmeasurements",
-        ("get", "list", "watch", "create"),
+        ("get", "list", "watch", "create", "delete"),
         f"{_CACHE}; get: the step times an iteration's outlier verdict reads; "
-        "create: a Job's goodput measurement",
+        "create: a Job's goodput measurement; delete: the one an earlier attempt of a retried group left",
     ),
     Rule(GROUP, "goodputmeasurements/status", ("update",), "a restarted Job resets its measurement"),
     Rule(
         GROUP,
         "bandwidthmeasurements",
-        ("get", "list", "watch", "create"),
+        ("get", "list", "watch", "create", "delete"),
         f"{_CACHE}; get: the bandwidths an iteration's outlier verdict reads; "
-        "create: a Job's bandwidth measurement (only when the cache lacks it)",
+        "create: a Job's bandwidth measurement (only when the cache lacks it); "
+        "delete: the one an earlier attempt of a retried group left",
     ),
     Rule(
         TRAINER_GROUP,

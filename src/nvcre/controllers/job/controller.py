@@ -214,7 +214,9 @@ class JobController:
         raise TerminalError(message) from error
 
     async def _ensure_measurements(self, job: Obj) -> None:
-        """Create the measurements the cache does not hold (a 409 means it lags: fine)."""
+        """Create the measurements the cache does not hold (a 409 means it lags: fine). One
+        left by an earlier attempt of a retried group (same name, another Job UID) is deleted
+        first: this attempt gets its own, and its verdict never waits on the old one."""
         caches = {"GoodputMeasurement": self.goodputs, "BandwidthMeasurement": self.bandwidths}
         kinds = {
             "GoodputMeasurement": resources.GoodputMeasurement,
@@ -222,8 +224,13 @@ class JobController:
         }
         for want in measurements.wanted(job):
             meta = want.body["metadata"]
-            if caches[want.kind].get(meta["namespace"], meta["name"]) is not None:
-                continue
+            cached = caches[want.kind].get(meta["namespace"], meta["name"])
+            if cached is not None:
+                if not verdicts.belongs(cached, job) and not cached["metadata"].get("deletionTimestamp"):
+                    await delete_if_present(
+                        self.ctx.client, kinds[want.kind], meta["name"], meta["namespace"]
+                    )
+                continue  # this attempt's is created once the earlier one is gone
             try:
                 await self.ctx.client.create(kinds[want.kind].from_dict(want.body))
             except ApiError as error:
@@ -253,6 +260,7 @@ class JobController:
         write) once the final measurements allow one; a failed Job is never judged."""
         if not verdicts.awaiting_verdict(job):
             return None
+        await self._ensure_measurements(job)  # e.g. the replacement of an earlier attempt's
         decided = verdicts.judge(job, self._bandwidth(job), self._goodput(job), now())
         if decided is None:
             return None
