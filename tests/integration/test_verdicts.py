@@ -225,3 +225,56 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
     wait_true(kube, resources.Workflow, "again", namespace, "Succeeded")
     verdict = condition(get(kube, resources.Job, "again-job", namespace), "ValidationFailed") or {}
     assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet")
+
+
+def test_an_aws_category_without_efa_fails_the_certification_as_validation(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """The catalog's AWS EFA entry expects `AWS Libfabric`; a final measurement that names no
+    transport fails the Job (before its met threshold is even looked at), its Workflow and the
+    Certification, with ValidationFailed at every tier."""
+    from tests.integration.test_certification_controller import ALL_REDUCE, certification, workflow_name
+
+    pool = pool_name()
+    nodes = sorted(
+        n.metadata.name
+        for n in gpu_nodes(
+            2, GpuNodeSpec(labels={POOL_LABEL: pool}, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+        )
+    )
+    category = {**ALL_REDUCE, "options": {"thresholds": {"busBandwidthGBps": "value >= 400"}}}
+    kube.create(resources.Certification.from_dict(certification("slowcert", namespace, pool, category)))
+    wf_name = workflow_name("slowcert", ALL_REDUCE)
+    wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
+    [job] = jobs_of(kube, namespace, wf_name)
+    job_spec = get(kube, resources.Job, job, namespace)["spec"]
+    assert job_spec["bandwidthMeasurement"]["expectedTransport"] == "AWS Libfabric", (
+        "the catalog's AWS EFA entry"
+    )
+    finish(kube, namespace, job)
+    bm = get(kube, resources.BandwidthMeasurement, f"{job}-bandwidth", namespace)
+    assert bm["spec"]["expectedTransport"] == "AWS Libfabric", "copied into the measurement's spec"
+    complete_bandwidth(kube, namespace, job, ["20.61", "489.40"])
+    cert = wait_true(kube, resources.Certification, "slowcert", namespace, "Failed", timeout=120)
+    assert true_condition(cert) == (
+        "Failed",
+        "WorkflowValidationFailed",
+        "One or more certification categories failed",
+    )
+    validation = condition(cert, "ValidationFailed") or {}
+    assert (validation["status"], validation["reason"], validation["message"]) == (
+        "True",
+        "WorkflowValidationFailed",
+        "Category communication/nccl-all-reduce: One or more Jobs failed performance threshold validation",
+    )
+    entries = failed_entries(kube, namespace, get(kube, resources.Workflow, wf_name, namespace))
+    message = "NCCL used no network transport (is NCCL_DEBUG=INFO set?), expected [AWS Libfabric]"
+    verdict = condition(get(kube, resources.Job, job, namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "UnexpectedTransport",
+        message,
+    )
+    assert [(e["name"], e["reason"], e["message"]) for e in entries] == [
+        (n, "ThresholdViolation", message) for n in nodes
+    ]
