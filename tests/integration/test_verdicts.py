@@ -30,18 +30,21 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
 
 
+def made_for(kube: Client, namespace: str, resource: Any, name: str, job: str) -> dict[str, Any]:
+    """The measurement once it exists for the Job as it is now (not an earlier attempt's)."""
+    uid = get(kube, resources.Job, job, namespace)["metadata"]["uid"]
+
+    def check() -> dict[str, Any] | None:
+        found = get(kube, resource, name, namespace)
+        return found if found["metadata"]["labels"]["nvcre.nvidia.com/job-uid"] == uid else None
+
+    return dict(wait_for(check, 30, what=f"{resource.__name__} {name} of this Job", ignore=(Exception,)))
+
+
 def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -> None:
     """What the BandwidthMeasurement controller writes after the final read of a good log."""
     name = f"{job}-bandwidth"
-    uid = get(kube, resources.Job, job, namespace)["metadata"]["uid"]
-
-    def made_for_the_job() -> dict[str, Any] | None:
-        found = get(kube, resources.BandwidthMeasurement, name, namespace)
-        return found if found["metadata"]["labels"]["nvcre.nvidia.com/job-uid"] == uid else None
-
-    live = wait_for(
-        made_for_the_job, 30, what=f"BandwidthMeasurement {name} of this Job", ignore=(Exception,)
-    )
+    live = made_for(kube, namespace, resources.BandwidthMeasurement, name, job)
     now = "2026-01-01T00:00:00Z"
     live["status"] = {
         "results": [
@@ -55,6 +58,23 @@ def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -
         ],
     }
     kube.replace(resources.BandwidthMeasurement.Status.from_dict(live), name, namespace=namespace)
+
+
+def complete_goodput(kube: Client, namespace: str, job: str, step_time: str) -> None:
+    """What the GoodputMeasurement controller writes when a training Job succeeded."""
+    name = f"{job}-goodput"
+    live = made_for(kube, namespace, resources.GoodputMeasurement, name, job)
+    now = "2026-01-01T00:00:00Z"
+    live["status"] = {
+        "result": "0.950000",
+        "avgStepTimeSec": step_time,
+        "avgTFLOPSPerGPU": "139.250000",
+        "conditions": [
+            {"type": t, "status": s, "reason": "JobSucceeded", "message": "", "lastTransitionTime": now}
+            for t, s in (("Measuring", "False"), ("Complete", "True"))
+        ],
+    }
+    kube.replace(resources.GoodputMeasurement.Status.from_dict(live), name, namespace=namespace)
 
 
 def judged(kube: Client, namespace: str, name: str) -> dict[str, Any]:
@@ -200,7 +220,11 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
     Workflow) is replaced by one for the new Job, which its verdict reads."""
     pool = pool_name()
     make_nodes(gpu_nodes, 1, pool)
-    job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value >= 400"}}
+    job_spec = {
+        **BANDWIDTH,
+        "goodputMeasurement": {"logProfileRef": "megatron-training"},
+        "thresholds": {"busBandwidthGBps": "value >= 400"},
+    }
     spec = workflow(
         "again", namespace, pool, 1, job_spec=job_spec, orchestration={"execution": {"retryFailedGroups": 1}}
     )
@@ -222,6 +246,7 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
     wait_for(second_attempt, 60, what="the retried Job", ignore=(Exception,))
     finish(kube, namespace, "again-job")
     complete_bandwidth(kube, namespace, "again-job", ["20.61", "487.70"])
+    complete_goodput(kube, namespace, "again-job", "2.000000")
     wait_true(kube, resources.Workflow, "again", namespace, "Succeeded")
     verdict = condition(get(kube, resources.Job, "again-job", namespace), "ValidationFailed") or {}
     assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet")
@@ -277,4 +302,32 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
     )
     assert [(e["name"], e["reason"], e["message"]) for e in entries] == [
         (n, "ThresholdViolation", message) for n in nodes
+    ]
+
+
+def test_a_slow_training_group_fails_as_a_step_time_outlier(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 3, pool)
+    job_spec = {"goodputMeasurement": {"logProfileRef": "megatron-training"}}
+    kube.create(resources.Workflow.from_dict(workflow("train", namespace, pool, 1, job_spec=job_spec)))
+    wait_for(lambda: len(jobs_of(kube, namespace, "train")) == 3, 30, what="three Jobs")
+    jobs = jobs_of(kube, namespace, "train")
+    by_node = {j["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"]: name for name, j in jobs.items()}
+    for node, seconds in zip(nodes, ("2.000000", "2.100000", "3.000000"), strict=True):
+        finish(kube, namespace, by_node[node])
+        complete_goodput(kube, namespace, by_node[node], seconds)
+    wf = wait_true(kube, resources.Workflow, "train", namespace, "Failed")
+    assert true_condition(wf)[:2] == ("Failed", "JobValidationFailed")
+    slow = get(kube, resources.Job, by_node[nodes[2]], namespace)
+    verdict = condition(slow, "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "StepTimeOutlier",
+        "step time 3.0000 s is slower than the median of its 2 peer groups (2.0500 s) "
+        "by more than the fraction 0.8 allows",
+    )
+    assert [(e["name"], e["reason"]) for e in failed_entries(kube, namespace, wf)] == [
+        (nodes[2], "StepTimeOutlier")
     ]
