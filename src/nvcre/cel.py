@@ -4,6 +4,8 @@ A thin wrapper over cel-python used for override ``when.expression``, threshold 
 (``value``, a float) and node-health expressions (``node``, a Node dict). Standard CEL string
 functions work (``startsWith``, ``endsWith``, ``contains``, ``matches``, ``size``, ``in``), plus
 the Kubernetes string extensions ``split``, ``join``, ``lowerAscii``, ``upperAscii`` and ``trim``.
+Numbers compare across types as in cel-go (``value == 487`` with ``value`` a double): cel-python
+orders ints against doubles but refuses to test them for equality.
 Every failure is a ``CELError`` that carries the expression and what went wrong.
 """
 
@@ -19,7 +21,7 @@ import celpy
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
+from celpy.evaluation import CELEvalError, bool_eq, bool_ne
 
 CELErrorKind = Literal["compile", "evaluate", "type"]
 
@@ -43,7 +45,32 @@ def _join(items: Any, separator: Any = "") -> celtypes.StringType:
     return celtypes.StringType(str(separator).join(str(item) for item in items))
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, celtypes.IntType | celtypes.UintType | celtypes.DoubleType) and not isinstance(
+        value, celtypes.BoolType
+    )
+
+
+def _plain(value: Any) -> int | float:
+    """As a Python number, which compares int and float exactly."""
+    return float(value) if isinstance(value, celtypes.DoubleType) else int(value)
+
+
+def _equal(left: Any, right: Any) -> Any:
+    if _number(left) and _number(right):
+        return celtypes.BoolType(_plain(left) == _plain(right))
+    return bool_eq(left, right)
+
+
+def _not_equal(left: Any, right: Any) -> Any:
+    if _number(left) and _number(right):
+        return celtypes.BoolType(_plain(left) != _plain(right))
+    return bool_ne(left, right)
+
+
 _EXTENSIONS: dict[str, Callable[..., Any]] = {
+    "_==_": _equal,
+    "_!=_": _not_equal,
     "split": _split,
     "join": _join,
     "lowerAscii": lambda text: celtypes.StringType(str(text).lower()),

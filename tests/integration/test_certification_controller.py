@@ -29,7 +29,7 @@ from nvcre.testing.inspect import (
 )
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import POOL_LABEL, complete_measurements, finish_trainjob, pool_name, workflow
 
 ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
 LOOPBACK = {"domain": "communication", "variant": "nccl-loopback"}
@@ -350,8 +350,14 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
             trainjob_of(kube, namespace, name)
         manager.kill()
         for name in jobs[:3]:
-            finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)
+            # their measurements may not exist yet: completed once the manager is back
+            finish_trainjob(
+                kube, namespace, f"{name}-workload", succeeded=name != victim_job, measurements=False
+            )
         manager.start()
+        for name in jobs[:3]:
+            if name != victim_job:
+                complete_measurements(kube, namespace, name)
         # 2. killed right after the rest end: mid-way through failing the Workflow and advancing
         for name in jobs[3:]:
             finish_trainjob(kube, namespace, f"{name}-workload", succeeded=name != victim_job)

@@ -26,6 +26,7 @@ from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import (
     GROUP,
     CertificationReason,
+    ConditionStatus,
     ConditionType,
     Default,
     EventReason,
@@ -33,9 +34,9 @@ from nvcre.api.v1alpha1.constants import (
     Kind,
     Label,
 )
-from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.api.v1alpha1.meta import Condition, parse_time
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
-from nvcre.conditions import condition_true, is_terminal
+from nvcre.conditions import condition_of, condition_true, is_terminal, set_condition
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -163,13 +164,28 @@ class CertificationController:
         reason: str,
         message: str,
         statuses: list[dict[str, Any]] | None = None,
+        *,
+        validation: str | None = None,
     ) -> Obj | None:
-        extra = None
-        if statuses is not None:
-            fixed = copy.deepcopy(statuses)
+        """``validation``: also set ``ValidationFailed=True`` with this message (same write)."""
+        fixed = copy.deepcopy(statuses)
+        generation = cert["metadata"].get("generation")
 
-            def extra(status: dict[str, Any]) -> None:
+        def extra(status: dict[str, Any]) -> None:
+            if fixed is not None:
                 status["categoryStatuses"] = copy.deepcopy(fixed)
+            if validation is not None:
+                conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
+                updated = set_condition(
+                    conds,
+                    ConditionType.VALIDATION_FAILED,
+                    ConditionStatus.TRUE,
+                    CertificationReason.WORKFLOW_VALIDATION_FAILED,
+                    validation,
+                    generation,
+                    now(),
+                )
+                status["conditions"] = [c.to_dict() for c in updated]
 
         # At the version the decision was made from: if the Certification changed meanwhile the
         # write raises Conflict and the reconcile decides again from the fresh object.
@@ -193,12 +209,19 @@ class CertificationController:
         index = next((i for i, s in enumerate(statuses) if s.get("status") not in DONE), None)
         if index is None:
             if any(s.get("status") == FAILED for s in statuses):
+                validation = await self._validation_failure(cert, statuses)
+                reason = (
+                    CertificationReason.WORKFLOW_VALIDATION_FAILED
+                    if validation
+                    else CertificationReason.WORKFLOW_FAILED
+                )
                 await self._set(
                     cert,
                     ConditionType.FAILED,
-                    CertificationReason.WORKFLOW_FAILED,
+                    reason,
                     "One or more certification categories failed",
                     statuses,
+                    validation=validation,
                 )
             else:
                 await self._set(
@@ -308,6 +331,21 @@ class CertificationController:
             for event in render.events:
                 await self.ctx.recorder.emit(cert, event.type, event.reason, event.message)
         return REQUEUE
+
+    async def _validation_failure(self, cert: Obj, statuses: list[dict[str, Any]]) -> str | None:
+        """The ``ValidationFailed`` message of the first failed category's Workflow that has one."""
+        for entry in statuses:
+            ref = entry.get("workflowRef") or {}
+            if entry.get("status") != FAILED or not ref.get("name"):
+                continue
+            workflow = await self._workflow(
+                ref.get("namespace") or cert["metadata"]["namespace"], ref["name"]
+            )
+            if workflow is not None and condition_true(workflow, ConditionType.VALIDATION_FAILED):
+                validation = condition_of(workflow, ConditionType.VALIDATION_FAILED) or {}
+                key = f"{entry.get('domain')}/{entry.get('variant')}"
+                return f"Category {key}: {validation.get('message') or 'performance validation failed'}"
+        return None
 
     async def _workflow(self, namespace: str, name: str) -> Obj | None:
         workflow = self.workflows.get(namespace, name)

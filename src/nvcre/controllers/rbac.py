@@ -97,9 +97,10 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "goodputmeasurements",
-        ("get", "list", "watch", "create"),
-        f"{_CACHE}; create: a Job's goodput measurement; get: a status write whose view is stale or "
-        "conflicted",
+        ("get", "list", "watch", "create", "delete"),
+        f"{_CACHE}; get: a status write whose view is stale or conflicted, the step times an "
+        "iteration's outlier verdict reads; create: a Job's goodput measurement; delete: the one an "
+        "earlier attempt of a retried group left",
     ),
     Rule(
         GROUP,
@@ -110,8 +111,10 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "bandwidthmeasurements",
-        ("list", "watch", "create"),
-        f"{_CACHE}; create: a Job's bandwidth measurement (only when the cache lacks it)",
+        ("get", "list", "watch", "create", "delete"),
+        f"{_CACHE}; get: the bandwidths an iteration's outlier verdict reads; "
+        "create: a Job's bandwidth measurement (only when the cache lacks it); "
+        "delete: the one an earlier attempt of a retried group left",
     ),
     Rule(GROUP, "bandwidthmeasurements/status", ("update",), f"{_STATUS}: samples and the final read"),
     Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: how a measurement reads its Job's log"),

@@ -118,7 +118,13 @@ class StatusWriter:
             if extra is not None:
                 extra(status)
             after, _ = set_exclusive(
-                before, cond_type, reason, message, live["metadata"].get("generation"), now(), inactive_reason
+                conditions_of(live),  # with the conditions ``extra`` set (e.g. ValidationFailed)
+                cond_type,
+                reason,
+                message,
+                live["metadata"].get("generation"),
+                now(),
+                inactive_reason,
             )
             status["conditions"] = [c.to_dict() for c in after]
             event = event_for_transition(before, after)

@@ -152,6 +152,14 @@ class BandwidthMeasurementConfig(NvcreModel):
     log_profile_ref: str = Field(min_length=1)
     sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
     test_type: str | None = Field(default=None, description="NCCL test name, e.g. all_reduce.")
+    expected_transport: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "The network NCCL must use, as its `Using network` line names it (e.g. `IB`, "
+            "`AWS Libfabric`); any other (or none) fails validation with reason UnexpectedTransport."
+        ),
+    )
 
 
 class StringMatchSpec(NvcreModel):

@@ -335,15 +335,27 @@ class JobReason:
     MEASUREMENT_TIMEOUT: Final = "MeasurementTimeout"
     UNKNOWN_THRESHOLD_KEY: Final = "UnknownThresholdKey"
     INVALID_THRESHOLD_EXPRESSION: Final = "InvalidThresholdExpression"
+    MEASUREMENTS_CHECKED: Final = "MeasurementsChecked"
+    """``ValidationFailed=False`` of a Job that measures bandwidth and has no thresholds."""
+    DATA_CORRUPTION: Final = "DataCorruption"
+    """nccl-tests counted wrong values (``BandwidthMeasurement.status.wrongValues`` > 0)."""
+    UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
+    """NCCL did not use ``bandwidthMeasurement.expectedTransport`` (e.g. fell back to sockets)."""
+    BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
+    """Written by the Workflow: bus bandwidth below ``outlierFraction`` of the peer groups' median."""
+    STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
+    """Written by the Workflow: step time above the peer groups' median / ``outlierFraction``."""
 
 
 class FailedNodeReason:
-    """Reasons of failed-nodes ConfigMap entries; the first three are also the enum of
+    """Reasons of failed-nodes ConfigMap entries; the first five are also the enum of
     ``Job.status.failedNodes[].reason`` (:data:`FAILED_NODE_REASONS`)."""
 
     HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     WORKLOAD_FAILED: Final = "WorkloadFailed"
+    BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
+    STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
     JOB_TIMED_OUT: Final = "JobTimedOut"
     """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
     JOB_DELETED: Final = "JobDeleted"
@@ -354,6 +366,8 @@ FAILED_NODE_REASONS: Final = (
     FailedNodeReason.HARDWARE_FAILURE_DETECTED,
     FailedNodeReason.THRESHOLD_VIOLATION,
     FailedNodeReason.WORKLOAD_FAILED,
+    FailedNodeReason.BANDWIDTH_OUTLIER,
+    FailedNodeReason.STEP_TIME_OUTLIER,
 )
 
 

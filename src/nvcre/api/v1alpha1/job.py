@@ -83,7 +83,9 @@ class JobSpec(NvcreModel):
     measurement_timeout: str | None = Field(default=None, description="Duration; 5m when unset.")
 
 
-FailedNodeReason = Literal["HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"]
+FailedNodeReason = Literal[
+    "HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed", "BandwidthOutlier", "StepTimeOutlier"
+]
 
 
 class FailedNode(NvcreModel):

@@ -101,6 +101,7 @@ class BandwidthMeasurementSpec(NvcreModel):
     log_profile_ref: str = Field(min_length=1)
     sample_interval: str | None = None
     test_type: str | None = None
+    expected_transport: str | None = None
 
 
 class BandwidthResult(NvcreModel):

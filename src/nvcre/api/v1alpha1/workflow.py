@@ -62,6 +62,16 @@ class PerformanceValidation(NvcreModel):
     tracking: PerformanceTracking | None = None
     thresholds: ThresholdsSpec | None = None
     measurement_timeout: str | None = None
+    outlier_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "With 3 or more groups of one size, a group below this fraction of its peers' median bus "
+            "bandwidth (or slower than their median step time / fraction) fails validation. "
+            "0.8 when unset; 0 turns it off."
+        ),
+    )
 
 
 class ValidationSpec(NvcreModel):

@@ -21,9 +21,10 @@ from nvcre.api.v1alpha1.constants import (
     Label,
     TrainerKind,
 )
+from nvcre.api.v1alpha1.meta import Condition
 from nvcre.cel import CELError
-from nvcre.conditions import is_terminal
-from nvcre.controllers import indexes, resources
+from nvcre.conditions import is_terminal, set_condition
+from nvcre.controllers import indexes, metrics, resources
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
@@ -39,7 +40,8 @@ from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
 from nvcre.controllers.status import StatusChange, conditions_of, now
 from nvcre.health.nodes import merge_failed_nodes
-from nvcre.naming import goodput_measurement_name
+from nvcre.measure import verdicts
+from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
 from nvcre.runtime.errors import is_invalid, server_message
 from nvcre.runtime.objects import Obj, ObjectKey
@@ -72,6 +74,7 @@ class JobController:
         self.controller.watch(self.pods, pod_to_job)
         self.controller.watch(self.nodes, self._node_to_jobs)
         self.controller.watch(self.goodputs, by_label(Label.JOB))
+        self.controller.watch(self.bandwidths, by_label(Label.JOB))
         manager.add(self.controller)
 
     def _node_to_jobs(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
@@ -103,7 +106,7 @@ class JobController:
         if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
             return None
         if is_terminal(conditions_of(job)):
-            return None
+            return await self._judge(job)
         status = job.get("status") or {}
         if not status.get("workloadRef"):
             return await self._create_workload(job)
@@ -211,7 +214,9 @@ class JobController:
         raise TerminalError(message) from error
 
     async def _ensure_measurements(self, job: Obj) -> None:
-        """Create the measurements the cache does not hold (a 409 means it lags: fine)."""
+        """Create the measurements the cache does not hold (a 409 means it lags: fine). One
+        left by an earlier attempt of a retried group (same name, another Job UID) is deleted
+        first: this attempt gets its own, and its verdict never waits on the old one."""
         caches = {"GoodputMeasurement": self.goodputs, "BandwidthMeasurement": self.bandwidths}
         kinds = {
             "GoodputMeasurement": resources.GoodputMeasurement,
@@ -219,8 +224,13 @@ class JobController:
         }
         for want in measurements.wanted(job):
             meta = want.body["metadata"]
-            if caches[want.kind].get(meta["namespace"], meta["name"]) is not None:
-                continue
+            cached = caches[want.kind].get(meta["namespace"], meta["name"])
+            if cached is not None:
+                if not verdicts.belongs(cached, job) and not cached["metadata"].get("deletionTimestamp"):
+                    await delete_if_present(
+                        self.ctx.client, kinds[want.kind], meta["name"], meta["namespace"]
+                    )
+                continue  # this attempt's is created once the earlier one is gone
             try:
                 await self.ctx.client.create(kinds[want.kind].from_dict(want.body))
             except ApiError as error:
@@ -238,6 +248,56 @@ class JobController:
             job["metadata"]["namespace"], goodput_measurement_name(job["metadata"]["name"])
         )
 
+    def _bandwidth(self, job: Obj) -> Obj | None:
+        return self.bandwidths.get(
+            job["metadata"]["namespace"], bandwidth_measurement_name(job["metadata"]["name"])
+        )
+
+    # -- the verdict of a succeeded Job ----------------------------------------------------------
+
+    async def _judge(self, job: Obj) -> Result | None:
+        """Write the ``ValidationFailed`` verdict (and the failedNodes it implies, in the same
+        write) once the final measurements allow one; a failed Job is never judged."""
+        if not verdicts.awaiting_verdict(job):
+            return None
+        await self._ensure_measurements(job)  # e.g. the replacement of an earlier attempt's
+        decided = verdicts.judge(job, self._bandwidth(job), self._goodput(job), now())
+        if decided is None:
+            return None
+        if isinstance(decided, verdicts.Wait):
+            return Result(requeue_after=decided.seconds)
+        wrote: list[bool] = []
+
+        def record(status: dict[str, Any]) -> None:
+            wrote.clear()
+            live = {"metadata": job["metadata"], "status": status}
+            if not verdicts.awaiting_verdict({**live, "spec": job["spec"]}):
+                return  # judged meanwhile (or no longer succeeded): the first verdict stands
+            nodes = verdicts.failed_nodes(live, decided)
+            if nodes is not None:
+                status["failedNodes"] = nodes
+            conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
+            updated = set_condition(
+                conds,
+                ConditionType.VALIDATION_FAILED,
+                "True" if decided.failed else "False",
+                decided.reason,
+                decided.message,
+                job["metadata"].get("generation"),
+                now(),
+            )
+            status["conditions"] = [c.to_dict() for c in updated]
+            wrote.append(True)
+
+        written = await self.ctx.status.update(resources.Job, job, record)
+        if written is not None and wrote:
+            metrics.count_verdict(decided.reason, decided.failed)
+            if decided.failed:
+                await self.ctx.recorder.warning(job, decided.reason, decided.message)
+            else:
+                await self.ctx.recorder.normal(job, decided.reason, decided.message)
+        return None
+
     async def _follow_workload(self, job: Obj) -> Result | None:
         pods = self._job_pods(job)
         decision = lifecycle.follow(job, await self._workload(job), self._goodput(job), pods, now())
@@ -247,8 +307,10 @@ class JobController:
             await self._fail(job, decision, pods)
             return None
         if isinstance(decision, lifecycle.Succeed):
-            await self._set(job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message)
-            return None
+            written = await self._set(
+                job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message
+            )
+            return await self._judge(written) if written is not None else None
         await self._set(job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change)
         return Result(requeue_after=decision.requeue)
 

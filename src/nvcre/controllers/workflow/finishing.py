@@ -9,19 +9,22 @@ from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.api.v1alpha1.meta import Condition
 from nvcre.conditions import set_condition
 from nvcre.controllers.status import now
+from nvcre.controllers.workflow.outliers import fail_outliers
 from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.iterations import history_record, succeeded_nodes, verdict
 from nvcre.runtime.controller import Result
+from nvcre.runtime.objects import Obj
 
 
 async def iteration_complete(state: WorkflowState) -> Result | None:
+    judged = await fail_outliers(state)
     orchestration = state.orchestration
     completed = int(orchestration.get("completedIterations") or 0) + 1
     orchestration["completedIterations"] = completed
     total = state.iterations
     if completed >= total:
-        await _final_status(state)
+        await _final_status(state, judged)
         return None
     current = int(orchestration.get("currentIteration") or completed)
     orchestration.setdefault("iterationHistory", []).append(history_record(current, state.groups))
@@ -39,11 +42,12 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
     return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
 
 
-async def _final_status(state: WorkflowState) -> None:
+async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
+    """``judged``: the Jobs the outlier verdicts just wrote, fresher than the cache."""
     failed_jobs = [
         job
         for job in (
-            state.caches.jobs.get(state.namespace, g["jobRef"]["name"])
+            judged.get(g["name"]) or state.caches.jobs.get(state.namespace, g["jobRef"]["name"])
             for g in state.groups
             if g.get("phase") == "Failed" and g.get("jobRef")
         )

@@ -17,6 +17,7 @@ from nvcre.controllers.status import now
 from nvcre.controllers.workflow.launching import clean_group_dependencies
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
+from nvcre.measure import verdicts
 from nvcre.orchestration.completion import (
     Completion,
     complete,
@@ -101,6 +102,8 @@ async def follow(state: WorkflowState) -> Result:
                 )
             if _pods_active(state, job):
                 continue  # the pod-drain barrier: the group stays Running
+        elif verdicts.awaiting_verdict(job):
+            continue  # succeeded, but its verdict is not written yet: the group stays Running
         await _carry_out(state, group, complete(group, job, int(execution.get("retryFailedGroups") or 0)))
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, state.running_message())
     return Result(requeue_after=next_look)

@@ -1,0 +1,142 @@
+"""Outliers against the fleet, judged when an iteration ends (:mod:`nvcre.measure.outliers`).
+
+Only then is every peer's data final: a group waits for its own Job's verdict, and every group of
+the iteration is terminal. (Holding a group Running until its peers finish would stall the later
+waves, which launch only once no group runs.) A ``Succeeded`` group is therefore provisional until
+its iteration ends. For each outlier, in this order: its Job gets ``ValidationFailed=True`` and
+failedNodes entries, the failed-nodes ConfigMap gets them, and the group turns ``Failed`` in the
+iteration's status write. The inputs are frozen measurements and the group phases as last
+written, so a restart at any point computes the same outliers and repeats only no-op writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre.api.v1alpha1.constants import (
+    ConditionStatus,
+    ConditionType,
+    FailedNodeReason,
+    JobReason,
+    MeasurementReason,
+)
+from nvcre.api.v1alpha1.meta import Condition
+from nvcre.conditions import condition_of, set_condition
+from nvcre.controllers import metrics, resources
+from nvcre.controllers.children import get_live
+from nvcre.controllers.status import now
+from nvcre.controllers.workflow.results import record_failed
+from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.health.nodes import merge_failed_nodes
+from nvcre.measure import outliers, thresholds, verdicts
+from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
+from nvcre.runtime.objects import Obj
+
+_NODE_REASON = {
+    JobReason.BANDWIDTH_OUTLIER: FailedNodeReason.BANDWIDTH_OUTLIER,
+    JobReason.STEP_TIME_OUTLIER: FailedNodeReason.STEP_TIME_OUTLIER,
+}
+
+
+def _step_time(goodput: Obj | None) -> float | None:
+    complete = condition_of(goodput or {}, ConditionType.COMPLETE) or {}
+    if (
+        complete.get("status") != ConditionStatus.TRUE
+        or complete.get("reason") != MeasurementReason.JOB_SUCCEEDED
+    ):
+        return None
+    return thresholds.goodput_values(goodput).get(thresholds.AVG_STEP_TIME)
+
+
+async def _samples(
+    state: WorkflowState,
+) -> tuple[list[outliers.Sample], list[outliers.Sample], dict[str, Obj]]:
+    client, namespace = state.ctx.client, state.namespace
+    bandwidth, step_time, jobs = [], [], {}
+    for group in state.groups:
+        ref = group.get("jobRef")
+        if not ref or group.get("phase") not in ("Succeeded", "Failed"):
+            continue
+        job = await get_live(client, resources.Job, ref["name"], namespace)
+        if job is None:
+            continue
+        jobs[group["name"]] = job
+        spec = job.get("spec") or {}
+        judged = group.get("phase") == "Succeeded"
+        size = len(group.get("nodes") or ())
+        if spec.get("bandwidthMeasurement"):
+            measurement = await get_live(
+                client, resources.BandwidthMeasurement, bandwidth_measurement_name(ref["name"]), namespace
+            )
+            value = thresholds.bandwidth_values(measurement if verdicts.belongs(measurement, job) else None)
+            if thresholds.BUS_BANDWIDTH in value:
+                key = ("bandwidth", spec["bandwidthMeasurement"].get("testType"), size)
+                bandwidth.append(outliers.Sample(group["name"], key, value[thresholds.BUS_BANDWIDTH], judged))
+        if spec.get("goodputMeasurement"):
+            goodput = await get_live(
+                client, resources.GoodputMeasurement, goodput_measurement_name(ref["name"]), namespace
+            )
+            seconds = _step_time(goodput if verdicts.belongs(goodput, job) else None)
+            if seconds is not None:
+                step_time.append(outliers.Sample(group["name"], ("step", size), seconds, judged))
+    return bandwidth, step_time, jobs
+
+
+async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> Obj:
+    """The Job's ``ValidationFailed`` and failedNodes say why (one write; a no-op once done)."""
+    node_reason = _NODE_REASON[found.reason]
+    first: list[bool] = []
+
+    def change(status: dict[str, Any]) -> None:
+        first.clear()
+        current = condition_of({"status": status}, ConditionType.VALIDATION_FAILED) or {}
+        if current.get("status") == ConditionStatus.TRUE and current.get("reason") == found.reason:
+            return
+        status["failedNodes"] = merge_failed_nodes(
+            status.get("failedNodes") or (), verdicts.group_nodes(job), node_reason, found.message
+        )
+        conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
+        updated = set_condition(
+            conds,
+            ConditionType.VALIDATION_FAILED,
+            ConditionStatus.TRUE,
+            found.reason,
+            found.message,
+            job["metadata"].get("generation"),
+            now(),
+        )
+        status["conditions"] = [c.to_dict() for c in updated]
+        first.append(True)
+
+    written = await state.ctx.status.update(resources.Job, job, change)
+    if written is not None and first:
+        metrics.count_verdict(found.reason, True)
+        await state.ctx.recorder.warning(job, found.reason, found.message)
+    return written or job
+
+
+async def fail_outliers(state: WorkflowState) -> dict[str, Obj]:
+    """Fail this iteration's outlier groups; returns their Jobs as written, by group name."""
+    performance = ((state.spec.get("validation") or {}).get("performance")) or {}
+    fraction = outliers.fraction_of(performance)
+    if fraction <= 0:
+        return {}
+    bandwidth, step_time, jobs = await _samples(state)
+    found = outliers.bandwidth_outliers(bandwidth, fraction) + outliers.step_time_outliers(
+        step_time, fraction
+    )
+    written: dict[str, Obj] = {}
+    by_name = {g["name"]: g for g in state.groups}
+    for outlier in found:
+        if outlier.group in written:
+            continue  # one reason per group is enough
+        job = await _fail_job(state, jobs[outlier.group], outlier)
+        written[outlier.group] = job
+        group = by_name[outlier.group]
+        reason = _NODE_REASON[outlier.reason]
+        await record_failed(
+            state,
+            [{"name": n, "reason": reason, "message": outlier.message} for n in group.get("nodes") or ()],
+        )
+        group["phase"] = "Failed"
+    return written

@@ -1,0 +1,103 @@
+"""Outliers against the fleet (beyond the reference, which ships no default thresholds).
+
+Among at least 3 groups of one Workflow iteration that ran the same test on the same number of
+nodes and left final data, a group whose bus bandwidth is below ``fraction`` x the median of the
+*other* groups (its peers), or whose step time is above that median / ``fraction``, is an outlier.
+A fraction of 0 turns the rule off. The inputs are frozen measurements, so the same groups give
+the same outliers however often (and after however many restarts) they are computed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from nvcre.api.v1alpha1.constants import JobReason
+
+DEFAULT_FRACTION: Final = 0.8
+MIN_GROUPS: Final = 3
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One group's final value."""
+
+    group: str
+    peers_key: tuple[object, ...]
+    """Groups compare only with groups of the same key (test and size)."""
+    value: float
+    judged: bool = True
+    """False for a group that already failed: it counts as a peer but is not flagged again."""
+
+
+@dataclass(frozen=True)
+class Outlier:
+    group: str
+    reason: str
+    message: str
+
+
+def fraction_of(performance: dict[str, object] | None) -> float:
+    """``validation.performance.outlierFraction``; 0.8 when unset."""
+    value = (performance or {}).get("outlierFraction")
+    if value is None:
+        return DEFAULT_FRACTION
+    try:
+        return float(str(value))
+    except ValueError:
+        return DEFAULT_FRACTION
+
+
+def _by_peers(samples: Iterable[Sample]) -> list[list[Sample]]:
+    sets: dict[tuple[object, ...], list[Sample]] = defaultdict(list)
+    for s in samples:
+        sets[s.peers_key].append(s)
+    return [group for group in sets.values() if len(group) >= MIN_GROUPS]
+
+
+def _peer_median(sample: Sample, peers: list[Sample]) -> tuple[float, int]:
+    others = [p.value for p in peers if p is not sample]
+    return statistics.median(others), len(others)
+
+
+def bandwidth_outliers(samples: Iterable[Sample], fraction: float) -> list[Outlier]:
+    """Groups whose bus bandwidth (GB/s) is below ``fraction`` of their peers' median."""
+    if fraction <= 0:
+        return []
+    out = []
+    for peers in _by_peers(samples):
+        for s in peers:
+            median, count = _peer_median(s, peers)
+            if s.judged and s.value < fraction * median:
+                out.append(
+                    Outlier(
+                        s.group,
+                        JobReason.BANDWIDTH_OUTLIER,
+                        f"bus bandwidth {s.value:.2f} GB/s is below {fraction:g} of the median "
+                        f"of its {count} peer groups ({median:.2f} GB/s)",
+                    )
+                )
+    return sorted(out, key=lambda o: o.group)
+
+
+def step_time_outliers(samples: Iterable[Sample], fraction: float) -> list[Outlier]:
+    """Groups whose average step time (s) is above their peers' median / ``fraction``."""
+    if fraction <= 0:
+        return []
+    out = []
+    for peers in _by_peers(samples):
+        for s in peers:
+            median, count = _peer_median(s, peers)
+            if s.judged and s.value * fraction > median:
+                out.append(
+                    Outlier(
+                        s.group,
+                        JobReason.STEP_TIME_OUTLIER,
+                        f"step time {s.value:.4f} s is slower than the median of its {count} peer "
+                        f"groups ({median:.4f} s) by more than the fraction {fraction:g} allows",
+                    )
+                )
+    return sorted(out, key=lambda o: o.group)

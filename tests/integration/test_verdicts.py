@@ -1,0 +1,333 @@
+"""Verdicts on the real API server: thresholds judged by the Job controller, outliers against the
+fleet judged by the Workflow controller, and their propagation to the failed-nodes ConfigMap.
+
+The test plays Kubeflow Trainer (it ends TrainJobs) and the measurement controllers (it writes
+the BandwidthMeasurement status nvcre created, through the status subresource, as that
+controller does when it completes); the Workflow and Job controllers are real.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lightkube import Client
+
+from nvcre.controllers import resources
+from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
+from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+
+BANDWIDTH = {"bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce"}}
+
+
+def make_nodes(gpu_nodes: Any, count: int, pool: str) -> list[str]:
+    return sorted(n.metadata.name for n in gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool})))
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
+
+
+def made_for(kube: Client, namespace: str, resource: Any, name: str, job: str) -> dict[str, Any]:
+    """The measurement once it exists for the Job as it is now (not an earlier attempt's)."""
+    uid = get(kube, resources.Job, job, namespace)["metadata"]["uid"]
+
+    def check() -> dict[str, Any] | None:
+        found = get(kube, resource, name, namespace)
+        return found if found["metadata"]["labels"]["nvcre.nvidia.com/job-uid"] == uid else None
+
+    return dict(wait_for(check, 30, what=f"{resource.__name__} {name} of this Job", ignore=(Exception,)))
+
+
+def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -> None:
+    """What the BandwidthMeasurement controller writes after the final read of a good log."""
+    name = f"{job}-bandwidth"
+    live = made_for(kube, namespace, resources.BandwidthMeasurement, name, job)
+    now = "2026-01-01T00:00:00Z"
+    live["status"] = {
+        "results": [
+            {"sizeBytes": 1 << (20 + 4 * i), "algBW": f"{float(b) / 1.875:.2f}", "busBW": b, "samples": 1}
+            for i, b in enumerate(bus)
+        ],
+        "completionTime": now,
+        "conditions": [
+            {"type": t, "status": s, "reason": "JobSucceeded", "message": "", "lastTransitionTime": now}
+            for t, s in (("Measuring", "False"), ("Complete", "True"))
+        ],
+    }
+    kube.replace(resources.BandwidthMeasurement.Status.from_dict(live), name, namespace=namespace)
+
+
+def complete_goodput(kube: Client, namespace: str, job: str, step_time: str) -> None:
+    """What the GoodputMeasurement controller writes when a training Job succeeded."""
+    name = f"{job}-goodput"
+    live = made_for(kube, namespace, resources.GoodputMeasurement, name, job)
+    now = "2026-01-01T00:00:00Z"
+    live["status"] = {
+        "result": "0.950000",
+        "avgStepTimeSec": step_time,
+        "avgTFLOPSPerGPU": "139.250000",
+        "conditions": [
+            {"type": t, "status": s, "reason": "JobSucceeded", "message": "", "lastTransitionTime": now}
+            for t, s in (("Measuring", "False"), ("Complete", "True"))
+        ],
+    }
+    kube.replace(resources.GoodputMeasurement.Status.from_dict(live), name, namespace=namespace)
+
+
+def judged(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    """The Job once it has a ``ValidationFailed`` condition."""
+
+    def check() -> dict[str, Any] | None:
+        job = get(kube, resources.Job, name, namespace)
+        return job if condition(job, "ValidationFailed") else None
+
+    return dict(wait_for(check, 30, what=f"the verdict of Job {name}"))
+
+
+def finish(kube: Client, namespace: str, job: str) -> None:
+    finish_trainjob(
+        kube,
+        namespace,
+        trainjob_of(kube, namespace, job)["metadata"]["name"],
+        succeeded=True,
+        measurements=False,  # this test writes them
+    )
+
+
+def failed_entries(kube: Client, namespace: str, wf: dict[str, Any]) -> list[dict[str, str]]:
+    ref = wf["status"]["failedNodesRef"]["name"]
+    return list(json.loads(config_map_payload(kube, namespace, ref, "failed-nodes.json.gz")))
+
+
+def test_a_violated_threshold_fails_the_succeeded_job_its_group_and_the_workflow(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Acceptance case 6 with ``value > 487.7``: the Job succeeded, its verdict fails it. The
+    Workflow can only end Failed if it kept the group Running until that verdict existed: a
+    terminal Workflow never changes again."""
+    pool = pool_name()
+    [node] = make_nodes(gpu_nodes, 1, pool)
+    job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value > 487.7"}}
+    kube.create(resources.Workflow.from_dict(workflow("strict", namespace, pool, 1, job_spec=job_spec)))
+    finish(kube, namespace, "strict-job")
+    job = wait_true(kube, resources.Job, "strict-job", namespace, "Succeeded")
+    assert condition(job, "ValidationFailed") is None, "judged before its measurement was final"
+    before = manager.metric("nvcre_validation_verdicts_total", reason="ThresholdViolated", failed="true") or 0
+    complete_bandwidth(kube, namespace, "strict-job", ["20.61", "487.70", "456.47"])
+    message = 'Threshold "busBandwidthGBps" violated: measured 487.7000, expression: value > 487.7'
+    job = judged(kube, namespace, "strict-job")
+    verdict = condition(job, "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "ThresholdViolated",
+        message,
+    )
+    assert true_condition(job) is not None and true_condition(job)[0] == "Succeeded"
+    assert job["status"]["failedNodes"] == [
+        {"name": node, "reason": "ThresholdViolation", "message": message}
+    ]
+    wf = wait_true(kube, resources.Workflow, "strict", namespace, "Failed")
+    assert true_condition(wf)[:2] == ("Failed", "JobValidationFailed")
+    assert (condition(wf, "ValidationFailed") or {}).get("reason") == "JobValidationFailed"
+    assert [(e["name"], e["reason"], e["message"]) for e in failed_entries(kube, namespace, wf)] == [
+        (node, "ThresholdViolation", message)
+    ]
+    after = manager.metric("nvcre_validation_verdicts_total", reason="ThresholdViolated", failed="true")
+    assert after == before + 1
+
+
+def test_a_met_threshold_passes_at_its_boundary(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value >= 487.7"}}
+    kube.create(resources.Workflow.from_dict(workflow("boundary", namespace, pool, 1, job_spec=job_spec)))
+    finish(kube, namespace, "boundary-job")
+    wait_true(kube, resources.Job, "boundary-job", namespace, "Succeeded")
+    complete_bandwidth(kube, namespace, "boundary-job", ["20.61", "487.70", "456.47"])
+    wf = wait_true(kube, resources.Workflow, "boundary", namespace, "Succeeded")
+    assert condition(wf, "ValidationFailed") is None
+    verdict = condition(get(kube, resources.Job, "boundary-job", namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "False",
+        "ThresholdsMet",
+        "All performance thresholds satisfied",
+    )
+
+
+def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Three one-node groups; the one at 30% of its peers fails, the others pass."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 3, pool)
+    kube.create(resources.Workflow.from_dict(workflow("fleet", namespace, pool, 1, job_spec=BANDWIDTH)))
+    wait_for(lambda: len(jobs_of(kube, namespace, "fleet")) == 3, 30, what="three Jobs")
+    jobs = jobs_of(kube, namespace, "fleet")
+    by_node = {j["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"]: name for name, j in jobs.items()}
+    slow_node = nodes[1]
+    for node, bus in zip(nodes, (["480.00"], ["144.00"], ["470.00"]), strict=True):
+        finish(kube, namespace, by_node[node])
+        complete_bandwidth(kube, namespace, by_node[node], ["1.20", *bus])
+    wf = wait_true(kube, resources.Workflow, "fleet", namespace, "Failed")
+    assert true_condition(wf) == ("Failed", "JobValidationFailed", "1 groups failed across 1 iterations")
+    message = "bus bandwidth 144.00 GB/s is below 0.8 of the median of its 2 peer groups (475.00 GB/s)"
+    slow = get(kube, resources.Job, by_node[slow_node], namespace)
+    verdict = condition(slow, "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
+    assert slow["status"]["failedNodes"] == [
+        {"name": slow_node, "reason": "BandwidthOutlier", "message": message}
+    ]
+    for node in (nodes[0], nodes[2]):
+        healthy = condition(get(kube, resources.Job, by_node[node], namespace), "ValidationFailed") or {}
+        assert (healthy["status"], healthy["reason"]) == ("False", "MeasurementsChecked")
+    groups = {g["nodes"][0]: g["phase"] for g in wf["status"]["orchestration"]["groups"]}
+    assert groups == {nodes[0]: "Succeeded", slow_node: "Failed", nodes[2]: "Succeeded"}
+    assert [(e["name"], e["reason"]) for e in failed_entries(kube, namespace, wf)] == [
+        (slow_node, "BandwidthOutlier")
+    ]
+    succeeded = config_map_payload(
+        kube, namespace, wf["status"]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
+    )
+    assert succeeded.decode().split(",") == [nodes[0], nodes[2]]
+
+
+def test_outlier_fraction_zero_turns_the_rule_off(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    make_nodes(gpu_nodes, 3, pool)
+    spec = workflow("lenient", namespace, pool, 1, job_spec=BANDWIDTH)
+    spec["spec"]["validation"] = {"performance": {"outlierFraction": 0}}
+    kube.create(resources.Workflow.from_dict(spec))
+    wait_for(lambda: len(jobs_of(kube, namespace, "lenient")) == 3, 30, what="three Jobs")
+    for name, bus in zip(
+        sorted(jobs_of(kube, namespace, "lenient")), ("480.00", "144.00", "470.00"), strict=True
+    ):
+        finish(kube, namespace, name)
+        complete_bandwidth(kube, namespace, name, [bus])
+    wait_true(kube, resources.Workflow, "lenient", namespace, "Succeeded")
+
+
+def test_a_retried_group_is_judged_on_its_own_measurement(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """The retry reuses the Job's name; the first attempt's measurement (same name, owned by the
+    Workflow) is replaced by one for the new Job, which its verdict reads."""
+    pool = pool_name()
+    make_nodes(gpu_nodes, 1, pool)
+    job_spec = {
+        **BANDWIDTH,
+        "goodputMeasurement": {"logProfileRef": "megatron-training"},
+        "thresholds": {"busBandwidthGBps": "value >= 400"},
+    }
+    spec = workflow(
+        "again", namespace, pool, 1, job_spec=job_spec, orchestration={"execution": {"retryFailedGroups": 1}}
+    )
+    kube.create(resources.Workflow.from_dict(spec))
+    first = trainjob_of(kube, namespace, "again-job")
+    first_uid = get(kube, resources.Job, "again-job", namespace)["metadata"]["uid"]
+    wait_for(
+        lambda: get(kube, resources.BandwidthMeasurement, "again-job-bandwidth", namespace),
+        30,
+        what="the first attempt's measurement",
+        ignore=(Exception,),
+    )
+    finish_trainjob(kube, namespace, first["metadata"]["name"], succeeded=False)
+
+    def second_attempt() -> dict[str, Any] | None:
+        job = get(kube, resources.Job, "again-job", namespace)
+        return job if job["metadata"]["uid"] != first_uid else None
+
+    wait_for(second_attempt, 60, what="the retried Job", ignore=(Exception,))
+    finish(kube, namespace, "again-job")
+    complete_bandwidth(kube, namespace, "again-job", ["20.61", "487.70"])
+    complete_goodput(kube, namespace, "again-job", "2.000000")
+    wait_true(kube, resources.Workflow, "again", namespace, "Succeeded")
+    verdict = condition(get(kube, resources.Job, "again-job", namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet")
+
+
+def test_an_aws_category_without_efa_fails_the_certification_as_validation(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """The catalog's AWS EFA entry expects `AWS Libfabric`; a final measurement that names no
+    transport fails the Job (before its met threshold is even looked at), its Workflow and the
+    Certification, with ValidationFailed at every tier."""
+    from tests.integration.test_certification_controller import ALL_REDUCE, certification, workflow_name
+
+    pool = pool_name()
+    nodes = sorted(
+        n.metadata.name
+        for n in gpu_nodes(
+            2, GpuNodeSpec(labels={POOL_LABEL: pool}, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+        )
+    )
+    category = {**ALL_REDUCE, "options": {"thresholds": {"busBandwidthGBps": "value >= 400"}}}
+    kube.create(resources.Certification.from_dict(certification("slowcert", namespace, pool, category)))
+    wf_name = workflow_name("slowcert", ALL_REDUCE)
+    wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
+    [job] = jobs_of(kube, namespace, wf_name)
+    job_spec = get(kube, resources.Job, job, namespace)["spec"]
+    assert job_spec["bandwidthMeasurement"]["expectedTransport"] == "AWS Libfabric", (
+        "the catalog's AWS EFA entry"
+    )
+    finish(kube, namespace, job)
+    bm = get(kube, resources.BandwidthMeasurement, f"{job}-bandwidth", namespace)
+    assert bm["spec"]["expectedTransport"] == "AWS Libfabric", "copied into the measurement's spec"
+    complete_bandwidth(kube, namespace, job, ["20.61", "489.40"])
+    cert = wait_true(kube, resources.Certification, "slowcert", namespace, "Failed", timeout=120)
+    assert true_condition(cert) == (
+        "Failed",
+        "WorkflowValidationFailed",
+        "One or more certification categories failed",
+    )
+    validation = condition(cert, "ValidationFailed") or {}
+    assert (validation["status"], validation["reason"], validation["message"]) == (
+        "True",
+        "WorkflowValidationFailed",
+        "Category communication/nccl-all-reduce: One or more Jobs failed performance threshold validation",
+    )
+    entries = failed_entries(kube, namespace, get(kube, resources.Workflow, wf_name, namespace))
+    message = "NCCL used no network transport (is NCCL_DEBUG=INFO set?), expected [AWS Libfabric]"
+    verdict = condition(get(kube, resources.Job, job, namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "UnexpectedTransport",
+        message,
+    )
+    assert [(e["name"], e["reason"], e["message"]) for e in entries] == [
+        (n, "ThresholdViolation", message) for n in nodes
+    ]
+
+
+def test_a_slow_training_group_fails_as_a_step_time_outlier(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 3, pool)
+    job_spec = {"goodputMeasurement": {"logProfileRef": "megatron-training"}}
+    kube.create(resources.Workflow.from_dict(workflow("train", namespace, pool, 1, job_spec=job_spec)))
+    wait_for(lambda: len(jobs_of(kube, namespace, "train")) == 3, 30, what="three Jobs")
+    jobs = jobs_of(kube, namespace, "train")
+    by_node = {j["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"]: name for name, j in jobs.items()}
+    for node, seconds in zip(nodes, ("2.000000", "2.100000", "3.000000"), strict=True):
+        finish(kube, namespace, by_node[node])
+        complete_goodput(kube, namespace, by_node[node], seconds)
+    wf = wait_true(kube, resources.Workflow, "train", namespace, "Failed")
+    assert true_condition(wf)[:2] == ("Failed", "JobValidationFailed")
+    slow = get(kube, resources.Job, by_node[nodes[2]], namespace)
+    verdict = condition(slow, "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "StepTimeOutlier",
+        "step time 3.0000 s is slower than the median of its 2 peer groups (2.0500 s) "
+        "by more than the fraction 0.8 allows",
+    )
+    assert [(e["name"], e["reason"]) for e in failed_entries(kube, namespace, wf)] == [
+        (nodes[2], "StepTimeOutlier")
+    ]
