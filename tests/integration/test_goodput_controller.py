@@ -79,7 +79,7 @@ def gm_where(kube: Client, namespace: str, name: str, predicate: Any, what: str)
         gm = get(kube, resources.GoodputMeasurement, name, namespace)
         return gm if predicate(gm.get("status") or {}) else None
 
-    return wait_for(check, 60, what=what)
+    return wait_for(check, 60, what=what, ignore=(ApiError,))  # created once the workload is
 
 
 def parse(text: str) -> datetime:
