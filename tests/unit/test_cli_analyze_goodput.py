@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from nvcre.cli.analyze_goodput import goodput
+from nvcre.cli.main import cli
 from nvcre.measure.builtin import builtin_profiles
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
@@ -18,7 +18,7 @@ N6 = str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.l
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(goodput, list(args), input=stdin)
+    result = CliRunner().invoke(cli, ["analyze", "goodput", *args], input=stdin)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -61,6 +61,15 @@ def test_nemo_table_and_a_log_without_times_fails_cleanly() -> None:
 
 
 def test_bad_input_is_one_line() -> None:
-    assert run("--profile", "nope", N6)[2].startswith('Error: --profile "nope": not a built-in profile')
+    assert run("--profile", "nope", N6)[2].startswith('Error: --profile "nope": neither a built-in profile')
     assert run("/no/such/log")[2].startswith("Error: /no/such/log: cannot read file")
-    assert run("-o", "xml", N6)[0] == 1
+    assert run("--profile", "nope", N6)[0] == 2
+    assert run("-o", "xml", N6)[0] != 0
+
+
+def test_a_goodput_threshold_sets_the_exit_code() -> None:
+    code, out, _ = run("-o", "json", "--threshold", "goodputRatio=value >= 0.8", N6)
+    assert code == 0 and json.loads(out)["verdict"]["reason"] == "ThresholdsMet"
+    code, out, err = run("-o", "json", "--threshold", "goodputRatio=value >= 0.9", N6)
+    assert code == 1 and json.loads(out)["verdict"]["reason"] == "ThresholdViolated"
+    assert err == 'Error: Threshold "goodputRatio" violated: measured 0.8826, expression: value >= 0.9\n'

@@ -87,7 +87,11 @@ def goodput_values(measurement: Mapping[str, Any] | None) -> dict[str, float]:
     """The GoodputMeasurement's values, once ``Complete=True``, each only when it is > 0."""
     if _complete(measurement) is None:
         return {}
-    status = (measurement or {}).get("status") or {}
+    return goodput_status_values((measurement or {}).get("status") or {})
+
+
+def goodput_status_values(status: Mapping[str, Any]) -> dict[str, float]:
+    """The threshold values a final GoodputMeasurement status gives, each only when it is > 0."""
     out = {}
     for key, field in _GOODPUT_FIELDS:
         value = _number(status.get(field))

@@ -59,7 +59,7 @@ def test_old_layouts_say_no_bandwidth_rows_recognised() -> None:
         code, out, err = run(str(CORPUS / name), "-o", "json")
         assert code == 1, name
         assert json.loads(out)["results"] == [] and json.loads(out)["busBandwidthGBps"] is None
-        assert err.startswith("no bandwidth rows recognised in ")
+        assert err.startswith("Error: no bandwidth rows recognised in ")
 
 
 def test_bad_input_exits_2() -> None:
@@ -96,3 +96,24 @@ def test_a_profile_file(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(profile))
     code, _, err = run("--profile", str(path), "-")
     assert code == 2 and "spec.patterns.bandwidthResult: required" in err
+
+
+def test_a_threshold_judges_the_peak_as_the_job_controller_does() -> None:
+    log = str(CORPUS / "cre-fixture-mixed-k8s-timestamps-and-raw-lines.log")
+    code, out, err = run(log, "-o", "json", "--threshold", "busBandwidthGBps=value >= 900")
+    assert code == 0 and json.loads(out)["verdict"] == {
+        "failed": False,
+        "reason": "ThresholdsMet",
+        "message": "All performance thresholds satisfied",
+    }
+    code, out, err = run(log, "-o", "json", "--threshold", "busBandwidthGBps=value >= 1000")
+    verdict = json.loads(out)["verdict"]
+    assert code == 1 and verdict["reason"] == "ThresholdViolated"
+    assert err == f"Error: {verdict['message']}\n"
+    assert verdict["message"].startswith('Threshold "busBandwidthGBps" violated: measured 922.9400')
+    code, _, err = run(log, "--threshold", "busBandwidthGbps=value > 1")
+    assert code == 2 and "unknown threshold key(s) [busBandwidthGbps]" in err
+    code, _, err = run(log, "--threshold", "busBandwidthGBps=value + 1")
+    assert code == 2 and 'Threshold "busBandwidthGBps": ' in err
+    code, _, err = run(log, "--threshold", "busBandwidthGBps")
+    assert code == 2 and "expected KEY=EXPR" in err
