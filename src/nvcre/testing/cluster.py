@@ -2,8 +2,9 @@
 
 :class:`WorkloadChain` runs, against a started :class:`~nvcre.testing.controlplane.ControlPlane`:
 
-* ``kube-controller-manager`` with the Job controller, the garbage collector and the namespace
-  controller (service-account credentials and leader election off);
+* ``kube-controller-manager`` with the Job controller, the garbage collector, the namespace
+  controller and the node lifecycle controller (service-account credentials and leader election
+  off);
 * ``kube-scheduler`` with the profiles ``default-scheduler``, ``kai-scheduler`` and
   ``runai-scheduler`` (all three are the default scheduler: gang semantics are not simulated);
 * the JobSet controller and Kubeflow Trainer's ``trainer-controller-manager`` with their own
@@ -60,8 +61,9 @@ from nvcre.testing.processes import Process, Service, StartupError, free_port, w
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
 SCHEDULER_PROFILES = ("default-scheduler", "kai-scheduler", "runai-scheduler")
 #: kube-controller-manager controllers the chain needs: pods from Jobs, cascading deletion,
-#: namespace deletion.
-CONTROLLERS = ("job", "garbagecollector", "namespace")
+#: namespace deletion, and node lifecycle (it lifts the ``node.kubernetes.io/not-ready`` taint the
+#: API server puts on every new node once the node is Ready, as on any cluster).
+CONTROLLERS = ("job", "garbagecollector", "namespace", "nodelifecycle")
 #: A namespace every control plane has, used for the dry-run webhook probes.
 PROBE_NAMESPACE = "default"
 
