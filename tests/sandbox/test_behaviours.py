@@ -331,6 +331,14 @@ def test_a_failing_node_fails_its_group_only_and_is_named_with_its_partner(sandb
     assert sorted(succeeded) == healthy_pair
     assert [(e["name"], e["reason"]) for e in failed] == [(n, "WorkloadFailed") for n in faulty_pair]
     wait_for(lambda: gone(box, Pod, **{JOBSET_NAME: trainjob}), 60, what="the failed group's pods collected")
+    assert _gone_named(box, resources.TrainJob, trainjob), "nvcre deleted the failed TrainJob"
+    assert get(box.kube, resources.Job, bad["metadata"]["name"], box.namespace), (
+        "the Job stays for the report"
+    )
+    failed_event = ("Warning", "IterationsFailed", "1 groups failed across 1 iterations")
+    wait_for(
+        lambda: failed_event in events_for(box, "pairs", "Workflow"), 30, what="the IterationsFailed event"
+    )
 
 
 def test_a_failed_group_is_retried_under_the_same_name_and_the_retry_decides(sandbox: Sandbox) -> None:
@@ -601,8 +609,12 @@ def _condition(node: Node, kind: str) -> Any:
 
 
 def _gone(box: Sandbox, recorded: History) -> bool:
+    return _gone_named(box, recorded.resource, recorded.name)
+
+
+def _gone_named(box: Sandbox, resource: Any, name: str) -> bool:
     try:
-        box.kube.get(recorded.resource, recorded.name, namespace=recorded.namespace)
+        box.kube.get(resource, name, namespace=box.namespace)
     except ApiError as error:
         return error.status.code == 404
     return False
