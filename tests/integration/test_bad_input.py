@@ -4,6 +4,7 @@ Each case runs against the module's shared ``nvcre-manager`` process: the bad Wo
 with a reason and a message naming the offending field, the process keeps its pid (no crash, no
 restart), a good Workflow created afterwards still completes, and the failed one is left alone
 (no hot loop of status writes).
+The good Workflow's TrainJob is ended by hand: what is proven is the manager surviving bad input.
 """
 
 from __future__ import annotations

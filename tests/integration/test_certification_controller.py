@@ -1,7 +1,9 @@
 """The Certification controller on the real API server, with kwok GPU nodes.
 
 Categories run one Workflow at a time in spec order; the test plays Kubeflow Trainer and ends
-each TrainJob itself. Targets carry a per-test pool label, since nodes are cluster-wide.
+each TrainJob itself (kept: the category order and the restart-at-any-line sweep need each group
+to end exactly when the test says). Targets carry a per-test pool label, since nodes are
+cluster-wide.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every kind config/rbac lets a Workflow dependency be is created, handed to its Job, and deleted
 with it; a foreign TrainJob holding a Job's workload name is refused and left alone. These are
-also the suite's uses of those grants, which test_zz_rbac_used requires.
+also the suite's uses of those grants, which test_zz_rbac_used requires (they run on the shared
+control plane, so the Job is ended by hand).
 """
 
 from __future__ import annotations

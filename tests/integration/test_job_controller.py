@@ -1,5 +1,7 @@
 """The Job controller on the real API server: what the TrainJob CRD refuses, the MPI launcher's
-pods, node health. Pods are the ones JobSet would run for the TrainJob nvcre rendered."""
+pods, node health. Pods are the ones JobSet would run for the TrainJob nvcre rendered (kept: the
+launcher among an MPI group's pods, and pods in exact phases on exact nodes, are set up here; the
+sandbox's MPI launcher retries for minutes before it fails)."""
 
 from __future__ import annotations
 

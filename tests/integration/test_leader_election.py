@@ -2,7 +2,8 @@
 
 This module does not use the shared ``manager`` fixture (it is module-scoped, so none runs here):
 the only managers are the replicas each test starts. Their Lease (default id) lives in the
-test's namespace, so tests cannot see each other's Lease.
+test's namespace, so tests cannot see each other's Lease. TrainJobs are ended by hand: a
+leader's crash must land between two exact writes.
 """
 
 from __future__ import annotations

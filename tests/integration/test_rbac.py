@@ -7,7 +7,8 @@ failure, and proves with the API server's own authorizer that nodes are read-onl
 requests are in the session's audit log too, which test_zz_rbac_used compares with the role.
 The shared ``manager`` fixture is not used here, so this manager is the only one running.
 With that identity it also proves that no dependency a user writes lands outside the Workflow's
-namespace (the confused deputy), and that a dependency's ``when`` is honoured.
+namespace (the confused deputy), and that a dependency's ``when`` is honoured. TrainJobs are
+ended by hand: the audit log of this control plane is what is compared.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Kill the manager (SIGKILL) again and again during a multi-group Workflow: it converges to
-the same result an uninterrupted run gives, with no duplicate Job, TrainJob or ConfigMap."""
+the same result an uninterrupted run gives, with no duplicate Job, TrainJob or ConfigMap.
+TrainJobs are ended by hand, so the kills land between exact writes (the sandbox cannot aim them)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The WorkloadRun controller on the real API server, with kwok GPU nodes.
 
-The test plays Kubeflow Trainer: it ends TrainJobs by setting their Complete/Failed condition.
+The test plays Kubeflow Trainer: it ends TrainJobs by setting their Complete/Failed condition
+(kept: each condition and event the run mirrors is checked; the whole chain runs in
+tests/sandbox/test_full_chain.py).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from nvcre.sandbox.control import SandboxError, check_options
 from nvcre.sandbox.faults import apply_node_change, node_change, parse_faults
 from nvcre.sandbox.runner import (
     HEARTBEAT_PAUSED,
+    change_lost,
     container_command,
     end_annotations,
     expected_pods,
@@ -86,6 +87,20 @@ def test_node_patches_carry_the_xid_change_and_pause_the_heartbeat() -> None:
     assert body["metadata"]["annotations"] == {HEARTBEAT_PAUSED: "true"}
     assert body["spec"]["taints"] == expected["spec"]["taints"]  # type: ignore[index]
     assert status["status"]["conditions"] == expected["status"]["conditions"]  # type: ignore[index]
+
+
+def test_a_fault_rewritten_by_a_heartbeat_is_seen_as_lost_and_one_in_force_is_not() -> None:
+    (node,) = [n.to_dict() for n in platform_nodes(1, "aws", "NVIDIA-H100-80GB-HBM3")]
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is ready"}
+    node["status"] = {**node.get("status", {}), "conditions": [ready]}
+    for spec in ("gpu-node-000=not-ready", "gpu-node-000=xid:79"):
+        change = node_change(parse_faults([spec]), "gpu-node-000")
+        assert change_lost(node, change), f"{spec}: a healthy node does not show it"
+        faulty = apply_node_change(node, change, now="2026-01-01T00:00:00Z")
+        assert not change_lost(faulty, change), f"{spec}: in force"
+        # kwok's heartbeat stage, scheduled before the fault, rewrites the conditions it knows
+        beat = {**faulty, "status": {**faulty["status"], "conditions": node["status"]["conditions"]}}
+        assert change_lost(beat, change) == bool(change.conditions), spec
 
 
 def test_up_refuses_a_fault_on_no_sandbox_node_before_starting() -> None:

@@ -12,6 +12,7 @@ import yaml
 import nvcre.render
 from nvcre.platform.detect import node_architecture, node_platform, topology_domain_count
 from nvcre.platform.nic import detect_nic_resource
+from nvcre.sandbox.runner import HEARTBEAT_PAUSED
 from nvcre.testing.kwok import NODE_ANNOTATION, PHASE_ANNOTATION, cri_log_lines, stage_documents
 from nvcre.testing.nodes import (
     EFA_RESOURCE,
@@ -117,6 +118,16 @@ def test_stage_documents_are_kwok_stages_for_nodes_and_pods() -> None:
     failed = next(d for d in docs if d["metadata"]["name"] == "nvcre-pod-failed")
     keys = [e["key"] for e in failed["spec"]["selector"]["matchExpressions"]]
     assert f'.metadata.annotations."{PHASE_ANNOTATION}"' in keys
+
+
+def test_no_node_stage_rewrites_a_node_a_sandbox_fault_paused() -> None:
+    """A ``not-ready`` fault's Ready=Unknown stays: neither the heartbeat nor the initialize stage
+    (which matches every node that is not Ready) may select a paused node."""
+    docs = [d for d in yaml.safe_load_all(stage_documents()) if d["spec"]["resourceRef"]["kind"] == "Node"]
+    assert {d["metadata"]["name"] for d in docs} >= {"nvcre-node-initialize", "nvcre-node-heartbeat"}
+    paused = {"key": f'.metadata.annotations."{HEARTBEAT_PAUSED}"', "operator": "DoesNotExist"}
+    for doc in docs:
+        assert paused in doc["spec"]["selector"]["matchExpressions"], doc["metadata"]["name"]
 
 
 def test_cri_log_lines_format() -> None:

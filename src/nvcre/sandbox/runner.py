@@ -21,7 +21,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +233,28 @@ def node_patches(
     return body, {"status": {k: status[k] for k in keys if k in status}}
 
 
+def change_lost(node: Mapping[str, Any], change: NodeChange) -> bool:
+    """Whether ``node`` no longer shows part of ``change``'s labels, taints or conditions.
+
+    kwok's heartbeat stage, scheduled before a fault paused it, still fires once and rewrites the
+    node's conditions (``Ready`` back to ``True``); the runner then writes the change again, as a
+    health agent keeps reporting what it found. GPU counts are never rewritten by kwok.
+    """
+    labels = _labels(node)
+    if any(labels.get(k) != v for k, v in change.labels.items()):
+        return True
+    taints = {
+        (t.get("key"), t.get("value"), t.get("effect")) for t in (node.get("spec") or {}).get("taints") or ()
+    }
+    if any((t.key, t.value, t.effect) not in taints for t in change.taints):
+        return True
+    conditions = {
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+        for c in (node.get("status") or {}).get("conditions") or ()
+    }
+    return any((c.type, c.status, c.reason, c.message) not in conditions for c in change.conditions)
+
+
 def initial_nodes(nodes: Iterable[Node], faults: Sequence[Fault]) -> list[Node]:
     """The nodes as they are created: each node's faults that hold from the start applied."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -270,6 +292,7 @@ class Runner:
         self.attempts: dict[tuple[str, str], int] = {}
         self.timers: list[_Timer] = []
         self._seq = itertools.count()
+        self.node_changes: list[tuple[str, NodeChange]] = []  # written during runs, kept in force
 
     def at(self, when: float, action: Callable[[], None]) -> None:
         heapq.heappush(self.timers, _Timer(when, next(self._seq), action))
@@ -277,6 +300,9 @@ class Runner:
     def tick(self) -> None:
         nodes = {str(n.metadata.name): n.to_dict() for n in self.client.list(Node) if n.metadata}
         nodes = {k: v for k, v in nodes.items() if is_sandbox_node(v)}
+        for name, change in self.node_changes:
+            if name in nodes and change_lost(nodes[name], change):
+                self._fire(self._patch_node(name, change))
         pods = [p.to_dict() for p in self.client.list(Pod, namespace="*")]
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in pods:
@@ -302,12 +328,15 @@ class Runner:
             self._start(active, fresh, nodes)
         now = time.monotonic()
         while self.timers and self.timers[0].at <= now:
-            timer = heapq.heappop(self.timers)
-            try:
-                timer.action()
-            except ApiError as error:
-                if error.status.code != 404:  # the pod or node is gone: nothing left to do
-                    raise
+            self._fire(heapq.heappop(self.timers).action)
+
+    @staticmethod
+    def _fire(action: Callable[[], None]) -> None:
+        try:
+            action()
+        except ApiError as error:
+            if error.status.code != 404:  # the pod or node is gone: nothing left to do
+                raise
 
     def _start(
         self, pods: list[dict[str, Any]], fresh: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
@@ -373,6 +402,9 @@ class Runner:
             body, status = node_patches(self.client.get(Node, name).to_dict(), change, now)
             self.client.patch(Node, name, body)
             self.client.patch(Node.Status, name, status)
+            kept = replace(change, missing_gpus=0)  # a count is removed once, never again
+            if (name, kept) not in self.node_changes:
+                self.node_changes.append((name, kept))
 
         return patch
 
