@@ -184,20 +184,19 @@ async def test_a_kill_before_the_terminal_write_converges_to_one_write_and_one_e
     assert [e["reason"] for e in h.client.events].count("JobSucceeded") == 1
 
 
-async def test_a_conflicting_terminal_write_is_reapplied_on_the_fresh_object() -> None:
+async def test_a_conflicting_terminal_write_is_decided_again_on_the_fresh_object() -> None:
     h = Harness()
-    h.write_log(
-        stamped(
-            [
-                "     1048576        262144     float     sum      -1    95.40   10.99   20.61      2    95.12   11.02   20.67    N/A"
-            ]
-        )
-    )
+    row = "     1048576        262144     float     sum      -1    95.40   10.99   20.61      2    95.12   11.02   20.67    N/A"
+    h.write_log(stamped([row]))
     h.set_pod_phase("Succeeded")
     h.finish_job()
     h.client.fail("replace", "BandwidthMeasurement", api_error(409), subresource="status")
+    with pytest.raises(Conflict):
+        await h.reconcile()
+    assert h.complete() is None
     await h.reconcile()
     assert h.complete() is not None and h.bm()["status"]["wrongValues"] == 2
+    assert h.client.count("get", "BandwidthMeasurement") == 0, "the cache, never a live read"
 
 
 async def test_garbage_and_a_broken_stream_never_raise() -> None:

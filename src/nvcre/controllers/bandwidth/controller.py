@@ -4,6 +4,7 @@ its Job and the launcher's log, asks :mod:`.lifecycle` what the status becomes, 
 While the Job runs, every ``sampleInterval`` the lines logged since ``status.lastSampleTime`` are
 merged into provisional results (one write, guarded by the resourceVersion they were merged
 into, so a conflict or a kill never counts a line twice); they feed the gauges, never a verdict.
+Every write is guarded so: on a conflict the reconcile starts again from the fresh object.
 Once the Job succeeds, the launcher's complete log is read once and replaces them in the single
 terminal write. Reading streams the log: memory stays bounded whatever its size.
 """
@@ -245,16 +246,17 @@ class BandwidthMeasurementController:
             except LogsError as error:  # what was read before the break is kept
                 log.info("%s: provisional sample cut short: %s", bm["metadata"]["name"], error)
         cursor_out = format_line_time(last) if last is not None else None
-        written = await self.ctx.status.update(
-            resources.BandwidthMeasurement, bm, lifecycle.running(aggregate, cursor_out, now()), base=bm
-        )
+        written = await self._write(bm, lifecycle.running(aggregate, cursor_out, now()))
         if written is not None:
             metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
 
     # -- writing ----------------------------------------------------------------------------------
 
     async def _write(self, bm: Obj, change: StatusChange) -> Obj | None:
-        return await self.ctx.status.update(resources.BandwidthMeasurement, bm, change)
+        """Write ``change`` over the cached ``bm`` it was decided on, at its resourceVersion: a 409
+        raises :class:`~nvcre.runtime.writes.Conflict` and the reconcile is made again from the
+        fresh object (never re-applied over a write it did not see, never a live GET)."""
+        return await self.ctx.status.update(resources.BandwidthMeasurement, bm, change, base=bm)
 
     async def _finish(
         self,
