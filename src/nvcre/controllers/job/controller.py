@@ -21,10 +21,9 @@ from nvcre.api.v1alpha1.constants import (
     Label,
     TrainerKind,
 )
-from nvcre.api.v1alpha1.meta import Condition
 from nvcre.cel import CELError
-from nvcre.conditions import is_terminal, set_condition
-from nvcre.controllers import indexes, metrics, resources
+from nvcre.conditions import is_terminal
+from nvcre.controllers import indexes, resources, verdict
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
@@ -276,26 +275,12 @@ class JobController:
             nodes = verdicts.failed_nodes(live, decided)
             if nodes is not None:
                 status["failedNodes"] = nodes
-            conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-            updated = set_condition(
-                conds,
-                ConditionType.VALIDATION_FAILED,
-                "True" if decided.failed else "False",
-                decided.reason,
-                decided.message,
-                job["metadata"].get("generation"),
-                now(),
-            )
-            status["conditions"] = [c.to_dict() for c in updated]
+            verdict.set_validation(status, job, decided.failed, decided.reason, decided.message)
             wrote.append(True)
 
         written = await self.ctx.status.update(resources.Job, job, record)
         if written is not None and wrote:
-            metrics.count_verdict(decided.reason, decided.failed)
-            if decided.failed:
-                await self.ctx.recorder.warning(job, decided.reason, decided.message)
-            else:
-                await self.ctx.recorder.normal(job, decided.reason, decided.message)
+            await verdict.announce(self.ctx, job, decided.failed, decided.reason, decided.message)
         return None
 
     async def _follow_workload(self, job: Obj) -> Result | None:

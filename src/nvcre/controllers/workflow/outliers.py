@@ -20,11 +20,9 @@ from nvcre.api.v1alpha1.constants import (
     JobReason,
     MeasurementReason,
 )
-from nvcre.api.v1alpha1.meta import Condition
-from nvcre.conditions import condition_of, set_condition
-from nvcre.controllers import metrics, resources
+from nvcre.conditions import condition_of
+from nvcre.controllers import resources, verdict
 from nvcre.controllers.children import get_live
-from nvcre.controllers.status import now
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.health.nodes import merge_failed_nodes
@@ -95,23 +93,12 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
         status["failedNodes"] = merge_failed_nodes(
             status.get("failedNodes") or (), verdicts.group_nodes(job), node_reason, found.message
         )
-        conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-        updated = set_condition(
-            conds,
-            ConditionType.VALIDATION_FAILED,
-            ConditionStatus.TRUE,
-            found.reason,
-            found.message,
-            job["metadata"].get("generation"),
-            now(),
-        )
-        status["conditions"] = [c.to_dict() for c in updated]
+        verdict.set_validation(status, job, True, found.reason, found.message)
         first.append(True)
 
     written = await state.ctx.status.update(resources.Job, job, change)
     if written is not None and first:
-        metrics.count_verdict(found.reason, True)
-        await state.ctx.recorder.warning(job, found.reason, found.message)
+        await verdict.announce(state.ctx, job, True, found.reason, found.message)
     return written or job
 
 
