@@ -66,7 +66,7 @@ def finish(kube: Client, namespace: str, name: str, pods: list[str], *, succeede
         kube.patch(Pod, pod, {"metadata": {"annotations": {PHASE_ANNOTATION: end}}}, namespace=namespace)
     for pod in pods:
         wait_for(lambda pod=pod: phase(kube, namespace, pod) == end, 30, what=f"pod {pod} {end}")
-    finish_trainjob(kube, namespace, f"{name}-job-workload", succeeded=succeeded)
+    finish_trainjob(kube, namespace, f"{name}-job-workload", succeeded=succeeded, measurements=False)
     wait_true(kube, resources.Job, f"{name}-job", namespace, "Succeeded" if succeeded else "Failed")
 
 

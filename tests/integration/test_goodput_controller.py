@@ -124,7 +124,7 @@ def test_a_healthy_run_completes_job_succeeded_with_the_figures_of_its_log(
     assert parse(status["lastStepTimestamp"]) == t0 + 9 * ms
     assert parse(status["trainingStartTime"]) == t0 + 2 * ms
 
-    finish_trainjob(kube, namespace, "gp-job-workload", succeeded=True)
+    finish_trainjob(kube, namespace, "gp-job-workload", succeeded=True, measurements=False)
     job = wait_true(kube, resources.Job, "gp-job", namespace, "Succeeded")
     anchor = next(c["lastTransitionTime"] for c in job["status"]["conditions"] if c["type"] == "Succeeded")
     done = gm_where(kube, namespace, "gp-job-goodput", lambda s: "completionTime" in s, "the terminal write")
@@ -176,7 +176,7 @@ def test_a_missing_profile_waits_and_a_run_without_steps_is_no_data_collected(
         "measuring once the profile exists",
     )
     assert "result" not in measuring["status"]
-    finish_trainjob(kube, namespace, "nd-job-workload", succeeded=True)
+    finish_trainjob(kube, namespace, "nd-job-workload", succeeded=True, measurements=False)
     done = gm_where(kube, namespace, "nd-job-goodput", lambda s: "completionTime" in s, "the terminal write")
     assert conditions(done)["Complete"] == (
         "True",

@@ -558,7 +558,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     assert goodput["metadata"]["ownerReferences"][0]["kind"] == "Workflow", (
         "measurements outlive iteration Jobs"
     )
-    goodput.update(status={"lastCheckpointStep": "100", "lastStepTimestamp": "2026-01-01T00:00:00Z"})
+    goodput.update(status={"lastCheckpointStep": 100, "lastStepTimestamp": "2026-01-01T00:00:00Z"})
     kube.replace(
         resources.GoodputMeasurement.Status.from_dict(goodput), "ckpt-job-goodput", namespace=namespace
     )
