@@ -528,8 +528,8 @@ def test_platform_override_applies_and_is_recorded(
 def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    # Kept here: a restart needs the GoodputMeasurement's lastCheckpointStep, which nothing on
-    # the sandbox writes yet, so the test writes it and plays Trainer.
+    # Kept here: tests/sandbox/test_goodput.py shows one restart from a real checkpoint; this
+    # walks every restart until maxRestarts runs out, writing the checkpoint step and playing Trainer.
     pool = pool_name()
     make_nodes(gpu_nodes, 1, pool)
     pvc = {
