@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
-from nvcre.sandbox.nccl import CommandError, parse_command, parse_size
+from nvcre.sandbox.nccl import CommandError, group_bandwidth, parse_command, parse_size
+from nvcre.sandbox.runner import node_member
+from nvcre.testing.nodes import platform_nodes
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "nccl"
 #: The newest nccl-tests layout in the corpus (2.17.8, a real pod log with k8s timestamps).
@@ -245,3 +248,29 @@ def test_sizes_above_gpu_memory_are_reduced_as_the_real_tool_does() -> None:
 def test_degenerate_sweeps_end(sweep: list[str]) -> None:
     sim = simulate([*ALL_REDUCE, *sweep], h100_group(), horizon_s=60.0)
     assert len([line for line in sim.lines if ROW.match(line.text)]) <= 1
+
+
+def _members_of(nodes: list[Any]) -> list[Member]:
+    return [node_member(str(n.metadata.name), n.to_dict()) for n in nodes]
+
+
+def test_a_network_block_is_not_an_nvlink_domain_so_a_slow_nic_slows_its_group() -> None:
+    # Four aws H100 nodes in one network block (the sandbox's default domain): their GPUs still
+    # talk over EFA, so slow-nic:0.5 on one halves the group's ceiling.
+    members = _members_of(platform_nodes(4, "aws", "NVIDIA-H100-80GB-HBM3", domain_size=8))
+    assert {m.node.domain for m in members} != {None}, "the nodes carry the platform's network block"
+    healthy, _ = group_bandwidth(members, [], 0.0)
+    slow, _ = group_bandwidth(members, parse_faults(["gpu-node-001=slow-nic:0.5"]), 0.0)
+    assert slow == pytest.approx(healthy / 2)
+    assert " MNNVL 0" in "\n".join(texts(ALL_REDUCE + SWEEP, members))
+
+
+def test_a_gb200_clique_talks_over_nvlink_whatever_its_nics() -> None:
+    members = _members_of(platform_nodes(2, "aws", "NVIDIA-GB200", domain_size=2))
+    assert {m.node.nvlink_domain for m in members} != {None}
+    healthy, _ = group_bandwidth(members, [], 0.0)
+    assert group_bandwidth(members, parse_faults(["gpu-node-001=slow-nic:0.5"]), 0.0)[0] == healthy
+    four_per_node = [
+        ("4" if a == "8" and b == "-N" else a) for b, a in zip(["", *ALL_REDUCE], ALL_REDUCE, strict=False)
+    ]
+    assert " MNNVL 1" in "\n".join(texts(four_per_node + SWEEP, members))

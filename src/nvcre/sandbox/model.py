@@ -102,15 +102,24 @@ class NodeModel:
     gpu: Gpu
     fabric: Fabric
     gpus: int = 8
-    #: NVLink domain (``nvidia.com/gpu.clique``); nodes of one domain use multi-node NVLink.
+    #: Topology domain (the platform's network block, or the clique): what a ``link`` fault names.
     domain: str | None = None
+    #: Multi-node NVLink domain (``nvidia.com/gpu.clique``, GB200/GB300): nodes of one such domain
+    #: talk over NVLink; all others over the network, whatever their network block.
+    nvlink_domain: str | None = None
     nvlink_busbw: float = 0.0
     network_busbw: float = 0.0
     tflops: float = 0.0
 
 
 def node_model(
-    name: str, product: str, platform: str, *, gpus: int = 8, domain: str | None = None
+    name: str,
+    product: str,
+    platform: str,
+    *,
+    gpus: int = 8,
+    domain: str | None = None,
+    nvlink_domain: str | None = None,
 ) -> NodeModel:
     """The healthy model of node ``name`` with ``gpus`` GPUs ``product`` on ``platform``."""
     try:
@@ -128,6 +137,7 @@ def node_model(
         fabric=fabric,
         gpus=gpus,
         domain=domain,
+        nvlink_domain=nvlink_domain,
         nvlink_busbw=gpu.nvlink_busbw,
         network_busbw=network,
         tflops=gpu.tflops,

@@ -266,10 +266,10 @@ def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: fl
     """(busbw ceiling GB/s, latency us) of ``members`` ``at_s`` seconds into the run."""
     nodes = {m.node.name: m.node for m in members}
     nvlink = min(n.nvlink_busbw * factor(faults, name, "nvlink", at_s) for name, n in nodes.items())
-    domains = {n.domain for n in nodes.values()}
+    nvlink_domains = {n.nvlink_domain for n in nodes.values()}
     sides = [(n.name, n.domain) for n in nodes.values()]
     links = link_factor(faults, sides, at_s)
-    if len(nodes) == 1 or (len(domains) == 1 and None not in domains):
+    if len(nodes) == 1 or (len(nvlink_domains) == 1 and None not in nvlink_domains):
         return nvlink * links, NVLINK_LATENCY_US * (1.0 + 0.25 * math.log2(len(nodes)))
     network = (
         min(n.network_busbw * factor(faults, name, "network", at_s) for name, n in nodes.items()) * links
@@ -425,7 +425,7 @@ def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int
             lines.append(f"{p} NCCL INFO Using network {fabric.network}")
             lines.append(
                 f"{p} NCCL INFO comm 0x{int(unit(seed, 'comm', m.host, dev) * 2**44):x} rank {rank} nRanks {nranks} "
-                f"nNodes {nodes} localRanks {local} localRank {dev} MNNVL {int(m.node.domain is not None and nodes > 1)}"
+                f"nNodes {nodes} localRanks {local} localRank {dev} MNNVL {int(m.node.nvlink_domain is not None and nodes > 1)}"
             )
             lines.append(
                 f"{p} NCCL INFO ncclCommInitRankConfig comm rank {rank} nranks {nranks} cudaDev {dev} - Init COMPLETE"

@@ -99,13 +99,14 @@ def node_member(host: str, node: Mapping[str, Any]) -> Member:
     """``host`` running on ``node``, whose model comes from the labels nvcre itself reads."""
     labels = _labels(node)
     platform = node_platform(node)
-    domain = labels.get(GPU_CLIQUE) or labels.get(TOPOLOGY_KEYS.get(platform, ""), None)
+    clique = labels.get(GPU_CLIQUE)
     model = node_model(
         str(_meta(node).get("name")),
         labels.get(GPU_PRODUCT, ""),
         platform,
         gpus=int(labels.get(GPU_COUNT) or 8),
-        domain=domain,
+        domain=clique or labels.get(TOPOLOGY_KEYS.get(platform, ""), None),
+        nvlink_domain=clique,
     )
     return Member(host, model)
 
