@@ -178,3 +178,11 @@ def test_the_cache_recompiles_when_the_resource_version_changes() -> None:
     assert recompiled is not compiled
     pattern = recompiled.pattern("trainingStep")
     assert pattern is not None and pattern.regex.pattern == "b"
+
+
+def test_a_layout_with_two_seconds_or_fractions_compiles() -> None:
+    # Found by hack/fuzz/parsers.py: the second fraction redefined the regex group.
+    layout = compile_layout("2006 15:04:05.000 05 .999")
+    assert layout.parse("2026 10:11:07.123 07 .5") == datetime(2026, 1, 1, 10, 11, 7, 123000, UTC)
+    twice = compile_layout("2006 15:04:05 05")
+    assert twice.parse("2026 10:11:12.5 12") == datetime(2026, 1, 1, 10, 11, 12, 500000, UTC)

@@ -99,7 +99,8 @@ def compile_layout(layout: str) -> TimeLayout:
         if fraction is not None and "second" in seen:
             digits = len(fraction.group(1))
             exact = fraction.group(1)[0] == "0"
-            parts.append(rf"[.,](?P<fraction>\d{{{digits}}})" if exact else _OPTIONAL_FRACTION)
+            group = "?:" if "fraction" in seen else "?P<fraction>"
+            parts.append(rf"[.,]({group}\d{{{digits}}})" if exact else rf"(?:[.,]({group}\d{{1,9}}))?")
             seen.add("fraction")
             i = fraction.end()
             continue
@@ -115,7 +116,7 @@ def compile_layout(layout: str) -> TimeLayout:
             parts.append(f"(?P<{group}>{value})")
             seen.add(group)
         i += len(text)
-        if group == "second" and not _FRACTION.match(layout, i):
+        if group == "second" and not _FRACTION.match(layout, i) and "fraction" not in seen:
             parts.append(_OPTIONAL_FRACTION)
             seen.add("fraction")
     if not seen & {"year", "year2", "hour", "hour12"}:
