@@ -11,11 +11,13 @@ import pytest
 
 from nvcre.sandbox.control import SandboxError, check_options
 from nvcre.sandbox.faults import apply_node_change, node_change, parse_faults
+from nvcre.sandbox.nccl import group_bandwidth
 from nvcre.sandbox.runner import (
     HEARTBEAT_PAUSED,
     container_command,
     end_annotations,
     expected_pods,
+    node_member,
     node_patches,
     script_source,
 )
@@ -116,3 +118,15 @@ def test_stop_kills_every_recorded_group_and_removes_the_directory(tmp_path: Pat
     child.wait(timeout=10)
     wait_until(lambda: not group_alive(child.pid), timeout=10, what="the component's group gone")
     assert not state.path.exists()
+
+
+def test_a_network_block_is_no_nvlink_domain_a_clique_is() -> None:
+    """Two aws H100 nodes of one network block talk over EFA, so a slow NIC on one slows the
+    pair; two GB200 nodes of one clique share multi-node NVLink, which the NIC does not touch."""
+    faults = parse_faults(["gpu-node-001=slow-nic:0.3"])
+    for product, slowed in (("NVIDIA-H100-80GB-HBM3", True), ("NVIDIA-GB200", False)):
+        nodes = [n.to_dict() for n in platform_nodes(2, "aws", product, gpus=4 if "GB" in product else None)]
+        members = [node_member(n["metadata"]["name"], n) for n in nodes]
+        healthy, _ = group_bandwidth(members, [], 0.0)
+        slow, _ = group_bandwidth(members, faults, 0.0)
+        assert (slow < 0.35 * healthy) is slowed, (product, healthy, slow)

@@ -44,7 +44,7 @@ from nvcre.testing.kwok import (
     REASON_ANNOTATION,
     register_pod_log,
 )
-from nvcre.testing.nodes import GPU_CLIQUE, GPU_COUNT, GPU_PRODUCT, TOPOLOGY_KEYS
+from nvcre.testing.nodes import GPU_CLIQUE, GPU_COUNT, GPU_PRODUCT
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -99,7 +99,7 @@ def node_member(host: str, node: Mapping[str, Any]) -> Member:
     """``host`` running on ``node``, whose model comes from the labels nvcre itself reads."""
     labels = _labels(node)
     platform = node_platform(node)
-    domain = labels.get(GPU_CLIQUE) or labels.get(TOPOLOGY_KEYS.get(platform, ""), None)
+    domain = labels.get(GPU_CLIQUE)  # NVLink spans nodes only in a clique, never a network block
     model = node_model(
         str(_meta(node).get("name")),
         labels.get(GPU_PRODUCT, ""),
