@@ -175,6 +175,23 @@ def test_every_category_renders_on_every_platform_and_architecture(key: str) -> 
             assert trainer["numProcPerNode"] in (1, result.gpus_per_node)
 
 
+@pytest.mark.parametrize("key", [e.key for e in load_catalog().list()])
+def test_every_replicated_job_comes_after_the_jobs_it_depends_on(key: str) -> None:
+    """JobSet's webhook refuses a ``dependsOn`` on the first replicated job or naming a later one
+    (the MPI launcher waits for ``node``, so ``node`` is listed first, as spec/catalog.md has it)."""
+    for platform in PLATFORMS:
+        for arch in GPU_ARCHITECTURES:
+            result = render_category(_cert(_cat(key)), 0, synthetic_nodes(platform, arch), offline=True)
+            for dependency in result.workflow["spec"].get("dependencies") or ():
+                if dependency["kind"] != "TrainingRuntime":
+                    continue
+                seen: list[str] = []
+                for job in dependency["spec"]["template"]["spec"]["replicatedJobs"]:
+                    needs = [d["name"] for d in job.get("dependsOn") or ()]
+                    assert set(needs) <= set(seen), (platform, arch, job["name"], needs, seen)
+                    seen.append(job["name"])
+
+
 @pytest.mark.parametrize(
     ("platform", "arch"),
     [("aws", "gb300"), ("gcp", "h100"), ("azure", "h100"), ("mistral", "gb300"), ("forge", "l40")],
