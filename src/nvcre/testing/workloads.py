@@ -6,9 +6,10 @@ from __future__ import annotations
 import copy
 import secrets
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Pod
 
 from nvcre.api.v1alpha1.constants import ReplicatedJob
@@ -127,28 +128,43 @@ _MEASUREMENTS = (
 )
 
 
+def _complete_once(kube: Client, resource: Any, name: str, namespace: str, reason: str) -> bool:
+    """Mark one measurement Complete; False on a 409 (its controller wrote meanwhile: try again)."""
+    try:
+        live = dict(kube.get(resource, name, namespace=namespace).to_dict())
+    except ApiError as error:
+        if error.status.code == 404:
+            return False  # not created yet
+        raise
+    if any(c.get("type") == "Complete" for c in (live.get("status") or {}).get("conditions") or ()):
+        return True
+    live["status"] = {
+        "conditions": [
+            {"type": t, "status": v, "reason": reason, "message": "no log", "lastTransitionTime": _now()}
+            for t, v in (("Measuring", "False"), ("Complete", "True"))
+        ]
+    }
+    try:
+        kube.replace(resource.Status.from_dict(live), name, namespace=namespace)
+    except ApiError as error:
+        if error.status.code == 409:
+            return False
+        raise
+    return True
+
+
 def complete_measurements(kube: Client, namespace: str, job: str, reason: str = "LogsUnavailable") -> None:
     """Complete the measurements the Job asks for, as their controller does when it finds no log
     (the pods here are no workload's): terminal, with nothing a verdict could use."""
     spec = kube.get(resources.Job, job, namespace=namespace).to_dict()["spec"]
     for field, resource, suffix in _MEASUREMENTS:
-        if not spec.get(field):
-            continue
-        name = f"{job}-{suffix}"
-
-        def created(name: str = name, resource: Any = resource) -> dict[str, Any]:
-            return dict(kube.get(resource, name, namespace=namespace).to_dict())
-
-        live = wait_for(created, 30, what=f"{resource.__name__} {name}", ignore=(Exception,))
-        if any(c.get("type") == "Complete" for c in (live.get("status") or {}).get("conditions") or ()):
-            continue
-        live["status"] = {
-            "conditions": [
-                {"type": t, "status": v, "reason": reason, "message": "no log", "lastTransitionTime": _now()}
-                for t, v in (("Measuring", "False"), ("Complete", "True"))
-            ]
-        }
-        kube.replace(resource.Status.from_dict(live), name, namespace=namespace)
+        if spec.get(field):
+            name = f"{job}-{suffix}"
+            wait_for(
+                partial(_complete_once, kube, resource, name, namespace, reason),
+                30,
+                what=f"{resource.__name__} {name} completed",
+            )
 
 
 def finish_trainjob(
