@@ -162,7 +162,7 @@ def complete_measurements(kube: Client, namespace: str, job: str, reason: str = 
             name = f"{job}-{suffix}"
             wait_for(
                 partial(_complete_once, kube, resource, name, namespace, reason),
-                30,
+                120,  # the Job controller creates it; under injected faults that can take a while
                 what=f"{resource.__name__} {name} completed",
             )
 
