@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lightkube import ApiError, Client
@@ -124,6 +124,12 @@ def test_a_healthy_run_completes_job_succeeded_with_the_figures_of_its_log(
     assert parse(status["lastStepTimestamp"]) == t0 + 9 * ms
     assert parse(status["trainingStartTime"]) == t0 + 2 * ms
 
+    # The Job's Succeeded time has whole seconds (metav1.Time), and a run ends after its last
+    # logged step: let the clock pass that step's second before the workload finishes.
+    last = t0 + 9 * ms
+    wait_for(
+        lambda: datetime.now(UTC) >= last.replace(microsecond=0) + timedelta(seconds=1), 5, what="next second"
+    )
     finish_trainjob(kube, namespace, "gp-job-workload", succeeded=True, measurements=False)
     job = wait_true(kube, resources.Job, "gp-job", namespace, "Succeeded")
     anchor = next(c["lastTransitionTime"] for c in job["status"]["conditions"] if c["type"] == "Succeeded")
