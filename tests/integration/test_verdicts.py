@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 
 from nvcre.controllers import resources
 from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
@@ -41,12 +41,29 @@ def made_for(kube: Client, namespace: str, resource: Any, name: str, job: str) -
     return dict(wait_for(check, 30, what=f"{resource.__name__} {name} of this Job", ignore=(Exception,)))
 
 
+def write_status(kube: Client, namespace: str, resource: Any, job: str, suffix: str, status: Any) -> None:
+    """Replace the Job's measurement status; the real controller also writes it, so a 409 means
+    read again and retry (as any writer of a status does)."""
+    name = f"{job}-{suffix}"
+
+    def attempt() -> bool:
+        live = made_for(kube, namespace, resource, name, job)
+        live["status"] = status
+        try:
+            kube.replace(resource.Status.from_dict(live), name, namespace=namespace)
+        except ApiError as error:
+            if error.status.code == 409:
+                return False
+            raise
+        return True
+
+    wait_for(attempt, 60, what=f"{resource.__name__} {name} written")
+
+
 def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -> None:
     """What the BandwidthMeasurement controller writes after the final read of a good log."""
-    name = f"{job}-bandwidth"
-    live = made_for(kube, namespace, resources.BandwidthMeasurement, name, job)
     now = "2026-01-01T00:00:00Z"
-    live["status"] = {
+    status = {
         "results": [
             {"sizeBytes": 1 << (20 + 4 * i), "algBW": f"{float(b) / 1.875:.2f}", "busBW": b, "samples": 1}
             for i, b in enumerate(bus)
@@ -57,15 +74,13 @@ def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -
             for t, s in (("Measuring", "False"), ("Complete", "True"))
         ],
     }
-    kube.replace(resources.BandwidthMeasurement.Status.from_dict(live), name, namespace=namespace)
+    write_status(kube, namespace, resources.BandwidthMeasurement, job, "bandwidth", status)
 
 
 def complete_goodput(kube: Client, namespace: str, job: str, step_time: str) -> None:
     """What the GoodputMeasurement controller writes when a training Job succeeded."""
-    name = f"{job}-goodput"
-    live = made_for(kube, namespace, resources.GoodputMeasurement, name, job)
     now = "2026-01-01T00:00:00Z"
-    live["status"] = {
+    status = {
         "result": "0.950000",
         "avgStepTimeSec": step_time,
         "avgTFLOPSPerGPU": "139.250000",
@@ -74,7 +89,7 @@ def complete_goodput(kube: Client, namespace: str, job: str, step_time: str) -> 
             for t, s in (("Measuring", "False"), ("Complete", "True"))
         ],
     }
-    kube.replace(resources.GoodputMeasurement.Status.from_dict(live), name, namespace=namespace)
+    write_status(kube, namespace, resources.GoodputMeasurement, job, "goodput", status)
 
 
 def judged(kube: Client, namespace: str, name: str) -> dict[str, Any]:
