@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
@@ -558,10 +558,21 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     assert goodput["metadata"]["ownerReferences"][0]["kind"] == "Workflow", (
         "measurements outlive iteration Jobs"
     )
-    goodput.update(status={"lastCheckpointStep": 100, "lastStepTimestamp": "2026-01-01T00:00:00Z"})
-    kube.replace(
-        resources.GoodputMeasurement.Status.from_dict(goodput), "ckpt-job-goodput", namespace=namespace
-    )
+
+    def checkpointed() -> bool:  # its real controller writes too: a 409 means read again
+        live = get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace)
+        live["status"] = {"lastCheckpointStep": 100, "lastStepTimestamp": "2026-01-01T00:00:00Z"}
+        try:
+            kube.replace(
+                resources.GoodputMeasurement.Status.from_dict(live), "ckpt-job-goodput", namespace=namespace
+            )
+        except ApiError as error:
+            if error.status.code == 409:
+                return False
+            raise
+        return True
+
+    wait_for(checkpointed, 30, what="the checkpoint step written")
     finish_trainjob(kube, namespace, "ckpt-job-workload", succeeded=False)
     job = wait_for(
         lambda: (
