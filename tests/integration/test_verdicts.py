@@ -292,7 +292,7 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
         "the catalog's AWS EFA entry"
     )
     finish(kube, namespace, job)
-    bm = get(kube, resources.BandwidthMeasurement, f"{job}-bandwidth", namespace)
+    bm = made_for(kube, namespace, resources.BandwidthMeasurement, f"{job}-bandwidth", job)
     assert bm["spec"]["expectedTransport"] == "AWS Libfabric", "copied into the measurement's spec"
     complete_bandwidth(kube, namespace, job, ["20.61", "489.40"])
     cert = wait_true(kube, resources.Certification, "slowcert", namespace, "Failed", timeout=120)
