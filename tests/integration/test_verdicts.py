@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lightkube import ApiError, Client
+from lightkube import Client
 
 from nvcre.controllers import resources
 from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, replace_status, workflow
 
 BANDWIDTH = {"bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce"}}
 
@@ -49,13 +49,7 @@ def write_status(kube: Client, namespace: str, resource: Any, job: str, suffix: 
     def attempt() -> bool:
         live = made_for(kube, namespace, resource, name, job)
         live["status"] = status
-        try:
-            kube.replace(resource.Status.from_dict(live), name, namespace=namespace)
-        except ApiError as error:
-            if error.status.code == 409:
-                return False
-            raise
-        return True
+        return replace_status(kube, resource, live)
 
     wait_for(attempt, 60, what=f"{resource.__name__} {name} written")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
@@ -28,7 +28,7 @@ from nvcre.testing.inspect import (
     wait_true,
 )
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, replace_status, workflow
 from tests.integration.test_workflow_controller import make_nodes
 
 
@@ -562,15 +562,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     def checkpointed() -> bool:  # its real controller writes too: a 409 means read again
         live = get(kube, resources.GoodputMeasurement, "ckpt-job-goodput", namespace)
         live["status"] = {"lastCheckpointStep": 100, "lastStepTimestamp": "2026-01-01T00:00:00Z"}
-        try:
-            kube.replace(
-                resources.GoodputMeasurement.Status.from_dict(live), "ckpt-job-goodput", namespace=namespace
-            )
-        except ApiError as error:
-            if error.status.code == 409:
-                return False
-            raise
-        return True
+        return replace_status(kube, resources.GoodputMeasurement, live)
 
     wait_for(checkpointed, 30, what="the checkpoint step written")
     finish_trainjob(kube, namespace, "ckpt-job-workload", succeeded=False)

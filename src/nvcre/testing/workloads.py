@@ -144,8 +144,15 @@ def _complete_once(kube: Client, resource: Any, name: str, namespace: str, reaso
             for t, v in (("Measuring", "False"), ("Complete", "True"))
         ]
     }
+    return replace_status(kube, resource, live)
+
+
+def replace_status(kube: Client, resource: Any, obj: dict[str, Any]) -> bool:
+    """Write ``obj``'s status as read (its resourceVersion); False on a 409: a controller wrote
+    it meanwhile, so read again and retry (e.g. inside :func:`wait_for`)."""
+    meta = obj["metadata"]
     try:
-        kube.replace(resource.Status.from_dict(live), name, namespace=namespace)
+        kube.replace(resource.Status.from_dict(obj), meta["name"], namespace=meta.get("namespace"))
     except ApiError as error:
         if error.status.code == 409:
             return False
