@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -63,41 +63,48 @@ def _peer_median(sample: Sample, peers: list[Sample]) -> tuple[float, int]:
     return statistics.median(others), len(others)
 
 
-def bandwidth_outliers(samples: Iterable[Sample], fraction: float) -> list[Outlier]:
-    """Groups whose bus bandwidth (GB/s) is below ``fraction`` of their peers' median."""
+def _outliers(
+    samples: Iterable[Sample],
+    fraction: float,
+    slow: Callable[[float, float], bool],
+    message: Callable[[Sample, float, int], str],
+    reason: str,
+) -> list[Outlier]:
+    """The judged samples ``slow`` against their peers' median (``fraction`` <= 0: none)."""
     if fraction <= 0:
         return []
     out = []
     for peers in _by_peers(samples):
         for s in peers:
             median, count = _peer_median(s, peers)
-            if s.judged and s.value < fraction * median:
-                out.append(
-                    Outlier(
-                        s.group,
-                        JobReason.BANDWIDTH_OUTLIER,
-                        f"bus bandwidth {s.value:.2f} GB/s is below {fraction:g} of the median "
-                        f"of its {count} peer groups ({median:.2f} GB/s)",
-                    )
-                )
+            if s.judged and slow(s.value, median):
+                out.append(Outlier(s.group, reason, message(s, median, count)))
     return sorted(out, key=lambda o: o.group)
+
+
+def bandwidth_outliers(samples: Iterable[Sample], fraction: float) -> list[Outlier]:
+    """Groups whose bus bandwidth (GB/s) is below ``fraction`` of their peers' median."""
+    return _outliers(
+        samples,
+        fraction,
+        lambda value, median: value < fraction * median,
+        lambda s, median, count: (
+            f"bus bandwidth {s.value:.2f} GB/s is below {fraction:g} of the median "
+            f"of its {count} peer groups ({median:.2f} GB/s)"
+        ),
+        JobReason.BANDWIDTH_OUTLIER,
+    )
 
 
 def step_time_outliers(samples: Iterable[Sample], fraction: float) -> list[Outlier]:
     """Groups whose average step time (s) is above their peers' median / ``fraction``."""
-    if fraction <= 0:
-        return []
-    out = []
-    for peers in _by_peers(samples):
-        for s in peers:
-            median, count = _peer_median(s, peers)
-            if s.judged and s.value * fraction > median:
-                out.append(
-                    Outlier(
-                        s.group,
-                        JobReason.STEP_TIME_OUTLIER,
-                        f"step time {s.value:.4f} s is slower than the median of its {count} peer "
-                        f"groups ({median:.4f} s) by more than the fraction {fraction:g} allows",
-                    )
-                )
-    return sorted(out, key=lambda o: o.group)
+    return _outliers(
+        samples,
+        fraction,
+        lambda value, median: value * fraction > median,
+        lambda s, median, count: (
+            f"step time {s.value:.4f} s is slower than the median of its {count} peer "
+            f"groups ({median:.4f} s) by more than the fraction {fraction:g} allows"
+        ),
+        JobReason.STEP_TIME_OUTLIER,
+    )
