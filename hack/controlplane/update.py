@@ -20,6 +20,7 @@ The module proxy may refuse to *list* versions of some of these modules; every v
 exact, so nothing is listed. ``update.py jobset trainer`` regenerates only the named wrappers.
 * ``toxiproxy/`` requires ``github.com/Shopify/toxiproxy/v2`` (the fault-injecting TCP proxy of
   the reliability suite; its server command is ``cmd/server``).
+* ``helm/`` requires ``helm.sh/helm/v3`` for ``cmd/helm`` (``nvcrectl setup`` drives it).
 
 Each wrapper lists the commands it builds as ``tool`` directives so ``go mod tidy`` keeps them.
 """
@@ -51,6 +52,7 @@ KWOK_TOOLS = ("sigs.k8s.io/kwok/cmd/kwok",)
 JOBSET_TOOLS = ("sigs.k8s.io/jobset",)
 TRAINER_TOOLS = ("github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",)
 TOXIPROXY_TOOLS = ("github.com/Shopify/toxiproxy/v2/cmd/server",)
+HELM_TOOLS = ("helm.sh/helm/v3/cmd/helm",)
 PINNED_FROM_KUBERNETES = ("k8s.io/kube-openapi", "sigs.k8s.io/structured-merge-diff/")
 
 
@@ -183,6 +185,12 @@ def update_toxiproxy(v: dict[str, str]) -> None:
     )
 
 
+def update_helm(v: dict[str, str]) -> None:
+    write_module(
+        HERE / "helm", "nvcre.test/controlplane/helm", HELM_TOOLS, [("helm.sh/helm/v3", v["HELM_VERSION"])]
+    )
+
+
 WRAPPERS = {
     "kubernetes": update_kubernetes,
     "kubernetes-controllers": update_kubernetes_controllers,
@@ -191,6 +199,7 @@ WRAPPERS = {
     "jobset": update_jobset,
     "trainer": update_trainer,
     "toxiproxy": update_toxiproxy,
+    "helm": update_helm,
 }
 
 

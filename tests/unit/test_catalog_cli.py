@@ -185,7 +185,7 @@ def test_dry_run_discovers_schedulable_target_nodes_and_validates_server_side(
         }
 
     client = _Client([node("b"), node("a"), node("c", unschedulable=True)])
-    monkeypatch.setattr(command, "_client", lambda kubeconfig, context: client)
+    monkeypatch.setattr(command.connection, "client", lambda kubeconfig, context: client)
     code, out, err = _run("certification", "render", "--dry-run", str(cert))
     assert code == 0, err
     assert client.listed == [

@@ -11,13 +11,19 @@ import pytest
 from nvcre.testing import binaries as bins
 
 VERSIONS = bins.Versions(
-    kubernetes="v1.37.2", etcd="v3.7.3", kwok="v0.8.0", trainer="v2.2.1", jobset="v0.12.0", toxiproxy="v2.5.0"
+    kubernetes="v1.37.2",
+    etcd="v3.7.3",
+    kwok="v0.8.0",
+    trainer="v2.2.1",
+    jobset="v0.12.0",
+    toxiproxy="v2.5.0",
+    helm="v3.22.0",
 )
 
 
 def _wrappers(tmp_path: Path) -> Path:
     root = tmp_path / "hack" / "controlplane"
-    for module in ("kubernetes", "etcd", "kwok", "toxiproxy"):
+    for module in ("kubernetes", "etcd", "kwok", "toxiproxy", "helm"):
         (root / module).mkdir(parents=True)
         (root / module / "go.mod").write_text(f"module example/{module}\n")
         (root / module / "go.sum").write_text("")

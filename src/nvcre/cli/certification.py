@@ -12,6 +12,7 @@ import click
 from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.catalog import BuildError, CategoryNotFound, CategoryRender, load_catalog, render_category
+from nvcre.cli import connection
 from nvcre.cli.common import UserError, load_nodes, load_resource, output_option, render, to_yaml, user_errors
 from nvcre.orchestration.discovery import discover
 from nvcre.platform import (
@@ -81,17 +82,6 @@ def _offline_nodes(cert: Certification, platform: str, gpu_arch: str) -> list[di
     for node in nodes:
         node["metadata"]["labels"][NodeLabel.GPU_PRODUCT] = selector[NodeLabel.GPU_PRODUCT]
     return nodes
-
-
-def _client(kubeconfig: str | None, context: str | None) -> Any:
-    """A lightkube client for the kubeconfig (flag, then KUBECONFIG, ~/.kube/config, in-cluster)."""
-    from lightkube import Client, KubeConfig
-
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        return Client(config=config.get(context_name=context) if context else config)
-    except Exception as error:  # lightkube raises several types for unusable configs
-        raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
 
 
 def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
@@ -178,7 +168,7 @@ def render_command(
     if namespace:
         cert.metadata["namespace"] = namespace
     real_nodes = dry_run or nodes_file is not None
-    client = _client(kubeconfig, context) if dry_run else None
+    client = connection.client(kubeconfig, context) if dry_run else None
     if nodes_file is not None:
         nodes = load_nodes(nodes_file)
     elif dry_run:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import click
 from nvcre.api.v1alpha1.common import NIC_RESOURCE_PATTERN
 from nvcre.api.v1alpha1.constants import Annotation, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
+from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, load_resource, output_option, user_errors
 from nvcre.orchestration.discovery import discover
 from nvcre.platform.synthetic import check_architecture, check_platform
@@ -40,21 +40,15 @@ def _with_nic(run: WorkloadRun, name: str) -> WorkloadRun:
 
 def list_target_nodes(run: WorkloadRun, kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
     """Nodes the run targets on the cluster of the kubeconfig (the only cluster contact)."""
-    from lightkube import Client, KubeConfig
-    from lightkube.core.exceptions import ApiError, ConfigError
     from lightkube.resources.core_v1 import Node
 
+    kube = connection.client(kubeconfig, context)
+    target = run.spec.target.to_dict() if run.spec.target else None
+    labels: dict[str, Any] = dict((target or {}).get("nodeSelector") or {})
     try:
-        path = kubeconfig or os.environ.get("KUBECONFIG")
-        config = KubeConfig.from_file(path) if path else KubeConfig.from_env()
-        client = Client(config=config.get(context_name=context) if context else config)
-        target = run.spec.target.to_dict() if run.spec.target else None
-        labels: dict[str, Any] = dict((target or {}).get("nodeSelector") or {})
-        listed = [node.to_dict() for node in client.list(Node, labels=labels or None)]
-    except (ConfigError, ApiError, OSError) as error:
-        raise UserError(f"cannot list nodes: {error}") from error
-    except Exception as error:  # connection errors come from the HTTP library
-        raise UserError(f"cannot list nodes: {error}") from error
+        listed = [node.to_dict() for node in kube.list(Node, labels=labels or None)]
+    except Exception as error:  # API errors and transport errors alike end the command
+        raise UserError(f"cannot list nodes: {connection.api_error(error)}") from error
     return discover(listed, target).nodes
 
 

@@ -43,6 +43,8 @@ KWOK = "kwok"
 KUBECTL = "kubectl"
 #: The fault-injecting TCP proxy of the reliability suite (Toxiproxy's server command).
 TOXIPROXY = "toxiproxy-server"
+#: The Helm CLI ``nvcrectl setup`` drives (setup tests and the chart checks run it).
+HELM = "helm"
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 JOBSET = "jobset-controller"
@@ -52,7 +54,7 @@ TRAINER = "trainer-controller-manager"
 REQUIRED = (ETCD, KUBE_APISERVER, KWOK)
 #: The controllers that turn a TrainJob into bound, running pods (see nvcre.testing.cluster).
 CHAIN = (KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, JOBSET, TRAINER)
-ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, TOXIPROXY, *CHAIN)
+ALL = (ETCD, KUBE_APISERVER, KWOK, KUBECTL, TOXIPROXY, HELM, *CHAIN)
 
 ENV_OVERRIDES = {name: "TEST_ASSET_" + name.upper().replace("-", "_") for name in ALL}
 
@@ -67,6 +69,7 @@ _BUILD_TARGETS = {
     JOBSET: ("jobset", "sigs.k8s.io/jobset"),
     TRAINER: ("trainer", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
     TOXIPROXY: ("toxiproxy", "github.com/Shopify/toxiproxy/v2/cmd/server"),
+    HELM: ("helm", "helm.sh/helm/v3/cmd/helm"),
 }
 
 #: Measured cold builds on 2 cores (empty Go build cache; the longer figure includes downloading
@@ -81,6 +84,7 @@ COLD_BUILD_HINT = {
     JOBSET: "3 to 6 min",
     TRAINER: "3 to 6 min",
     TOXIPROXY: "~1 min",
+    HELM: "2 to 5 min",
 }
 
 TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
@@ -112,10 +116,11 @@ class Versions:
     trainer: str
     jobset: str
     toxiproxy: str
+    helm: str
 
     @property
     def key(self) -> str:
-        """Directory name of the cache for these versions (toxiproxy's is in its stamp only)."""
+        """Directory name of the cache for these versions (toxiproxy's and helm's are in its stamp only)."""
         return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
 
     def binary_version(self, name: str) -> str:
@@ -129,6 +134,7 @@ class Versions:
             JOBSET: self.jobset,
             TRAINER: self.trainer,
             TOXIPROXY: self.toxiproxy,
+            HELM: self.helm,
         }
         return by_binary[name]
 
@@ -173,6 +179,10 @@ class Binaries:
     @property
     def toxiproxy(self) -> Path:
         return self.path(TOXIPROXY)
+
+    @property
+    def helm(self) -> Path:
+        return self.path(HELM)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,6 +230,7 @@ def load_versions(path: Path | None = None) -> Versions:
             trainer=env["TRAINER_VERSION"],
             jobset=env["JOBSET_VERSION"],
             toxiproxy=env["TOXIPROXY_VERSION"],
+            helm=env["HELM_VERSION"],
         )
     except KeyError as missing:
         raise BinaryError(f"versions.env lacks {missing.args[0]}") from None
@@ -259,6 +270,8 @@ def ldflags_for(name: str, versions: Versions) -> str:
         return kubernetes_ldflags(versions.kubernetes)
     if name == TOXIPROXY:
         return f"-s -w -X github.com/Shopify/toxiproxy/v2.Version={versions.toxiproxy}"
+    if name == HELM:
+        return f"-s -w -X helm.sh/helm/v3/internal/version.version={versions.helm}"
     return "-s -w"
 
 

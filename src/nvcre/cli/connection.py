@@ -1,0 +1,57 @@
+"""The cluster connection every cluster-facing ``nvcrectl`` command shares, kubectl style.
+
+``--kubeconfig`` (else ``$KUBECONFIG``, else ``~/.kube/config``, else in-cluster), ``--context``
+and ``-n/--namespace``; a config that cannot be used is a user error naming the problem.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+import click
+
+from nvcre.cli.common import UserError
+
+if TYPE_CHECKING:
+    from lightkube import Client
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def kubeconfig_options(func: Callable[P, R]) -> Callable[P, R]:
+    """``--kubeconfig`` and ``--context``, passed as ``kubeconfig`` and ``context``."""
+    func = click.option("--context", default=None, help="Kubeconfig context to use.")(func)
+    return click.option(
+        "--kubeconfig",
+        default=None,
+        help="Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config).",
+    )(func)
+
+
+def namespace_option(default: str = "default") -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """``-n/--namespace``, passed as ``namespace``."""
+    return click.option("-n", "--namespace", default=default, show_default=True, help="Namespace.")
+
+
+def client(kubeconfig: str | None, context: str | None) -> Client:
+    """A lightkube client for the kubeconfig (flag, then KUBECONFIG, ~/.kube/config, in-cluster)."""
+    from lightkube import Client, KubeConfig
+
+    try:
+        path = kubeconfig or os.environ.get("KUBECONFIG")
+        config = KubeConfig.from_file(path) if path else KubeConfig.from_env()
+        return Client(config=config.get(context_name=context) if context else config)
+    except Exception as error:  # lightkube raises several types for unusable configs
+        raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
+
+
+def api_error(error: Exception) -> str:
+    """What an API or transport error says, in one line (no traceback, no secrets)."""
+    from lightkube.core.exceptions import ApiError
+
+    if isinstance(error, ApiError):
+        return f"{error.status.reason or 'Error'}: {error.status.message or error}"
+    return f"{type(error).__name__}: {error}"
