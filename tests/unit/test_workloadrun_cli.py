@@ -80,5 +80,5 @@ def test_dry_run_with_an_unreadable_kubeconfig_is_one_line(tmp_path: Path) -> No
     )
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: cannot list nodes:")
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot load kubeconfig:")
     assert "Traceback" not in result.output
