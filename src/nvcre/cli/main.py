@@ -24,6 +24,7 @@ COMMANDS = {
         "certification_group",
         "Catalog categories and Certification renders.",
     ),
+    "cluster": ("nvcre.cli.cluster", "cluster_group", "Inspect the GPU nodes nvcre would certify."),
     "sandbox": (
         "nvcre.sandbox.commands",
         "sandbox_group",

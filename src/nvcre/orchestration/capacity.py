@@ -21,16 +21,19 @@ def _quantity_int(value: Any) -> int | None:
     return None
 
 
-def requested_gpus(*documents: Any) -> int:
-    """The largest ``nvidia.com/gpu`` under any ``requests``/``limits`` map in the documents."""
-    best = 0
+def requested_counts(*documents: Any) -> dict[str, int]:
+    """The largest whole-number request of each resource under any ``requests``/``limits`` map in
+    the documents (fractional quantities such as ``500m`` or ``2Gi`` are left out)."""
+    best: dict[str, int] = {}
 
     def walk(node: Any) -> None:
-        nonlocal best
         if isinstance(node, Mapping):
             for key, value in node.items():
-                if key in ("requests", "limits") and isinstance(value, Mapping) and GPU in value:
-                    best = max(best, _quantity_int(value[GPU]) or 0)
+                if key in ("requests", "limits") and isinstance(value, Mapping):
+                    for resource, quantity in value.items():
+                        count = _quantity_int(quantity)
+                        if count is not None:
+                            best[str(resource)] = max(best.get(str(resource), 0), count)
                 walk(value)
         elif isinstance(node, list):
             for item in node:
@@ -39,6 +42,11 @@ def requested_gpus(*documents: Any) -> int:
     for document in documents:
         walk(document)
     return best
+
+
+def requested_gpus(*documents: Any) -> int:
+    """The largest ``nvidia.com/gpu`` under any ``requests``/``limits`` map in the documents."""
+    return requested_counts(*documents).get(GPU, 0)
 
 
 def allocatable_gpus(node: Mapping[str, Any]) -> int | None:

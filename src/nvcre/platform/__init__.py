@@ -7,6 +7,7 @@ controllers, offline CLI renders, cluster info) goes through these functions.
 from nvcre.platform.detect import (
     GPU_ARCHITECTURES,
     PLATFORMS,
+    TOPOLOGY_KEYS,
     UNKNOWN_ARCHITECTURE,
     GPUArchitectureDetection,
     HeterogeneousPlatformError,
@@ -33,6 +34,7 @@ __all__ = [
     "GPU_ARCHITECTURES",
     "PLATFORMS",
     "PRODUCT_LABELS",
+    "TOPOLOGY_KEYS",
     "UNKNOWN_ARCHITECTURE",
     "Event",
     "GPUArchitectureDetection",

@@ -282,6 +282,14 @@ def detect_gpu_architecture(
     return GPUArchitectureDetection(winner, kept, excluded, dict(votes), tuple(unlabeled))
 
 
+TOPOLOGY_KEYS: Final = {
+    Platform.AWS: "topology.k8s.aws/network-node-layer-1",
+    Platform.GCP: "cloud.google.com/gce-topology-block",
+    Platform.AZURE: "kubernetes.azure.com/ppg",
+}
+"""The network-block label each cloud puts on its nodes; other platforms have none."""
+
+
 def topology_domain_count(nodes: Sequence[Mapping[str, Any]], topology_key: str | None) -> int:
     """Distinct non-empty values of the topology label across the nodes; 0 without a key."""
     if not topology_key:

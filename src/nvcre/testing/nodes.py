@@ -24,6 +24,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
 from nvcre.platform.detect import FORGE_SITE_LABEL, parse_product
+from nvcre.platform.detect import TOPOLOGY_KEYS as TOPOLOGY_KEYS  # the render's topology keys, re-exported
 from nvcre.platform.gpu_defaults import resolve_gpu_defaults
 from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
@@ -43,12 +44,6 @@ NSCALE_RDMA_RESOURCE = "nscale.com/rdmashare"
 AWS_EFA = {"h100": 32, "h200": 32, "b200": 8, "b300": 8, "gb200": 4, "gb300": 4}
 #: The RDMA shared device plugin's usual ``rdmaHcaMax`` (NVIDIA Network Operator's examples).
 RDMA_SHARED_MAX = 63
-#: The network-block label each platform puts on its nodes (nvcre's render keys topology on them).
-TOPOLOGY_KEYS = {
-    "aws": "topology.k8s.aws/network-node-layer-1",
-    "gcp": "cloud.google.com/gce-topology-block",
-    "azure": "kubernetes.azure.com/ppg",
-}
 #: Architectures whose nodes share multi-node NVLink domains (``nvidia.com/gpu.clique``).
 NVL_ARCHITECTURES = frozenset({"gb200", "gb300"})
 

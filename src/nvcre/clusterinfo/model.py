@@ -1,0 +1,357 @@
+"""What ``nvcrectl cluster info`` says about a cluster, decided from plain Node dicts and the catalog.
+
+Every rule is the controller's own: discovery and the cordon filter
+(``nvcre.orchestration.discovery``), platform and the GPU-architecture majority vote
+(``nvcre.platform``), the GPU-capacity filter (``nvcre.orchestration.capacity``), and, for each
+catalog category, the render the Certification controller makes (``nvcre.catalog.render_category``)
+with the extended resources its pods request checked against what the nodes can supply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from nvcre.api.v1alpha1.certification import Certification
+from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.catalog import BuildError, Catalog, Entry, load_catalog, render_category
+from nvcre.orchestration.capacity import GPU, allocatable_gpus, filter_capacity, requested_counts
+from nvcre.orchestration.discovery import discover
+from nvcre.platform import (
+    TOPOLOGY_KEYS,
+    UNKNOWN_ARCHITECTURE,
+    detect_gpu_architecture,
+    detect_platform,
+    gpu_defaults,
+    node_architecture,
+    node_name,
+    resolve_nic_resource,
+)
+from nvcre.platform.detect import NSCALE_RDMA_RESOURCE, node_allocatable, node_labels
+from nvcre.platform.nic import is_candidate, parse_quantity
+
+NVLINK_DOMAIN_KEY: Final = "nvidia.com/gpu.clique"
+"""The label GPU feature discovery puts on nodes of one multi-node NVLink domain (GB200/GB300)."""
+
+EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
+_BASIC_RESOURCES: Final = frozenset({"cpu", "memory", "pods", "ephemeral-storage", GPU})
+
+
+class ClusterInfoError(ValueError):
+    """The cluster has no GPU node nvcre could run on (the command exits 1 with this message)."""
+
+
+def is_nic_resource(resource: str) -> bool:
+    """An RDMA/EFA network resource a device plugin advertises (``rdma/*``, mlnxnics, EFA, nscale)."""
+    return is_candidate(resource) or resource in (EFA_RESOURCE, NSCALE_RDMA_RESOURCE)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    gpus: int
+    """Allocatable ``nvidia.com/gpu``; 0 when absent or not a whole number."""
+    ready: bool
+    product: str
+    rack: str = ""
+    nvlink_domain: str = ""
+    nics: Mapping[str, str] | None = None
+    """NIC resources allocatable on the node (name -> quantity as the node reports it)."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Topology:
+    key: str
+    domains: tuple[Domain, ...]
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    node: str
+    reason: str
+    """``Cordoned``, ``GPUArchitecture`` or ``InsufficientGPUCapacity``."""
+    message: str
+
+
+@dataclass(frozen=True)
+class NICResource:
+    name: str
+    nodes: int
+    """How many of the nodes advertise it."""
+    min_per_node: str
+    max_per_node: str
+
+
+@dataclass(frozen=True)
+class CategoryFit:
+    domain: str
+    variant: str
+    fits: bool
+    nodes: int = 0
+    """Nodes the category would run on (0 when it does not fit)."""
+    nodes_per_job: int = 0
+    gpus_per_node: int = 0
+    message: str = ""
+    """Why it does not fit, or what the controller would exclude for it."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}/{self.variant}"
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    platform: str
+    platforms: Mapping[str, int]
+    """Nodes per platform (more than one key: nvcre refuses to run)."""
+    gpu_architecture: str
+    gpu_product: str
+    gpus_per_node: int
+    """The smallest per-node count: a job asks for the same count on every node."""
+    catalog_gpus_per_node: int
+    nodes: tuple[NodeInfo, ...]
+    topology: Topology | None
+    topology_key: str
+    """The key looked for (given, or the platform's default; ``""`` when the platform has none)."""
+    nvlink_domains: Topology | None
+    nic_resources: tuple[NICResource, ...]
+    nic_message: str
+    """Which NIC resource nvcre requests on this platform and architecture, and why."""
+    exclusions: tuple[Exclusion, ...]
+    categories: tuple[CategoryFit, ...]
+
+    @property
+    def total_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def ready_nodes(self) -> int:
+        return sum(node.ready for node in self.nodes)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(node.gpus for node in self.nodes)
+
+    @property
+    def mixed_gpu_counts(self) -> bool:
+        return len({node.gpus for node in self.nodes}) > 1
+
+    @property
+    def zero_gpu_nodes(self) -> tuple[str, ...]:
+        return tuple(node.name for node in self.nodes if node.gpus == 0)
+
+    @property
+    def heterogeneous_platform(self) -> bool:
+        return len(self.platforms) > 1
+
+
+def is_ready(node: Mapping[str, Any]) -> bool:
+    """The node's ``Ready`` condition is ``True``."""
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _label(node: Mapping[str, Any], key: str) -> str:
+    return str(node_labels(node).get(key) or "") if key else ""
+
+
+def _domains(nodes: Sequence[NodeInfo], key: str, value_of: str) -> Topology | None:
+    members: dict[str, list[str]] = {}
+    for node in nodes:
+        value = getattr(node, value_of)
+        if value:
+            members.setdefault(value, []).append(node.name)
+    if not key or not members:
+        return None
+    return Topology(key, tuple(Domain(name, tuple(sorted(members[name]))) for name in sorted(members)))
+
+
+def _nic_resources(nodes: Sequence[Mapping[str, Any]]) -> tuple[NICResource, ...]:
+    quantities: dict[str, list[str]] = {}
+    for node in nodes:
+        for resource, quantity in node_allocatable(node).items():
+            if is_nic_resource(str(resource)):
+                quantities.setdefault(str(resource), []).append(str(quantity))
+    out = []
+    for resource in sorted(quantities):
+        ordered = sorted(quantities[resource], key=lambda q: parse_quantity(q) or 0)
+        out.append(NICResource(resource, len(ordered), ordered[0], ordered[-1]))
+    return tuple(out)
+
+
+def _probe_certification(product: str, domain: str, variant: str) -> Certification:
+    """A Certification of one category targeting the discovered GPU product, with no options set."""
+    selector = {NodeLabel.GPU_PRESENT: "true"}
+    if product:
+        selector[NodeLabel.GPU_PRODUCT] = product
+    return Certification.model_validate(
+        {
+            "apiVersion": Certification.api_version_of(),
+            "kind": Certification.KIND,
+            "metadata": {"name": "cluster-info"},
+            "spec": {
+                "target": {"nodeSelector": selector},
+                "categories": [{"domain": domain, "variant": variant}],
+            },
+        }
+    )
+
+
+def _unsupplied(render_nodes: Sequence[Mapping[str, Any]], requests: Mapping[str, int]) -> str:
+    """What the category's pods request per node that some node cannot supply; ``""`` when all fit."""
+    problems = []
+    for resource in sorted(requests):
+        want = requests[resource]
+        if resource in _BASIC_RESOURCES or want <= 0:
+            continue
+        short = [
+            node_name(node)
+            for node in render_nodes
+            if (parse_quantity(node_allocatable(node).get(resource, 0)) or 0) < want
+        ]
+        if short:
+            problems.append(
+                f"its pods request {want} {resource} per node, which {len(short)} node(s) cannot supply "
+                f"({', '.join(short)}): they would stay Pending"
+            )
+    return "; ".join(problems)
+
+
+def category_fit(
+    entry: Entry, nodes: Sequence[Mapping[str, Any]], product: str, catalog: Catalog
+) -> CategoryFit:
+    """Whether the Certification controller could run the category on ``nodes``, and on how many."""
+    cert = _probe_certification(product, entry.domain, entry.variant)
+    try:
+        render = render_category(cert, 0, nodes, catalog=catalog)
+    except BuildError as error:
+        return CategoryFit(entry.domain, entry.variant, False, message=str(error))
+    used = [node for node in nodes if node_name(node) in set(render.nodes)]
+    spec = render.workflow["spec"]
+    missing = _unsupplied(used, requested_counts(spec.get("jobTemplate"), spec.get("dependencies")))
+    if missing:
+        return CategoryFit(entry.domain, entry.variant, False, message=f"{entry.key}: {missing}")
+    message = ""
+    if render.excluded_nodes:
+        message = f"runs without {', '.join(render.excluded_nodes)}"
+    return CategoryFit(
+        entry.domain,
+        entry.variant,
+        True,
+        nodes=len(render.nodes),
+        nodes_per_job=render.nodes_per_job,
+        gpus_per_node=render.gpus_per_node,
+        message=message,
+    )
+
+
+def cluster_info(
+    all_nodes: Iterable[Mapping[str, Any]],
+    *,
+    topology_key: str | None = None,
+    catalog: Catalog | None = None,
+) -> ClusterInfo:
+    """What nvcre finds on a cluster of these nodes; :class:`ClusterInfoError` when it finds no GPU node.
+
+    ``topology_key`` overrides the platform's default network-block label.
+    """
+    found = discover(all_nodes, None)
+    if not found.nodes:
+        if found.cordoned:
+            raise ClusterInfoError(
+                f"no schedulable GPU nodes: every node labelled {NodeLabel.GPU_PRESENT}=true is cordoned "
+                f"({', '.join(found.cordoned)})"
+            )
+        raise ClusterInfoError(
+            f"no GPU nodes found: no node is labelled {NodeLabel.GPU_PRESENT}=true "
+            "(is the NVIDIA GPU Operator installed?)"
+        )
+    architecture = detect_gpu_architecture(found.nodes)
+    if architecture.architecture == UNKNOWN_ARCHITECTURE:
+        raise ClusterInfoError(f"no nodes have {NodeLabel.GPU_PRODUCT} label")
+    kept = architecture.filter(found.nodes)
+    platform = detect_platform(kept)
+    products: dict[str, int] = {}
+    for node in kept:
+        product = _label(node, NodeLabel.GPU_PRODUCT)
+        products[product] = products.get(product, 0) + 1
+    product = max(sorted(products), key=lambda p: products[p])
+    key = topology_key if topology_key is not None else TOPOLOGY_KEYS.get(platform.platform, "")
+    infos = tuple(
+        NodeInfo(
+            name=node_name(node),
+            gpus=allocatable_gpus(node) or 0,
+            ready=is_ready(node),
+            product=_label(node, NodeLabel.GPU_PRODUCT),
+            rack=_label(node, key),
+            nvlink_domain=_label(node, NVLINK_DOMAIN_KEY),
+            nics={
+                str(name): str(quantity)
+                for name, quantity in node_allocatable(node).items()
+                if is_nic_resource(str(name))
+            },
+        )
+        for node in kept
+    )
+    defaults = gpu_defaults(architecture.architecture, platform.platform)
+    nic = resolve_nic_resource(
+        kept,
+        platform=platform.platform,
+        architecture=architecture.architecture,
+        mlnx_per_node=defaults.mlnx_per_node,
+    )
+    nic_message = nic.message
+    if nic.source == "detected":
+        nic_message = f"requests {nic.resource_name} ({nic.count} per node, detected on every node)"
+    exclusions = [
+        Exclusion(name, "Cordoned", "cordoned (spec.unschedulable): nvcre never schedules onto it")
+        for name in found.cordoned
+    ]
+    unlabelled = set(architecture.unlabeled)
+    arch_of = {node_name(node): node_architecture(node) for node in found.nodes}
+    exclusions += [
+        Exclusion(
+            name,
+            "GPUArchitecture",
+            (
+                f"no {NodeLabel.GPU_PRODUCT} label"
+                if name in unlabelled
+                else f"GPU architecture {arch_of[name]}"
+            )
+            + f", not the majority {architecture.architecture} (nvcre certifies one architecture at a time)",
+        )
+        for name in architecture.excluded
+    ]
+    exclusions += [
+        Exclusion(
+            name,
+            "InsufficientGPUCapacity",
+            f"{count} allocatable {GPU}, fewer than the {defaults.gpus_per_node} a catalog category "
+            f"requests per node (set gpusPerNode to {count} to include it)",
+        )
+        for name, count in filter_capacity(kept, defaults.gpus_per_node).excluded
+    ]
+    catalog = catalog or load_catalog()
+    return ClusterInfo(
+        platform=platform.platform,
+        platforms=dict(platform.counts),
+        gpu_architecture=architecture.architecture,
+        gpu_product=product,
+        gpus_per_node=min(info.gpus for info in infos),
+        catalog_gpus_per_node=defaults.gpus_per_node,
+        nodes=infos,
+        topology=_domains(infos, key, "rack"),
+        topology_key=key,
+        nvlink_domains=_domains(infos, NVLINK_DOMAIN_KEY, "nvlink_domain"),
+        nic_resources=_nic_resources(kept),
+        nic_message=nic_message,
+        exclusions=tuple(sorted(exclusions, key=lambda e: e.node)),
+        categories=tuple(category_fit(entry, kept, product, catalog) for entry in catalog.list()),
+    )
