@@ -25,6 +25,7 @@ COMMANDS = {
         "Catalog categories and Certification renders.",
     ),
     "cluster": ("nvcre.cli.cluster", "cluster_group", "Inspect the GPU nodes nvcre would certify."),
+    "completion": ("nvcre.cli.completion", "completion_command", "Shell completion script (bash, zsh)."),
     "sandbox": (
         "nvcre.sandbox.commands",
         "sandbox_group",
