@@ -206,3 +206,9 @@ def render_command(
         click.echo(json.dumps(workflows, indent=2))
     else:
         click.echo(render(workflows, output), nl=False)
+
+
+from nvcre.cli.runs import certification_list_command, certification_status_command  # noqa: E402
+
+for _command in (certification_list_command, certification_status_command):
+    certification_group.add_command(_command)

@@ -130,3 +130,9 @@ def render_command(
     for event in rendered.events:
         click.echo(f"{event.type} {event.reason}: {event.message}", err=True)
     emit(_annotate(rendered), output)
+
+
+from nvcre.cli.runs import workloadrun_cancel_command, workloadrun_status_command  # noqa: E402
+
+for _command in (workloadrun_status_command, workloadrun_cancel_command):
+    workloadrun_group.add_command(_command)
