@@ -205,6 +205,8 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
         if error.status.code == 404:
             return []
         raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
+    except Exception as error:  # transport errors
+        raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
     payload = (config_map.binaryData or {}).get(FAILED_NODES_KEY)
     return failed_node_names(decode_failed(base64.b64decode(payload) if payload else None))
 
