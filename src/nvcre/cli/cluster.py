@@ -42,7 +42,6 @@ def label_selector(text: str) -> dict[str, Any]:
 
 
 @cluster_group.command("info")
-@click.argument("extra", nargs=-1)
 @output_option(default="table", formats=("table", "json", "yaml"))
 @click.option(
     "--topology-key",
@@ -56,7 +55,6 @@ def label_selector(text: str) -> dict[str, Any]:
 @connection.kubeconfig_options
 @user_errors
 def info_command(
-    extra: tuple[str, ...],
     output: str,
     topology_key: str | None,
     selector: str,
@@ -69,8 +67,6 @@ def info_command(
 
     from nvcre.clusterinfo import ClusterInfoError, cluster_info, render_table, to_dict
 
-    if extra:
-        raise UserError(f"cluster info takes no arguments, got {' '.join(extra)}")
     terms = label_selector(selector) if selector else None
     kube = connection.client(kubeconfig, context)
     try:
