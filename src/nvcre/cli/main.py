@@ -22,7 +22,7 @@ COMMANDS = {
     "certification": (
         "nvcre.cli.certification",
         "certification_group",
-        "Catalog categories and Certification renders.",
+        "Certifications: catalog categories, renders, list and status.",
     ),
     "cluster": ("nvcre.cli.cluster", "cluster_group", "Inspect the GPU nodes nvcre would certify."),
     "completion": ("nvcre.cli.completion", "completion_command", "Shell completion script (bash, zsh)."),
@@ -36,7 +36,7 @@ COMMANDS = {
     "workloadrun": (
         "nvcre.cli.workloadrun",
         "workloadrun_group",
-        "Render WorkloadRuns into the Workflow they run.",
+        "WorkloadRuns: render, status and cancel.",
     ),
 }
 
