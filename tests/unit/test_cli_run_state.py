@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.cli.runs import (
+from nvcre.cli.run_state import (
     category_statuses,
     certification_summary,
     certification_table,
