@@ -275,6 +275,10 @@ def _failure_log(job: Obj | None) -> FailureLog | None:
     )
 
 
+_MEASURED_REASONS: Final = (FailedNodeReason.BANDWIDTH_OUTLIER, FailedNodeReason.STEP_TIME_OUTLIER)
+"""Failed-node reasons whose message names the measured value (against the peers' median)."""
+
+
 def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFinding]:
     """Every failed node once per reason, from the failed-nodes ConfigMap (the record) and the
     Jobs' ``failedNodes``; a threshold violation names the measured value against its limit."""
@@ -295,8 +299,12 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
         detail = ""
         if reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
             detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
+        elif reason in _MEASURED_REASONS:
+            detail = message
         out.append(
-            NodeFinding(node=node, reason=reason, group=home.name if home else "", detail=detail or message)
+            NodeFinding(
+                node=node, reason=reason, group=home.name if home else "", detail=detail, message=message
+            )
         )
     return out
 

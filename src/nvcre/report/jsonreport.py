@@ -16,7 +16,13 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
 
 def _finding(finding: NodeFinding) -> dict[str, Any]:
     return _compact(
-        {"name": finding.node, "group": finding.group, "reason": finding.reason, "detail": finding.detail}
+        {
+            "name": finding.node,
+            "group": finding.group,
+            "reason": finding.reason,
+            "measured": finding.detail,
+            "message": finding.message,
+        }
     )
 
 

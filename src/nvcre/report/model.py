@@ -35,7 +35,10 @@ class NodeFinding:
     node: str
     reason: str
     group: str
-    detail: str
+    detail: str = ""
+    """The measured value against its threshold (or its peers); empty when the reason says it all."""
+    message: str = ""
+    """The failed-nodes record's message."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ def fit(text: str, width: int = TEXT) -> str:
 
 
 def _line(text: str = "") -> str:
-    return "│" + fit(text).ljust(INNER) + "│"
+    """A card line; a nested box's own right border may take the last but one column."""
+    kept = text if len(text.rstrip()) <= TEXT else fit(text)
+    return "│" + kept.ljust(INNER) + "│"
 
 
 def _card(title: str, body: Iterable[str]) -> list[str]:
@@ -61,7 +63,11 @@ def _field(label: str, value: str) -> str:
 
 def _log_lines(log: FailureLog, indent: str) -> list[str]:
     """The captured failure, then at most 20 wrapped lines / 4 KiB of its log tail."""
-    out = [f"{indent}Pod: {log.pod}  Node: {log.node}", f"{indent}Exit code: {log.exit_code} ({log.reason})"]
+    out = [
+        f"{indent}Pod:       {log.pod}",
+        f"{indent}Node:      {log.node}",
+        f"{indent}Exit code: {log.exit_code}" + (f" ({log.reason})" if log.reason else ""),
+    ]
     if not log.tail:
         return out
     data = log.tail.encode()
