@@ -413,6 +413,7 @@ def _bandwidth_groups(groups: Sequence[_Group], findings: Sequence[NodeFinding])
                 provisional=bool(text) and not th.bandwidth_final(g.bandwidth),
                 transport=_transport(g.bandwidth),
                 failed_nodes=tuple(n for n in g.nodes if n in failed),
+                finished=g.phase in ("Succeeded", "Failed"),
             )
         )
     return out

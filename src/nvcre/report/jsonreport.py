@@ -117,7 +117,7 @@ def _category(category: CategoryReport) -> dict[str, Any]:
             _compact(
                 {
                     "group": g.group,
-                    "passed": g.passed,
+                    "passed": g.passed if g.finished else None,
                     "busBandwidth": g.bus_bandwidth,
                     "low": g.low or None,
                     "provisional": g.provisional or None,

@@ -91,6 +91,8 @@ class GroupBandwidth:
     provisional: bool
     transport: tuple[str, ...]
     failed_nodes: tuple[str, ...]
+    finished: bool = True
+    """False while the group runs (or waits): neither passed nor failed yet."""
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,8 @@ def _bandwidth(category: CategoryReport) -> list[str]:
                 value += " (provisional)" if group.provisional else ""
             else:
                 value = "no bandwidth data"
-            out.append(f"    {'✓' if group.passed else '✗'}  {group.group}  {value}")
+            icon = ("✓" if group.passed else "✗") if group.finished else ICON["Running"]
+            out.append(f"    {icon}  {group.group}  {value}")
             if group.transport:
                 out.append(f"         Transport: {', '.join(group.transport)}")
             if group.failed_nodes:
