@@ -74,7 +74,7 @@ def _log_lines(log: FailureLog, indent: str) -> list[str]:
     kept = data[-LOG_BYTES:].decode(errors="ignore")
     cut = len(kept.encode()) < len(data)
     source = kept.splitlines()
-    if cut and source:
+    if cut and len(source) > 1:
         source = source[1:]  # the first line kept is a partial one
     width = TEXT - len(indent) - 2
     wrapped = [piece for line in source for piece in (textwrap.wrap(line, width) or [""])]
