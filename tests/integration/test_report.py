@@ -106,3 +106,68 @@ def test_acceptance_12_excluded_node_is_incomplete_and_a_running_one_fails_the_c
 
     finish_workflow_jobs(kube, namespace, second, 1)
     wait_true(kube, resources.Certification, "c2", namespace, "Succeeded", timeout=90)
+
+
+MPI = {"mpi": {"binary": "/usr/local/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/local/mpi/bin/mpirun"}}
+
+
+def test_workloadrun_report_of_a_failed_run(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """cli.md 5.3: one category workloadrun/<name>; nodes of the failed-nodes ConfigMap are Failed."""
+    pool = pool_name()
+    nodes = sorted(
+        str(n.metadata.name) for n in gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool})) if n.metadata
+    )
+    run = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "WorkloadRun",
+        "metadata": {"name": "breaks", "namespace": namespace},
+        "spec": {
+            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
+            "framework": MPI,
+            "numNodes": 2,
+            "target": {"nodeSelector": {POOL_LABEL: pool}},
+        },
+    }
+    kube.create(resources.WorkloadRun.from_dict(run))
+    finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
+    wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
+
+    kubeconfig = ["--kubeconfig", str(control_plane.kubeconfig_path)]
+    text = CliRunner().invoke(cli, ["workloadrun", "report", "breaks", "-n", namespace, *kubeconfig])
+    assert text.exit_code == 1
+    assert "║                       WorkloadRun Report                       ║" in text.stdout
+    assert "│  workloadrun/breaks " in text.stdout and "│  Result:       FAILED " in text.stdout
+    for node in nodes:
+        assert f"│           - {node}  Work" in text.stdout  # the reason, cut to the card
+    assert text.stderr == 'Error: workloadrun "breaks" failed\n'
+
+    junit = tmp_path / "junit.xml"
+    data = CliRunner().invoke(
+        cli,
+        [
+            "workloadrun",
+            "report",
+            "breaks",
+            "-n",
+            namespace,
+            "-o",
+            "json",
+            "--junit-file",
+            str(junit),
+            *kubeconfig,
+        ],
+    )
+    assert data.exit_code == 1
+    report = json.loads(data.stdout)
+    assert report["result"] == "FAILED" and report["categories"][0]["domain"] == "workloadrun"
+    assert [(n["name"], n["status"]) for n in report["nodes"]] == [(n, "Failed") for n in nodes]
+    assert sorted((f["name"], f["reason"]) for f in report["failedNodes"]) == [
+        (n, "WorkloadFailed") for n in nodes
+    ]
+    assert junit.read_text().count("<failure ") == 1
+
+    missing = CliRunner().invoke(cli, ["workloadrun", "report", "breaks", *kubeconfig])
+    assert missing.exit_code == 1
+    assert missing.stderr == 'Error: workloadrun "breaks" not found in namespace "default"\n'
