@@ -421,3 +421,26 @@ def test_junit_running_incomplete_and_empty_reports_add_an_error_case() -> None:
     assert _cases_of([report_of(_input("excluded-node"))])[-1] == ("result", "error")
     empty = Report(kind="Certification", name="none", namespace="ns", result="PASSED")
     assert _cases_of([empty]) == [("result", "error")]
+
+
+def test_a_running_category_names_a_workload_that_cannot_be_scheduled() -> None:
+    """user-reports 3: WorkloadSchedulingBlocked is visible in the report, not hidden as Running."""
+    data = _input("running")
+    job = data["workflows"][0]["jobs"][0]
+    name = job["status"]["workloadRef"]["name"]
+    job["status"]["conditions"] = [
+        {
+            "type": "InProgress",
+            "status": "True",
+            "reason": "WorkloadSchedulingBlocked",
+            "message": f"Workload TrainJob/{name} cannot be scheduled: pod {name}-node-0-0: "
+            "0/8 nodes are available: 8 Insufficient nvidia.com/gpu.",
+            "lastTransitionTime": "2026-03-02T09:01:00Z",
+        }
+    ]
+    (category, _) = report_of(data).categories
+    assert category.status == "Running"
+    assert category.reason.startswith("WorkloadSchedulingBlocked (group-0): Workload TrainJob/")
+    assert "│  Reason:    WorkloadSchedulingBlocked (group-0): Workload T... │" in render_text(
+        report_of(data)
+    )

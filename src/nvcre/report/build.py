@@ -24,6 +24,7 @@ from nvcre.api.v1alpha1.constants import (
     ConditionType,
     Default,
     FailedNodeReason,
+    JobReason,
     Label,
 )
 from nvcre.api.v1alpha1.meta import parse_time
@@ -168,6 +169,18 @@ def _current_reason(obj: Obj, state: CategoryState) -> str:
         return ""
     message = str(condition.get("message") or "")
     return message or str(condition.get("reason") or "")
+
+
+_WAITING: Final = (JobReason.WORKLOAD_SCHEDULING_BLOCKED, JobReason.WORKLOAD_PENDING)
+
+
+def _blocked(groups: Sequence[_Group]) -> str:
+    """Why a running group's workload does not run (``WorkloadSchedulingBlocked: ...``), if so."""
+    for group in groups:
+        condition = condition_of(group.job or {}, ConditionType.IN_PROGRESS) or {}
+        if condition.get("status") == ConditionStatus.TRUE and condition.get("reason") in _WAITING:
+            return f"{condition['reason']} ({group.name}): {condition.get('message') or ''}".rstrip(": ")
+    return ""
 
 
 # --- measured values against thresholds -----------------------------------------------------
@@ -609,7 +622,9 @@ def category_report(
         domain=domain,
         variant=variant,
         status=status,
-        reason=_current_reason(workflow, status),
+        reason=_blocked(groups)
+        if status == "Running" and _blocked(groups)
+        else _current_reason(workflow, status),
         runtime=runtime,
         iterations=tuple(iterations),
         scale=scale,
