@@ -444,3 +444,24 @@ def test_a_running_category_names_a_workload_that_cannot_be_scheduled() -> None:
     assert "│  Reason:    WorkloadSchedulingBlocked (group-0): Workload T... │" in render_text(
         report_of(data)
     )
+
+
+def test_a_node_of_the_failed_record_is_failed_even_in_a_passed_group() -> None:
+    import base64
+
+    from nvcre.orchestration.results import merge_failed
+
+    data = _input("workloadrun")
+    config_map = data["workflow"]["failedNodes"]
+    key = "failed-nodes.json.gz"
+    entry = {"name": "gpu-node-000", "reason": "HardwareFailureDetected", "message": "XID 79"}
+    merged = merge_failed(base64.b64decode(config_map["binaryData"][key]), [entry])
+    config_map["binaryData"][key] = base64.b64encode(merged).decode()
+    report = report_of(data)
+    assert [(n.name, n.status) for n in report.nodes][:2] == [
+        ("gpu-node-000", "Failed"),
+        ("gpu-node-001", "Passed"),
+    ]
+    assert ("gpu-node-000", "HardwareFailureDetected", "group-0") in {
+        (f.node, f.reason, f.group) for f in report.failed_nodes
+    }

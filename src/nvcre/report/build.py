@@ -661,10 +661,6 @@ def _unique(findings: Iterable[NodeFinding]) -> tuple[NodeFinding, ...]:
     return tuple(seen[name] for name in sorted(seen))
 
 
-def _run_state(obj: Obj) -> CategoryState:
-    return workflow_state(obj)
-
-
 def _header(workflows: Sequence[WorkflowObjects]) -> tuple[str, str, int, tuple[str, ...], str]:
     platform = gpu = reason = ""
     total = 0
@@ -725,7 +721,7 @@ def certification_report(objects: CertificationObjects) -> Report:
         cards.append(card)
         findings.extend(found)
     platform, gpu, total, excluded, reason = _header(objects.workflows)
-    state = _run_state(cert)
+    state = workflow_state(cert)
     return Report(
         kind="Certification",
         name=str(meta.get("name") or ""),
@@ -743,12 +739,16 @@ def certification_report(objects: CertificationObjects) -> Report:
 
 
 def _node_statuses(objects: WorkflowObjects, findings: Sequence[NodeFinding]) -> tuple[NodeStatus, ...]:
+    """Passed: in the succeeded-nodes record once the Workflow wrote it (else in a succeeded
+    group); a node of the failed-nodes record is Failed even in a passed group."""
     failed = {f.node for f in findings}
+    recorded = set(succeeded_names(objects.succeeded_nodes)) if objects.succeeded_nodes else None
     out: dict[str, NodeStatus] = {}
     for group in _orchestration(objects.workflow).get("groups") or ():
         rack = str((group.get("domains") or [""])[0])
         for node in group.get("nodes") or ():
-            passed = group.get("phase") == "Succeeded" and node not in failed
+            ok = node in recorded if recorded is not None else group.get("phase") == "Succeeded"
+            passed = ok and node not in failed
             if node not in out or not passed:
                 out[str(node)] = NodeStatus(
                     str(node), str(group.get("name")), rack, "Passed" if passed else "Failed"
@@ -761,12 +761,12 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
     run = objects.workloadrun
     meta = _meta(run)
     name = str(meta.get("name") or "")
-    state = _run_state(run)
+    state = workflow_state(run)
     spec: Mapping[str, Any] = run.get("spec") or {}
     scale = str((spec.get("orchestration") or {}).get("testScale") or Default.TEST_SCALE)
-    workflow_state_ = workflow_state(objects.workflow.workflow) if objects.workflow else state
+    category = workflow_state(objects.workflow.workflow) if objects.workflow else state
     card, findings = category_report(
-        "workloadrun", name, workflow_state_, objects.workflow, scale=scale, now=objects.now
+        "workloadrun", name, category, objects.workflow, scale=scale, now=objects.now
     )
     workflows = [objects.workflow] if objects.workflow else []
     _, _, total, excluded, reason = _header(workflows)
