@@ -465,3 +465,16 @@ def test_a_node_of_the_failed_record_is_failed_even_in_a_passed_group() -> None:
     assert ("gpu-node-000", "HardwareFailureDetected", "group-0") in {
         (f.node, f.reason, f.group) for f in report.failed_nodes
     }
+
+
+def test_an_unwritable_results_file_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nvcre.cli.common import UserError
+    from nvcre.cli.reports import write_junit, write_results
+
+    report = report_of(_input("passing"))
+    with pytest.raises(UserError, match=r"cannot write .*/missing/r\.json"):
+        write_results(tmp_path / "missing" / "r.json", [report])
+    write_junit(tmp_path / "j.xml", [report])
+    assert capsys.readouterr().err == f"Results written to {tmp_path / 'j.xml'}\n"
