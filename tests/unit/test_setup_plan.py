@@ -246,6 +246,7 @@ def test_a_failed_release_blocks_readiness_and_says_how_to_repair_it() -> None:
     table = plan.status_table(result, dcgm_not_found=False)
     assert "Status: not ready — a managed Helm release is unhealthy" in table
     assert "Helm release nvcre (namespace: nvcre) is failed — run 'nvcrectl setup init' to repair it" in table
+    assert "Helm release kubeflow-trainer   - unknown" in table
 
 
 def test_another_trainer_version_fails_and_an_unknown_one_warns() -> None:

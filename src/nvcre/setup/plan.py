@@ -424,8 +424,9 @@ DCGM_NOTE = (
 def status_table(result: Status, dcgm_not_found: bool) -> str:
     rows = [(c.title, f"{'✓' if c.ok else '✗'} {c.status}") for c in result.components]
     for release in result.releases:
-        ok = release.state == "deployed"
-        rows.append((f"Helm release {release.name}", f"{'✓' if ok else '✗'} {release.state}"))
+        # ✓ deployed, ✗ blocking (failed, pending-*), - absent or unreadable (blocks nothing)
+        mark = "✓" if release.state == "deployed" else "✗" if release.state not in HEALTHY_STATES else "-"
+        rows.append((f"Helm release {release.name}", f"{mark} {release.state}"))
     width = max(len("Component"), *(len(r[0]) for r in rows)) + 3
     lines = [f"{'Component':<{width}}Status", f"{'─' * (width - 3):<{width}}{'─' * 10}"]
     lines += [f"{name:<{width}}{state}" for name, state in rows]
