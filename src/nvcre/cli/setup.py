@@ -430,7 +430,10 @@ def setup_group() -> None:
 @click.option("--skip-phases", default="", help="Comma list of phases to skip: deps, helm.")
 @click.option("--image", default=None, help="Controller image: REPOSITORY[:TAG][@sha256:DIGEST].")
 @click.option(
-    "--image-pull-secret", default=None, help="GitHub token for a private ghcr.io image (never printed)."
+    "--image-pull-secret",
+    default=None,
+    envvar="NVCRE_IMAGE_PULL_SECRET",
+    help="GitHub token for a private ghcr.io image (never printed); $NVCRE_IMAGE_PULL_SECRET keeps it out of argv.",
 )
 @click.option(
     "--chart-ref", default=None, help="nvcre chart: a path or oci:// reference (default: charts/nvcre)."
