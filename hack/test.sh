@@ -5,7 +5,8 @@
 #   2. the test control plane's binaries (built once with Go, then reused from the cache),
 #      including the workload chain (kube-scheduler, kube-controller-manager, JobSet, Trainer)
 #      that tests/sandbox runs; NVCRE_CHAIN=0 skips both the chain's build and tests/sandbox;
-#   3. the generated CRDs and RBAC are current; ruff, mypy, import-linter and pytest over tests/;
+#   3. the generated CRDs, RBAC and LogProfiles are current, charts/nvcre and config/ agree (helm
+#      template), helm lint passes, the vendored Trainer chart is current; ruff, mypy, import-linter and pytest over tests/;
 #   4. each unit and golden test file run alone, each integration test file collected alone
 #      (skipped when arguments are given).
 # Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
@@ -44,6 +45,19 @@ python -m nvcre.crd --check
 
 step "generated RBAC is up to date (python -m nvcre.manager.rbac --check)"
 python -m nvcre.manager.rbac --check
+
+step "generated LogProfiles are up to date (python -m nvcre.measure.builtin --check)"
+python -m nvcre.measure.builtin --check
+
+helm_bin="$(python -c 'from nvcre.testing import binaries as b; print(b.ensure([b.HELM]).helm)')"
+step "charts/nvcre and config/ are one source (python -m nvcre.setup.chart --check); helm lint; helm template"
+python -m nvcre.setup.chart --check --helm "$helm_bin"
+"$helm_bin" lint --strict charts/nvcre src/nvcre/setup/charts/kubeflow-trainer
+"$helm_bin" template nvcre charts/nvcre --namespace nvcre --include-crds \
+  --set metrics.serviceMonitor.enabled=true --set namespace.create=true >/dev/null
+
+step "the vendored Kubeflow Trainer chart is current (python -m nvcre.setup.trainer_chart --check)"
+python -m nvcre.setup.trainer_chart --check
 
 step "ruff check . && ruff format --check ."
 ruff check .

@@ -31,6 +31,7 @@ COMMANDS = {
         "sandbox_group",
         "A simulated GPU cluster where workloads really run.",
     ),
+    "setup": ("nvcre.cli.setup", "setup_group", "Install, check and remove nvcre and Kubeflow Trainer."),
     "validate": ("nvcre.cli.validate", "validate_command", "Validate nvcre manifests without a cluster."),
     "workflow": ("nvcre.cli.workflow", "workflow_group", "Render hand-written Workflows."),
     "workloadrun": (

@@ -70,47 +70,54 @@ def _rule(rule: Rule) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cluster_role() -> str:
+def cluster_role(name: str = CLUSTER_ROLE, header: str = HEADER) -> str:
+    """The ClusterRole; the chart's template passes a templated ``name`` and its own header."""
     return (
-        HEADER
+        header
         + "# Least privilege for nvcre-manager: every verb is one the code calls, and the integration\n"
         + "# suite fails when the manager uses a verb not granted here or never uses one granted\n"
         + "# (tests/integration/test_zz_rbac_used.py). Nodes are read, never written.\n"
         + "apiVersion: rbac.authorization.k8s.io/v1\n"
         + "kind: ClusterRole\n"
         + "metadata:\n"
-        + f"  name: {CLUSTER_ROLE}\n"
+        + f"  name: {name}\n"
         + "rules:\n"
         + "".join(_rule(r) for r in CLUSTER_RULES)
     )
 
 
-def leader_election_role() -> str:
+def leader_election_role(
+    name: str = LEADER_ELECTION_ROLE,
+    namespace: str = NAMESPACE,
+    service_account: str = SERVICE_ACCOUNT,
+    header: str = HEADER,
+) -> str:
+    """The leader-election Role and RoleBinding (the chart's template passes templated names)."""
     return (
-        HEADER
+        header
         + f"# Leader election: the Lease named by --leader-election-id (default {LEADER_ELECTION_ID}) in\n"
         + "# the manager's namespace; a different id needs the resourceNames below changed too.\n"
         + "apiVersion: rbac.authorization.k8s.io/v1\n"
         + "kind: Role\n"
         + "metadata:\n"
-        + f"  name: {LEADER_ELECTION_ROLE}\n"
-        + f"  namespace: {NAMESPACE}\n"
+        + f"  name: {name}\n"
+        + f"  namespace: {namespace}\n"
         + "rules:\n"
         + "".join(_rule(r) for r in LEASE_RULES)
         + "---\n"
         + "apiVersion: rbac.authorization.k8s.io/v1\n"
         + "kind: RoleBinding\n"
         + "metadata:\n"
-        + f"  name: {LEADER_ELECTION_ROLE}\n"
-        + f"  namespace: {NAMESPACE}\n"
+        + f"  name: {name}\n"
+        + f"  namespace: {namespace}\n"
         + "roleRef:\n"
         + "  apiGroup: rbac.authorization.k8s.io\n"
         + "  kind: Role\n"
-        + f"  name: {LEADER_ELECTION_ROLE}\n"
+        + f"  name: {name}\n"
         + "subjects:\n"
         + "  - kind: ServiceAccount\n"
-        + f"    name: {SERVICE_ACCOUNT}\n"
-        + f"    namespace: {NAMESPACE}\n"
+        + f"    name: {service_account}\n"
+        + f"    namespace: {namespace}\n"
     )
 
 

@@ -29,12 +29,17 @@ def builtin_profiles() -> list[dict[str, Any]]:
     return [yaml.safe_load(f.read_text()) for f in _files()]
 
 
+def profile_texts() -> dict[str, str]:
+    """The generated ``<name>.yaml`` files, by file name (``config/logprofiles``, the chart's copy)."""
+    return {f.name: HEADER + f.read_text() for f in _files()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nvcre.measure.builtin", description=__doc__)
     parser.add_argument("directory", nargs="?", default="config/logprofiles", type=Path)
     parser.add_argument("--check", action="store_true", help="fail when the files are not up to date")
     args = parser.parse_args(argv)
-    wanted = {f.name: HEADER + f.read_text() for f in _files()}
+    wanted = profile_texts()
     command = "python -m nvcre.measure.builtin"
     return sync_folder(args.directory, wanted, check=args.check, command=command, what="LogProfiles")
 

@@ -61,8 +61,17 @@ from nvcre.testing.processes import Process, Service, StartupError, free_port, w
 SCHEDULER_PROFILES = ("default-scheduler", "kai-scheduler", "runai-scheduler")
 #: kube-controller-manager controllers the chain needs: pods from Jobs, cascading deletion,
 #: namespace deletion, the node lifecycle (it lifts the ``not-ready`` taint the API server puts on
-#: every new Node once kwok reports it Ready), and claims bound to the volumes a test provides.
-CONTROLLERS = ("job", "garbagecollector", "namespace", "nodelifecycle", "persistentvolume-binder")
+#: every new Node once kwok reports it Ready), claims bound to the volumes a test provides, and
+#: Deployments (nvcre's chart installed by ``nvcrectl setup init``: its manager becomes Available).
+CONTROLLERS = (
+    "job",
+    "garbagecollector",
+    "namespace",
+    "nodelifecycle",
+    "persistentvolume-binder",
+    "deployment",
+    "replicaset",
+)
 #: A namespace every control plane has, used for the dry-run webhook probes.
 PROBE_NAMESPACE = "default"
 
