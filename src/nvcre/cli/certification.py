@@ -211,3 +211,8 @@ def render_command(
 from nvcre.cli.run import certification_run_command  # noqa: E402
 
 certification_group.add_command(certification_run_command)
+
+
+from nvcre.cli.report_commands import certification_report_command  # noqa: E402
+
+certification_group.add_command(certification_report_command)

@@ -525,9 +525,9 @@ def _delete_secret(kube: Client, name: str, namespace: str) -> None:
 
 def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, namespace: str) -> str:
     """Print the report, write the results files, and end as the run did."""
-    import importlib
+    from nvcre.cli import reports
+    from nvcre.report.text import render_text
 
-    reports = importlib.import_module("nvcre.cli.reports")  # the report's shell (its own branch)
     kind = request.kind
     read = (
         reports.read_workloadrun_report if kind.name == "WorkloadRun" else reports.read_certification_report
@@ -544,7 +544,7 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
         # A certification's report is the command's result when it passed (stdout); any other
         # report goes with the progress (cli.md 13.5).
         to_stdout = kind.name == "Certification" and report.result == "PASSED" and not outcome.timed_out
-        click.echo("\n" + reports.render_text(report), err=not to_stdout, nl=False)
+        click.echo("\n" + render_text(report), err=not to_stdout, nl=False)
         results_file = request.results_file
         if results_file is not None:
             _write(lambda: reports.write_results(results_file, [report]))

@@ -135,3 +135,8 @@ def render_command(
 from nvcre.cli.run import workloadrun_run_command  # noqa: E402
 
 workloadrun_group.add_command(workloadrun_run_command)
+
+
+from nvcre.cli.report_commands import workloadrun_report_command  # noqa: E402
+
+workloadrun_group.add_command(workloadrun_report_command)
