@@ -113,6 +113,11 @@ def load_workloadrun(file: Path, name: str, namespace: str) -> dict[str, Any]:
     return document
 
 
+def workloadrun_created(document: dict[str, Any]) -> list[str]:
+    metadata = document["metadata"]
+    return [f"WorkloadRun {metadata['name']} created in namespace {metadata['namespace']}."]
+
+
 @click.command("run")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @run_options
@@ -147,7 +152,7 @@ def workloadrun_run_command(
     request = _request(
         runs.workloadrun_kind(),
         document,
-        lambda d: [f"WorkloadRun {d['metadata']['name']} created in namespace {d['metadata']['namespace']}."],
+        workloadrun_created,
         wait=wait,
         timeout=seconds or 0.0,
         cleanup=cleanup,
@@ -267,7 +272,7 @@ def category_certification(
     }
 
 
-def _certification_created(document: dict[str, Any]) -> list[str]:
+def certification_created(document: dict[str, Any]) -> list[str]:
     metadata = document["metadata"]
     lines = [f"Certification {metadata['name']} created in namespace {metadata['namespace']}.", "Categories:"]
     return lines + [f"  - {c['domain']}/{c['variant']}" for c in document["spec"]["categories"]]
@@ -353,7 +358,7 @@ def certification_run_command(
     request = _request(
         runs.certification_kind(),
         document,
-        _certification_created,
+        certification_created,
         wait=wait,
         timeout=seconds,
         cleanup=cleanup,

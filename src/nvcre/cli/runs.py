@@ -462,6 +462,8 @@ class RunRequest:
     results_file: Path | None
     junit_file: Path | None
     created_line: Callable[[dict[str, Any]], list[str]]
+    stays: bool = True
+    """Whether the run outlives this command (not in a sandbox torn down after it)."""
 
 
 def stderr_is_terminal() -> bool:
@@ -503,7 +505,7 @@ def execute(kube: Client, request: RunRequest, *, live: bool | None = None) -> s
                 kube, kind, name, namespace, request.timeout, stderr_is_terminal() if live is None else live
             )
         except KeyboardInterrupt:
-            if not request.cleanup:
+            if request.stays and not request.cleanup:
                 note(f"\nInterrupted: detached; the {kind.name} keeps running (nothing was deleted).")
                 for line in follow_up(kind, name, namespace):
                     note(line)
@@ -551,7 +553,7 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
         if request.junit_file is not None:
             reports.write_junit(request.junit_file, [report])  # a write failure fails the command
     if outcome.timed_out:
-        if not request.cleanup:
+        if request.stays and not request.cleanup:
             note("")
             for line in follow_up(kind, name, namespace):
                 note(line)
