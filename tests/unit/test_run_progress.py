@@ -171,3 +171,19 @@ def test_a_certification_has_one_category_per_spec_entry_with_its_workflow() -> 
     assert progress.heartbeat_lines(snapshot, 75) == [
         "[watch] communication/nccl-all-reduce: InProgress (1m15s) — JobRunning"
     ]
+
+
+def test_a_failed_group_shows_why_its_job_failed() -> None:
+    run, workflow = _run()
+    workflow, jobs = _running(workflow, blocked=False)
+    workflow["status"]["orchestration"]["groups"][1]["phase"] = "Failed"
+    jobs[1]["status"]["conditions"] = [
+        *_condition(ConditionType.FAILED, JobReason.WORKLOAD_COMPLETED),
+        {"type": ConditionType.VALIDATION_FAILED, "status": "True", "reason": JobReason.THRESHOLD_VIOLATED},
+    ]
+    (category,) = progress.workloadrun_snapshot(run, [workflow], jobs).categories
+    assert [(g.phase, g.reason) for g in category.groups] == [
+        ("Succeeded", JobReason.WORKLOAD_COMPLETED),
+        ("Failed", JobReason.THRESHOLD_VIOLATED),
+    ]
+    assert category.nodes("Failed") == 4

@@ -265,6 +265,7 @@ class View:
         self.last: Snapshot | None = None
         self.last_print = 0.0
         self._live: Any = None
+        self._final = ""
 
     @contextmanager
     def active(self) -> Iterator[View]:
@@ -280,6 +281,8 @@ class View:
                 yield self
             finally:
                 self._live = None
+        if self._final:  # below the table, once it stopped refreshing
+            note(self._final)
 
     def _plain(self, lines: list[str]) -> None:
         stamp = datetime.now(UTC).strftime("%H:%M:%S")
@@ -308,7 +311,7 @@ class View:
         line = progress.final_line(snapshot, elapsed)
         if self._live is not None:
             self._live.update(self._table(snapshot, elapsed))
-            self._live.console.print(line, highlight=False)
+            self._final = line
         else:
             self.show(snapshot, elapsed)
             self._plain([line])
@@ -316,11 +319,15 @@ class View:
     @staticmethod
     def _table(snapshot: Snapshot, elapsed: float) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         reason = f" {snapshot.reason}" if snapshot.reason else ""
         table = Table(
-            title=f"{snapshot.kind} {snapshot.namespace}/{snapshot.name}: {snapshot.phase}{reason}"
-            f"  ({progress.elapsed_text(elapsed)})",
+            title_style="bold",
+            title=Text(
+                f"{snapshot.kind} {snapshot.namespace}/{snapshot.name}: {snapshot.phase}{reason}"
+                f"  ({progress.elapsed_text(elapsed)})"
+            ),
             title_justify="left",
         )
         table.add_column("CATEGORY / GROUP")

@@ -18,6 +18,7 @@ from nvcre.durations import format_duration
 
 PHASES: Final = (ConditionType.SUCCEEDED, ConditionType.FAILED, ConditionType.IN_PROGRESS)
 PENDING: Final = "Pending"
+VERDICTS: Final = (ConditionType.HARDWARE_FAILED, ConditionType.VALIDATION_FAILED)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,14 @@ def _active(obj: Mapping[str, Any] | None) -> tuple[str, str, str]:
     return PENDING, "", ""
 
 
+def _verdict(job: Mapping[str, Any]) -> str:
+    """The reason of a Job's true HardwareFailed or ValidationFailed condition (why its group failed)."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in VERDICTS and condition.get("status") == "True":
+            return str(condition.get("reason") or "")
+    return ""
+
+
 def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
@@ -83,7 +92,7 @@ def _groups(workflow: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> t
     for job in jobs:
         labels = (job.get("metadata") or {}).get("labels") or {}
         if labels.get(Label.WORKFLOW) == wf_name:
-            reasons[_name(job)] = _active(job)[1]
+            reasons[_name(job)] = _verdict(job) or _active(job)[1]
     groups = (((workflow.get("status") or {}).get("orchestration") or {}).get("groups")) or []
     out = []
     for group in groups:
