@@ -93,4 +93,3 @@ def test_with_cleanup_the_run_and_its_namespace_are_deleted(
         assert command.format(ns="test-ns-cleanup") not in result.stderr
     assert not _exists(kube, Namespace, "test-ns-cleanup")
     assert not _exists(kube, resources.WorkloadRun, "timeout-run", "test-ns-cleanup")
-
