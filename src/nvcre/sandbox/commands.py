@@ -13,6 +13,7 @@ from nvcre.cli.common import UserError, load_object, user_errors
 from nvcre.sandbox.control import SandboxError, down, status, up, usage
 from nvcre.sandbox.state import StateDir, default_state_dir
 from nvcre.sandbox.supervisor import Options
+from nvcre.testing import binaries as bins
 
 _STATE_DIR = click.option(
     "--state-dir",
@@ -184,6 +185,10 @@ def run_command(
     state = _state(state_dir)
     options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed)
     t0 = time.monotonic()
+    try:  # in the foreground: a first run builds the control plane (minutes, see docs/testing.md)
+        bins.ensure((*bins.REQUIRED, *bins.CHAIN))
+    except bins.BinaryError as error:
+        raise UserError(f"cannot build the sandbox's control plane: {error}") from None
     try:
         record = up(state, options, log=lambda line: click.echo(line, err=True))
     except SandboxError as error:
