@@ -24,6 +24,7 @@ from nvcre.api.v1alpha1.constants import (
     ConditionType,
     Default,
     FailedNodeReason,
+    JobReason,
     Label,
 )
 from nvcre.api.v1alpha1.meta import parse_time
@@ -170,6 +171,18 @@ def _current_reason(obj: Obj, state: CategoryState) -> str:
     return message or str(condition.get("reason") or "")
 
 
+_WAITING: Final = (JobReason.WORKLOAD_SCHEDULING_BLOCKED, JobReason.WORKLOAD_PENDING)
+
+
+def _blocked(groups: Sequence[_Group]) -> str:
+    """Why a running group's workload does not run (``WorkloadSchedulingBlocked: ...``), if so."""
+    for group in groups:
+        condition = condition_of(group.job or {}, ConditionType.IN_PROGRESS) or {}
+        if condition.get("status") == ConditionStatus.TRUE and condition.get("reason") in _WAITING:
+            return f"{condition['reason']} ({group.name}): {condition.get('message') or ''}".rstrip(": ")
+    return ""
+
+
 # --- measured values against thresholds -----------------------------------------------------
 
 _SHORT: Final = {
@@ -275,6 +288,10 @@ def _failure_log(job: Obj | None) -> FailureLog | None:
     )
 
 
+_MEASURED_REASONS: Final = (FailedNodeReason.BANDWIDTH_OUTLIER, FailedNodeReason.STEP_TIME_OUTLIER)
+"""Failed-node reasons whose message names the measured value (against the peers' median)."""
+
+
 def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFinding]:
     """Every failed node once per reason, from the failed-nodes ConfigMap (the record) and the
     Jobs' ``failedNodes``; a threshold violation names the measured value against its limit."""
@@ -295,8 +312,12 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
         detail = ""
         if reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
             detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
+        elif reason in _MEASURED_REASONS:
+            detail = message
         out.append(
-            NodeFinding(node=node, reason=reason, group=home.name if home else "", detail=detail or message)
+            NodeFinding(
+                node=node, reason=reason, group=home.name if home else "", detail=detail, message=message
+            )
         )
     return out
 
@@ -405,6 +426,7 @@ def _bandwidth_groups(groups: Sequence[_Group], findings: Sequence[NodeFinding])
                 provisional=bool(text) and not th.bandwidth_final(g.bandwidth),
                 transport=_transport(g.bandwidth),
                 failed_nodes=tuple(n for n in g.nodes if n in failed),
+                finished=g.phase in ("Succeeded", "Failed"),
             )
         )
     return out
@@ -600,7 +622,9 @@ def category_report(
         domain=domain,
         variant=variant,
         status=status,
-        reason=_current_reason(workflow, status),
+        reason=_blocked(groups)
+        if status == "Running" and _blocked(groups)
+        else _current_reason(workflow, status),
         runtime=runtime,
         iterations=tuple(iterations),
         scale=scale,
@@ -635,10 +659,6 @@ def _unique(findings: Iterable[NodeFinding]) -> tuple[NodeFinding, ...]:
     for finding in findings:
         seen.setdefault(finding.node, finding)
     return tuple(seen[name] for name in sorted(seen))
-
-
-def _run_state(obj: Obj) -> CategoryState:
-    return workflow_state(obj)
 
 
 def _header(workflows: Sequence[WorkflowObjects]) -> tuple[str, str, int, tuple[str, ...], str]:
@@ -701,7 +721,7 @@ def certification_report(objects: CertificationObjects) -> Report:
         cards.append(card)
         findings.extend(found)
     platform, gpu, total, excluded, reason = _header(objects.workflows)
-    state = _run_state(cert)
+    state = workflow_state(cert)
     return Report(
         kind="Certification",
         name=str(meta.get("name") or ""),
@@ -719,12 +739,16 @@ def certification_report(objects: CertificationObjects) -> Report:
 
 
 def _node_statuses(objects: WorkflowObjects, findings: Sequence[NodeFinding]) -> tuple[NodeStatus, ...]:
+    """Passed: in the succeeded-nodes record once the Workflow wrote it (else in a succeeded
+    group); a node of the failed-nodes record is Failed even in a passed group."""
     failed = {f.node for f in findings}
+    recorded = set(succeeded_names(objects.succeeded_nodes)) if objects.succeeded_nodes else None
     out: dict[str, NodeStatus] = {}
     for group in _orchestration(objects.workflow).get("groups") or ():
         rack = str((group.get("domains") or [""])[0])
         for node in group.get("nodes") or ():
-            passed = group.get("phase") == "Succeeded" and node not in failed
+            ok = node in recorded if recorded is not None else group.get("phase") == "Succeeded"
+            passed = ok and node not in failed
             if node not in out or not passed:
                 out[str(node)] = NodeStatus(
                     str(node), str(group.get("name")), rack, "Passed" if passed else "Failed"
@@ -737,12 +761,12 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
     run = objects.workloadrun
     meta = _meta(run)
     name = str(meta.get("name") or "")
-    state = _run_state(run)
+    state = workflow_state(run)
     spec: Mapping[str, Any] = run.get("spec") or {}
     scale = str((spec.get("orchestration") or {}).get("testScale") or Default.TEST_SCALE)
-    workflow_state_ = workflow_state(objects.workflow.workflow) if objects.workflow else state
+    category = workflow_state(objects.workflow.workflow) if objects.workflow else state
     card, findings = category_report(
-        "workloadrun", name, workflow_state_, objects.workflow, scale=scale, now=objects.now
+        "workloadrun", name, category, objects.workflow, scale=scale, now=objects.now
     )
     workflows = [objects.workflow] if objects.workflow else []
     _, _, total, excluded, reason = _header(workflows)

@@ -16,7 +16,13 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
 
 def _finding(finding: NodeFinding) -> dict[str, Any]:
     return _compact(
-        {"name": finding.node, "group": finding.group, "reason": finding.reason, "detail": finding.detail}
+        {
+            "name": finding.node,
+            "group": finding.group,
+            "reason": finding.reason,
+            "measured": finding.detail,
+            "message": finding.message,
+        }
     )
 
 
@@ -111,7 +117,7 @@ def _category(category: CategoryReport) -> dict[str, Any]:
             _compact(
                 {
                     "group": g.group,
-                    "passed": g.passed,
+                    "passed": g.passed if g.finished else None,
                     "busBandwidth": g.bus_bandwidth,
                     "low": g.low or None,
                     "provisional": g.provisional or None,

@@ -35,7 +35,10 @@ class NodeFinding:
     node: str
     reason: str
     group: str
-    detail: str
+    detail: str = ""
+    """The measured value against its threshold (or its peers); empty when the reason says it all."""
+    message: str = ""
+    """The failed-nodes record's message."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class GroupBandwidth:
     provisional: bool
     transport: tuple[str, ...]
     failed_nodes: tuple[str, ...]
+    finished: bool = True
+    """False while the group runs (or waits): neither passed nor failed yet."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ def fit(text: str, width: int = TEXT) -> str:
 
 
 def _line(text: str = "") -> str:
-    return "│" + fit(text).ljust(INNER) + "│"
+    """A card line; a nested box's own right border may take the last but one column."""
+    kept = text if len(text.rstrip()) <= TEXT else fit(text)
+    return "│" + kept.ljust(INNER) + "│"
 
 
 def _card(title: str, body: Iterable[str]) -> list[str]:
@@ -61,14 +63,18 @@ def _field(label: str, value: str) -> str:
 
 def _log_lines(log: FailureLog, indent: str) -> list[str]:
     """The captured failure, then at most 20 wrapped lines / 4 KiB of its log tail."""
-    out = [f"{indent}Pod: {log.pod}  Node: {log.node}", f"{indent}Exit code: {log.exit_code} ({log.reason})"]
+    out = [
+        f"{indent}Pod:       {log.pod}",
+        f"{indent}Node:      {log.node}",
+        f"{indent}Exit code: {log.exit_code}" + (f" ({log.reason})" if log.reason else ""),
+    ]
     if not log.tail:
         return out
     data = log.tail.encode()
     kept = data[-LOG_BYTES:].decode(errors="ignore")
     cut = len(kept.encode()) < len(data)
     source = kept.splitlines()
-    if cut and source:
+    if cut and len(source) > 1:
         source = source[1:]  # the first line kept is a partial one
     width = TEXT - len(indent) - 2
     wrapped = [piece for line in source for piece in (textwrap.wrap(line, width) or [""])]
@@ -165,7 +171,8 @@ def _bandwidth(category: CategoryReport) -> list[str]:
                 value += " (provisional)" if group.provisional else ""
             else:
                 value = "no bandwidth data"
-            out.append(f"    {'✓' if group.passed else '✗'}  {group.group}  {value}")
+            icon = ("✓" if group.passed else "✗") if group.finished else ICON["Running"]
+            out.append(f"    {icon}  {group.group}  {value}")
             if group.transport:
                 out.append(f"         Transport: {', '.join(group.transport)}")
             if group.failed_nodes:
