@@ -4,11 +4,13 @@ The full chain's control plane (kube-controller-manager finalizes deleted namesp
 nvcre-manager: the WorkloadRun gets no condition, so the wait times out and prints the partial
 report. Without ``--cleanup`` the follow-up commands are printed and the run is left running;
 with it the ``[cleanup]`` lines replace them and the run and the namespace it created are gone.
+Ctrl-C during the wait detaches: the same follow-up commands, the run left running.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +95,29 @@ def test_with_cleanup_the_run_and_its_namespace_are_deleted(
         assert command.format(ns="test-ns-cleanup") not in result.stderr
     assert not _exists(kube, Namespace, "test-ns-cleanup")
     assert not _exists(kube, resources.WorkloadRun, "timeout-run", "test-ns-cleanup")
+
+
+def test_ctrl_c_detaches_and_deletes_nothing(
+    control_plane: ControlPlane, kube: Client, tmp_path: Path
+) -> None:
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["metadata"].update(name="timeout-run", namespace="test-ns-interrupted")
+    (tmp_path / "wr.yaml").write_text(yaml.safe_dump(document))
+    command = subprocess.Popen(
+        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path), "--wait", "wr.yaml"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert command.stderr is not None
+    seen = []
+    for line in command.stderr:  # the wait has begun once this line is out
+        seen.append(line)
+        if line.startswith("Waiting for completion (timeout: 30m0s)..."):
+            break
+    command.send_signal(signal.SIGINT)
+    rest = command.stderr.read()
+    assert command.wait(timeout=60) == 1, "".join(seen) + rest
+    assert "Interrupted: detached; the WorkloadRun keeps running (nothing was deleted)." in rest
+    for follow_up in FOLLOW_UP:
+        assert follow_up.format(ns="test-ns-interrupted") in rest
+    assert rest.rstrip().endswith("Error: interrupted")
+    assert _exists(kube, resources.WorkloadRun, "timeout-run", "test-ns-interrupted")
