@@ -104,6 +104,7 @@ def test_an_unknown_category_lists_the_catalog() -> None:
         (["--wait", "--timeout", "-1m"], 'invalid --timeout "-1m": must be positive'),
         (["--wait", "--timeout", "soon"], 'invalid --timeout "soon"'),
         (["--results-file", "out.json"], "--results-file and --junit-file need --wait"),
+        (["--cleanup"], "--cleanup needs --wait"),
     ],
 )
 def test_timeout_and_results_need_wait(flags: list[str], message: str) -> None:

@@ -77,6 +77,8 @@ def _request(
 ) -> runs.RunRequest:
     if (results_file or junit_file) and not wait:
         raise UserError("--results-file and --junit-file need --wait")
+    if cleanup and not wait:  # it would delete the run as soon as it is created
+        raise UserError("--cleanup needs --wait")
     return runs.RunRequest(
         kind, document, wait, timeout, cleanup, registry, results_file, junit_file, created_line
     )
