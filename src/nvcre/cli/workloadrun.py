@@ -132,8 +132,15 @@ def render_command(
     emit(_annotate(rendered), output)
 
 
+# Subcommands that talk to a cluster live in modules of their own.
 from nvcre.cli.report_commands import workloadrun_report_command  # noqa: E402
+from nvcre.cli.run import workloadrun_run_command  # noqa: E402
 from nvcre.cli.run_state import workloadrun_cancel_command, workloadrun_status_command  # noqa: E402
 
-for _command in (workloadrun_status_command, workloadrun_cancel_command, workloadrun_report_command):
+for _command in (
+    workloadrun_run_command,
+    workloadrun_status_command,
+    workloadrun_cancel_command,
+    workloadrun_report_command,
+):
     workloadrun_group.add_command(_command)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from nvcre.cli.common import UserError, load_object, user_errors
 from nvcre.sandbox.control import SandboxError, down, status, up, usage
 from nvcre.sandbox.state import StateDir, default_state_dir
 from nvcre.sandbox.supervisor import Options
+from nvcre.testing import binaries as bins
 
 _STATE_DIR = click.option(
     "--state-dir",
@@ -17,6 +22,10 @@ _STATE_DIR = click.option(
     help="Where the sandbox keeps its record, pid files and logs "
     "(default $XDG_STATE_HOME/nvcre/sandbox or ~/.local/state/nvcre/sandbox).",
 )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _state(path: Path | None) -> StateDir:
@@ -28,31 +37,48 @@ def sandbox_group() -> None:
     """A simulated GPU cluster where workloads really run."""
 
 
+def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
+    """The options that shape a sandbox (``up`` and ``run``)."""
+    options: list[Callable[[Any], Any]] = [
+        click.option(
+            "--nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Simulated GPU nodes."
+        ),
+        click.option(
+            "--platform", default="aws", show_default=True, help="Platform of the nodes (providerID, NICs)."
+        ),
+        click.option(
+            "--gpu",
+            "product",
+            default="NVIDIA-H100-80GB-HBM3",
+            show_default=True,
+            help="nvidia.com/gpu.product.",
+        ),
+        click.option(
+            "--gpus",
+            type=click.IntRange(min=1),
+            default=None,
+            help="GPUs per node (default: nvcre's default).",
+        ),
+        click.option(
+            "--domain-size",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Nodes per topology domain (default: one).",
+        ),
+        click.option(
+            "--fault", "faults", multiple=True, help="NODE=KIND[:ARG][@DELAY] (repeatable; docs/sandbox.md)."
+        ),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation."),
+        _STATE_DIR,
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @sandbox_group.command("up")
-@click.option(
-    "--nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Simulated GPU nodes."
-)
-@click.option(
-    "--platform", default="aws", show_default=True, help="Platform of the nodes (providerID, NICs)."
-)
-@click.option(
-    "--gpu", "product", default="NVIDIA-H100-80GB-HBM3", show_default=True, help="nvidia.com/gpu.product."
-)
-@click.option(
-    "--gpus", type=click.IntRange(min=1), default=None, help="GPUs per node (default: nvcre's default)."
-)
-@click.option(
-    "--domain-size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Nodes per topology domain (default: one).",
-)
-@click.option(
-    "--fault", "faults", multiple=True, help="NODE=KIND[:ARG][@DELAY] (repeatable; docs/sandbox.md)."
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation.")
+@_sandbox_options
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait until ready.")
-@_STATE_DIR
 def up_command(
     nodes: int,
     platform: str,
@@ -61,8 +87,8 @@ def up_command(
     domain_size: int | None,
     faults: tuple[str, ...],
     seed: int,
-    timeout: float,
     state_dir: Path | None,
+    timeout: float,
 ) -> None:
     """Start a sandbox and return once it is ready; it keeps running until `down`."""
     state = _state(state_dir)
@@ -105,3 +131,91 @@ def down_command(state_dir: Path | None) -> None:
         return
     killed = down(state)
     click.echo(f"sandbox in {state.path} stopped" + (f" (killed: {', '.join(killed)})" if killed else ""))
+
+
+@sandbox_group.command("run")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_sandbox_options
+@click.option(
+    "--timeout",
+    default=None,
+    help="How long to wait for the run (a duration; default: 30m, a Certification's derived from the catalog).",
+)
+@click.option(
+    "--results-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report."
+)
+@click.option(
+    "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
+)
+@user_errors
+def run_command(
+    file: Path,
+    nodes: int,
+    platform: str,
+    product: str,
+    gpus: int | None,
+    domain_size: int | None,
+    faults: tuple[str, ...],
+    seed: int,
+    state_dir: Path | None,
+    timeout: str | None,
+    results_file: Path | None,
+    junit_file: Path | None,
+) -> None:
+    """Bring a sandbox up, run the Certification or WorkloadRun in FILE to the end, print its
+    report and tear the sandbox down (also on Ctrl-C or an error); exits with the report's verdict.
+    """
+    from lightkube import Client, KubeConfig
+
+    from nvcre.cli import run, runs
+
+    found = load_object(file).get("kind")
+    if found == "WorkloadRun":
+        document = run.load_workloadrun(file, "", "")
+        kind = runs.workloadrun_kind()
+        seconds = runs.parse_timeout(timeout or run.WORKLOADRUN_TIMEOUT, True)
+        created: Callable[[dict[str, Any]], list[str]] = run.workloadrun_created
+    elif found == "Certification":
+        document = run.load_certification(file, "", "")
+        kind = runs.certification_kind()
+        seconds = runs.parse_timeout(timeout, True) if timeout else run.derived_timeout(document)
+        created = run.certification_created
+    else:
+        raise UserError(f'{file}: expected kind Certification or WorkloadRun, got "{found}"')
+    state = _state(state_dir)
+    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed)
+    t0 = time.monotonic()
+    try:  # in the foreground: a first run builds the control plane (minutes, see docs/testing.md)
+        bins.ensure((*bins.REQUIRED, *bins.CHAIN))
+    except bins.BinaryError as error:
+        raise UserError(f"cannot build the sandbox's control plane: {error}") from None
+    try:
+        record = up(state, options, log=lambda line: click.echo(line, err=True))
+    except SandboxError as error:
+        raise UserError(str(error)) from None
+    except KeyboardInterrupt:
+        raise UserError("interrupted") from None
+    click.echo(
+        f"[sandbox] ready in {record.startup_seconds:.1f}s: {len(record.nodes)} {record.product} nodes "
+        f"({record.platform}){''.join(f', {f}' for f in record.faults)}",
+        err=True,
+    )
+    try:
+        with Client(KubeConfig.from_file(record.kubeconfig)) as kube:
+            request = runs.RunRequest(
+                kind,
+                document,
+                True,
+                seconds or 0.0,
+                False,
+                None,
+                results_file,
+                junit_file,
+                created,
+                stays=False,
+            )
+            runs.execute(kube, request)
+    finally:
+        click.echo("[sandbox] tearing down...", err=True)
+        down(state)
+        click.echo(f"[sandbox] done in {time.monotonic() - t0:.0f}s", err=True)

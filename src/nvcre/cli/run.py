@@ -1,0 +1,371 @@
+"""``nvcrectl workloadrun run`` and ``nvcrectl certification run`` (cli.md 4.2, 5.1).
+
+Every flag is checked and the manifest validated offline (the checks of ``render``) before the
+cluster is contacted; :mod:`nvcre.cli.runs` then creates and follows the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
+
+import click
+
+from nvcre.cli import connection, runs
+from nvcre.cli.common import UserError, load_validated, user_errors
+
+if TYPE_CHECKING:
+    from lightkube import Client
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MIN_DERIVED_TIMEOUT_SECONDS: Final = 30 * 60.0
+WORKLOADRUN_TIMEOUT: Final = "30m"
+
+
+def run_options(func: Callable[P, R]) -> Callable[P, R]:
+    """The flags ``workloadrun run`` and ``certification run`` share."""
+    options: list[Callable[[Any], Any]] = [
+        click.option("--wait", is_flag=True, help="Follow the run to the end and print its report."),
+        click.option("--timeout", default=None, help="How long --wait waits (a duration: 30m, 2h, 90s)."),
+        click.option(
+            "--cleanup", is_flag=True, help="Delete what this run created (and a namespace it created)."
+        ),
+        click.option(
+            "--results-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report."
+        ),
+        click.option(
+            "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
+        ),
+        click.option("--workload-registry", default="", help="Registry of the workload images (nvcr.io)."),
+        click.option("--workload-registry-username", default="", help="Its username (e.g. $oauthtoken)."),
+        click.option("--workload-registry-password", default="", help="Its password or API key."),
+        click.option(
+            "--workload-registry-password-stdin", is_flag=True, help="Read the registry password from stdin."
+        ),
+        click.option("--name", default="", help="Name of the run (overrides the file's)."),
+        connection.kubeconfig_options,
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _registry(
+    server: str, username: str, password: str, password_stdin: bool, stdin_allowed: bool = True
+) -> runs.Registry | None:
+    if password_stdin and not stdin_allowed:
+        raise UserError("--workload-registry-password-stdin cannot be used when the file is read from stdin")
+    return runs.registry_from_flags(server, username, password, password_stdin, sys.stdin.read)
+
+
+def _request(
+    kind: runs.Kind,
+    document: dict[str, Any],
+    created_line: Callable[[dict[str, Any]], list[str]],
+    *,
+    wait: bool,
+    timeout: float,
+    cleanup: bool,
+    registry: runs.Registry | None,
+    results_file: Path | None,
+    junit_file: Path | None,
+) -> runs.RunRequest:
+    if (results_file or junit_file) and not wait:
+        raise UserError("--results-file and --junit-file need --wait")
+    if cleanup and not wait:  # it would delete the run as soon as it is created
+        raise UserError("--cleanup needs --wait")
+    return runs.RunRequest(
+        kind, document, wait, timeout, cleanup, registry, results_file, junit_file, created_line
+    )
+
+
+def _connect(kubeconfig: str | None, context: str | None) -> Client:
+    return connection.client(kubeconfig, context)
+
+
+# --- workloadrun run --------------------------------------------------------------------------------
+
+
+def load_workloadrun(file: Path, name: str, namespace: str) -> dict[str, Any]:
+    """The WorkloadRun of FILE, validated as ``workloadrun render`` does; name and namespace set."""
+    from nvcre.api.v1alpha1.workloadrun import WorkloadRun
+    from nvcre.platform import architecture_from_node_selector
+    from nvcre.render.workloadrun import BuildError, build_workflow
+
+    document, run = load_validated(file, WorkloadRun)
+    selector = run.spec.target.node_selector if run.spec.target else None
+    # Offline the architecture only sizes the render; the controller detects it on the nodes,
+    # so a target without a product label is checked as if on h100.
+    arch = None if architecture_from_node_selector(selector or {}) else "h100"
+    try:
+        build_workflow(run, None, resolve=False, gpu_arch=arch)
+    except BuildError as error:
+        raise UserError(f"workloadrun {run.name}: {error}") from error
+    document = copy.deepcopy(document)
+    metadata = document.setdefault("metadata", {})
+    if name:
+        metadata["name"] = name
+    metadata["namespace"] = namespace or metadata.get("namespace") or "default"
+    document.setdefault("spec", {})
+    return document
+
+
+def workloadrun_created(document: dict[str, Any]) -> list[str]:
+    metadata = document["metadata"]
+    return [f"WorkloadRun {metadata['name']} created in namespace {metadata['namespace']}."]
+
+
+@click.command("run")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@run_options
+@click.option("-n", "--namespace", default="", help="Namespace (default: the file's, else default).")
+@user_errors
+def workloadrun_run_command(
+    file: Path,
+    wait: bool,
+    timeout: str | None,
+    cleanup: bool,
+    results_file: Path | None,
+    junit_file: Path | None,
+    workload_registry: str,
+    workload_registry_username: str,
+    workload_registry_password: str,
+    workload_registry_password_stdin: bool,
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str,
+) -> None:
+    """Create the WorkloadRun in FILE; with --wait, follow it and print its report."""
+    registry = _registry(
+        workload_registry,
+        workload_registry_username,
+        workload_registry_password,
+        workload_registry_password_stdin,
+        stdin_allowed=str(file) != "-",
+    )
+    seconds = runs.parse_timeout(timeout, wait) or runs.parse_timeout(WORKLOADRUN_TIMEOUT, True)
+    document = load_workloadrun(file, name, namespace)
+    request = _request(
+        runs.workloadrun_kind(),
+        document,
+        workloadrun_created,
+        wait=wait,
+        timeout=seconds or 0.0,
+        cleanup=cleanup,
+        registry=registry,
+        results_file=results_file,
+        junit_file=junit_file,
+    )
+    runs.execute(_connect(kubeconfig, context), request)
+
+
+# --- certification run ------------------------------------------------------------------------------
+
+
+def parse_categories(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--category domain/variant`` (repeatable, comma lists too), checked against the catalog."""
+    from nvcre.catalog import CategoryNotFound, load_catalog
+
+    pairs: list[tuple[str, str]] = []
+    for value in values:
+        for item in (part.strip() for part in value.split(",")):
+            domain, slash, variant = item.partition("/")
+            if not slash or not domain or not variant or "/" in variant:
+                raise UserError(f'invalid category format "{item}": expected domain/variant')
+            pairs.append((domain, variant))
+    catalog = load_catalog()
+    for domain, variant in pairs:
+        try:
+            catalog.lookup(domain, variant)
+        except CategoryNotFound as error:  # the list of cli.md 4.2, one category a line
+            known = "".join(f"\n  {key}" for key in error.known)
+            click.echo(
+                f'Error: unknown category "{domain}/{variant}"\n\nAvailable categories:{known}', err=True
+            )
+            sys.exit(1)
+    return pairs
+
+
+def derived_timeout(cert: dict[str, Any]) -> float:
+    """cli.md 4.2: the longest category's per-job timeout x its iterations x 1.5, at least 30 m."""
+    from nvcre.catalog import load_catalog
+    from nvcre.durations import parse_duration
+
+    catalog = load_catalog()
+    spec = cert.get("spec") or {}
+    longest = 0.0
+    for category in spec.get("categories") or []:
+        options = {**spec, **(category.get("options") or {})}
+        entry = catalog.lookup(category["domain"], category["variant"])
+        per_job = options.get("timeoutPerJob") or entry.default_timeout(
+            options.get("testScale") or "full-scale"
+        )
+        iterations = int(options.get("repeatCount") or 1)
+        longest = max(longest, parse_duration(per_job) / 1e9 * iterations * 1.5)
+    return max(longest, MIN_DERIVED_TIMEOUT_SECONDS)
+
+
+def load_certification(file: Path, name: str, namespace: str) -> dict[str, Any]:
+    """The Certification of FILE, validated; namespace: the file's, else ``-n``, else generated."""
+    from nvcre.api.v1alpha1.certification import Certification
+
+    document, cert = load_validated(file, Certification)
+    parse_categories(tuple(f"{c.domain}/{c.variant}" for c in cert.spec.categories))
+    document = copy.deepcopy(document)
+    metadata = document.setdefault("metadata", {})
+    if name:
+        metadata["name"] = name
+    metadata["namespace"] = metadata.get("namespace") or namespace or runs.generated_name()
+    return document
+
+
+def discover_product(kube: Client) -> str:
+    """The one ``nvidia.com/gpu.product`` of the cluster's schedulable GPU nodes."""
+    from lightkube.resources.core_v1 import Node
+
+    from nvcre.api.v1alpha1.constants import NodeLabel
+
+    try:
+        nodes = list(kube.list(Node, labels={NodeLabel.GPU_PRESENT: "true"}))
+    except Exception as error:
+        raise UserError(f"cannot list nodes: {connection.api_error(error)}") from error
+    nodes = [n for n in nodes if not (n.spec and n.spec.unschedulable)]
+    if not nodes:
+        raise UserError("no GPU nodes match target")
+    products = {str((n.metadata.labels or {}).get(NodeLabel.GPU_PRODUCT, "")) for n in nodes if n.metadata}
+    if products == {""}:
+        raise UserError("no nodes have nvidia.com/gpu.product label")
+    if len(products) > 1:
+        raise UserError(f"heterogeneous GPUs: {', '.join(sorted(p or '(none)' for p in products))}")
+    (product,) = products
+    runs.note(f"Discovered GPU nodes with product: {product}")
+    return product
+
+
+def category_certification(
+    pairs: list[tuple[str, str]], name: str, namespace: str, product: str, options: dict[str, Any]
+) -> dict[str, Any]:
+    """The Certification ``--category`` builds (cli.md 4.2)."""
+    from nvcre.api.v1alpha1.constants import NodeLabel
+
+    generated = runs.generated_name()
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {
+            "name": name or generated,
+            "namespace": namespace or generated,
+            "labels": {
+                "app.kubernetes.io/managed-by": "cluster-readiness-engine",
+                "app.kubernetes.io/created-by": "nvcrectl",
+            },
+        },
+        "spec": {
+            "target": {"nodeSelector": {NodeLabel.GPU_PRESENT: "true", NodeLabel.GPU_PRODUCT: product}},
+            "categories": [{"domain": d, "variant": v} for d, v in pairs],
+            **options,
+        },
+    }
+
+
+def certification_created(document: dict[str, Any]) -> list[str]:
+    metadata = document["metadata"]
+    lines = [f"Certification {metadata['name']} created in namespace {metadata['namespace']}.", "Categories:"]
+    return lines + [f"  - {c['domain']}/{c['variant']}" for c in document["spec"]["categories"]]
+
+
+@click.command("run")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False), required=False)
+@click.option(
+    "--cert-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Certification YAML."
+)
+@click.option(
+    "--category", "categories", multiple=True, help="DOMAIN/VARIANT to certify (repeatable, or a comma list)."
+)
+@run_options
+@click.option("--nodes-per-job", type=click.IntRange(min=0), default=0, help="Nodes per group (0: auto).")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, help="GPUs per node (0: auto).")
+@click.option("--repeat-count", type=click.IntRange(min=0), default=0, help="Iterations (0: the catalog's).")
+@click.option("-n", "--namespace", default="", help="Namespace (default: the file's, else nvcrectl-<ts>).")
+@user_errors
+def certification_run_command(
+    file: Path | None,
+    cert_file: Path | None,
+    categories: tuple[str, ...],
+    wait: bool,
+    timeout: str | None,
+    cleanup: bool,
+    results_file: Path | None,
+    junit_file: Path | None,
+    workload_registry: str,
+    workload_registry_username: str,
+    workload_registry_password: str,
+    workload_registry_password_stdin: bool,
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    nodes_per_job: int,
+    gpus_per_node: int,
+    repeat_count: int,
+    namespace: str,
+) -> None:
+    """Certify the cluster: the Certification in FILE (--cert-file), or --category DOMAIN/VARIANT.
+
+    With --wait, follow it and print its report; without --timeout it waits for the longest
+    category's per-job timeout times its iterations times 1.5, at least 30 minutes.
+    """
+    if file is not None and cert_file is not None:
+        raise UserError("give the Certification file once: as FILE or as --cert-file")
+    cert_file = cert_file or file
+    if cert_file is not None and categories:
+        raise UserError("--cert-file and --category are mutually exclusive")
+    if cert_file is None and not categories:
+        raise UserError(
+            "either --cert-file or at least one --category is required "
+            "(see `nvcrectl certification list-categories`)"
+        )
+    registry = _registry(
+        workload_registry,
+        workload_registry_username,
+        workload_registry_password,
+        workload_registry_password_stdin,
+    )
+    pairs = parse_categories(categories) if categories else []
+    seconds = runs.parse_timeout(timeout, wait)
+    document: dict[str, Any] | None = None
+    if cert_file is not None:
+        document = load_certification(cert_file, name, namespace)
+    options = {
+        key: value
+        for key, value in (
+            ("nodesPerJob", nodes_per_job),
+            ("gpusPerNode", gpus_per_node),
+            ("repeatCount", repeat_count),
+        )
+        if value
+    }
+    if document is not None and options:
+        document["spec"].update(options)
+    kube = _connect(kubeconfig, context)
+    if document is None:
+        document = category_certification(pairs, name, namespace, discover_product(kube), options)
+    if seconds is None:
+        seconds = derived_timeout(document)
+    request = _request(
+        runs.certification_kind(),
+        document,
+        certification_created,
+        wait=wait,
+        timeout=seconds,
+        cleanup=cleanup,
+        registry=registry,
+        results_file=results_file,
+        junit_file=junit_file,
+    )
+    runs.execute(kube, request)
