@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from nvcre.api.v1alpha1.constants import FailedNodeReason
 
+MNNVL_ENV: Final = "NCCL_MNNVL_ENABLE"
+_MNNVL_SETTING = re.compile(rf"\b{MNNVL_ENV}=(\S*)")
 UNKNOWN_DOMAIN: Final = "unknown"
 INTER_DOMAIN: Final = "inter-domain"
 
@@ -130,6 +133,45 @@ class _State:
             for domain, result in (self.status.get("screeningResults") or {}).items()
             for n in result.get("nodes") or ()
         }
+
+
+def _strings_and_envs(value: Any) -> list[tuple[str, str]]:
+    """Every ``NCCL_MNNVL_ENABLE`` setting in ``value``: env entries and ``NAME=value`` text."""
+    found: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        if value.get("name") == MNNVL_ENV and "value" in value:
+            found.append(("env", str(value["value"])))
+        for item in value.values():
+            found += _strings_and_envs(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _strings_and_envs(item)
+    elif isinstance(value, str):
+        found += [("text", m.group(1).strip("'\"")) for m in _MNNVL_SETTING.finditer(value)]
+    return found
+
+
+def mnnvl_enabled(workload: Mapping[str, Any]) -> bool:
+    """The job template sets ``NCCL_MNNVL_ENABLE`` (env or trainer args) to anything but 0."""
+    settings = _strings_and_envs(dict(workload))
+    return bool(settings) and any(v != "0" for _, v in settings)
+
+
+def without_mnnvl(value: Any) -> Any:
+    """``value`` (a Job spec) with every ``NCCL_MNNVL_ENABLE`` setting forced to 0."""
+    if isinstance(value, dict):
+        if value.get("name") == MNNVL_ENV and "value" in value:
+            return {**value, "value": "0"}
+        return {k: without_mnnvl(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_mnnvl(v) for v in value]
+    if isinstance(value, str):
+        return _MNNVL_SETTING.sub(f"{MNNVL_ENV}=0", value)
+    return value
+
+
+def no_nvl_group(name: str) -> bool:
+    return name.startswith("screen-no-nvl-")
 
 
 def screening_groups(nodes: Mapping[str, str | None], topology_key: str | None) -> list[Group]:
