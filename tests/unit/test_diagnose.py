@@ -13,6 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nvcre.orchestration import diagnose as dg
+from nvcre.orchestration.completion import may_be_transient
 
 
 @dataclass
@@ -313,3 +314,38 @@ def test_any_consistent_faults_are_named_exactly(case: tuple[Fleet, dg.Settings,
     if topology:
         sizes = [len(nodes) for d, nodes in fleet.domains.items() if fleet.faulty.intersection(nodes)]
         assert len(result.rounds) <= dg.round_bound(sizes, config)
+
+
+def test_mnnvl_detection_and_forcing_it_off() -> None:
+    env_on = {"trainer": {"env": [{"name": "NCCL_MNNVL_ENABLE", "value": "1"}]}}
+    args_on = {"trainer": {"args": ["-x", "NCCL_MNNVL_ENABLE=1", "all_reduce_perf"]}}
+    assert dg.mnnvl_enabled(env_on) and dg.mnnvl_enabled(args_on)
+    assert not dg.mnnvl_enabled({"trainer": {"env": [{"name": "NCCL_MNNVL_ENABLE", "value": "0"}]}})
+    assert not dg.mnnvl_enabled({"trainer": {"args": ["-x", "NCCL_DEBUG=INFO"]}})
+    assert dg.without_mnnvl(env_on) == {"trainer": {"env": [{"name": "NCCL_MNNVL_ENABLE", "value": "0"}]}}
+    assert dg.without_mnnvl(args_on)["trainer"]["args"][1] == "NCCL_MNNVL_ENABLE=0"
+    assert not dg.mnnvl_enabled(dg.without_mnnvl(args_on))
+    assert dg.no_nvl_group("screen-no-nvl-3") and not dg.no_nvl_group("screen-3")
+
+
+@pytest.mark.parametrize(
+    ("conditions", "transient"),
+    [
+        ({"Failed": ("True", "WorkloadFailed")}, True),
+        ({"Failed": ("True", "JobTimedOut")}, False),
+        (
+            {"Failed": ("True", "WorkloadFailed"), "HardwareFailed": ("True", "HardwareFailureDetected")},
+            False,
+        ),
+        (
+            {"Succeeded": ("True", "WorkloadCompleted"), "ValidationFailed": ("True", "ThresholdViolated")},
+            False,
+        ),
+        ({"Succeeded": ("True", "WorkloadCompleted")}, False),
+    ],
+)
+def test_which_failures_are_re_tested(conditions: dict[str, tuple[str, str]], transient: bool) -> None:
+    job = {
+        "status": {"conditions": [{"type": t, "status": s, "reason": r} for t, (s, r) in conditions.items()]}
+    }
+    assert may_be_transient(job) is transient
