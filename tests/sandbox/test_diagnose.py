@@ -59,8 +59,11 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
         control.down(state)
 
 
-def diagnose_workflow(kube: Client, name: str, diagnose: dict[str, Any]) -> dict[str, Any]:
-    """The Workflow nvcre renders for the example WorkloadRun on these nodes, in diagnose mode."""
+def diagnose_workflow(
+    kube: Client, name: str, diagnose: dict[str, Any], *, target: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Workflow nvcre renders for the example WorkloadRun on these nodes, in diagnose mode
+    (on the nodes ``target`` adds to the rendered target, when given)."""
     document = yaml.safe_load(EXAMPLE.read_text())
     document["metadata"].update(name=name, namespace=NAMESPACE)
     document["spec"]["framework"]["mpi"]["args"] = ["-b", "1G", "-e", "16G", "-f", "2", "-n", "5"]
@@ -72,7 +75,10 @@ def diagnose_workflow(kube: Client, name: str, diagnose: dict[str, Any]) -> dict
     document["spec"]["thresholds"] = {"busBandwidthGBps": "value >= 300"}
     nodes = [n.to_dict() for n in kube.list(Node)]
     workflow = build_workflow(WorkloadRun.model_validate(document), nodes, resolve=False).workflow
-    workflow["spec"]["orchestration"]["diagnose"] = diagnose
+    orchestration = workflow["spec"]["orchestration"]
+    orchestration["diagnose"] = diagnose
+    if target:
+        orchestration["target"] = {**(orchestration.get("target") or {}), **target}
     kube.create(resources.Workflow.from_dict(workflow))
     return workflow
 
