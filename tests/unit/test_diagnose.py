@@ -1,12 +1,9 @@
-"""The diagnose state machine (nvcre.orchestration.diagnose), run against a model fleet: a group
-fails when it holds a faulty node or both ends of a bad link; a flaky group fails its first
-attempt and passes the re-test."""
+"""The diagnose state machine (nvcre.orchestration.diagnose), run against the model fleet of
+nvcre.testing.diagnose."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import assume, given, settings
@@ -14,73 +11,7 @@ from hypothesis import strategies as st
 
 from nvcre.orchestration import diagnose as dg
 from nvcre.orchestration.completion import may_be_transient
-
-
-@dataclass
-class Fleet:
-    domains: dict[str, list[str]]
-    faulty: set[str] = field(default_factory=set)
-    links: set[frozenset[str]] = field(default_factory=set)
-    """Bad links between two domains."""
-    flaky: set[str] = field(default_factory=set)
-    """Nodes whose groups fail once, then pass the re-test."""
-
-    @property
-    def labels(self) -> dict[str, str | None]:
-        return {n: d for d, nodes in self.domains.items() for n in nodes}
-
-    def domain(self, node: str) -> str:
-        return next(d for d, nodes in self.domains.items() if node in nodes)
-
-    def result(self, group: dg.Group) -> dg.GroupResult:
-        domains = {self.domain(n) for n in group.nodes}
-        bad_link = any(frozenset((a, b)) in self.links for a in domains for b in domains if a != b)
-        passed = not self.faulty.intersection(group.nodes) and not bad_link
-        transient = passed and bool(self.flaky.intersection(group.nodes))
-        return dg.GroupResult(group.name, group.nodes, passed, group.domains, transient)
-
-
-DEFAULT = dg.Settings()
-
-
-@dataclass
-class Run:
-    rounds: list[tuple[str, tuple[dg.Group, ...]]]
-    step: dg.Step
-
-    @property
-    def verdict(self) -> dg.Verdict:
-        assert self.step.verdict is not None
-        return self.step.verdict
-
-    @property
-    def status(self) -> dict[str, object]:
-        return self.step.status
-
-
-def run(
-    fleet: Fleet,
-    config: dg.Settings = DEFAULT,
-    *,
-    topology: bool = True,
-    check: Callable[[dg.Step], None] = lambda step: None,
-) -> Run:
-    step = dg.start(fleet.labels, "topology.example/block" if topology else None, "2026-01-01T00:00:00Z")
-    rounds = []
-    while step.verdict is None:
-        rounds.append((str(step.status["stage"]), step.groups))
-        assert len(rounds) < 100, "the machine does not end"
-        step = dg.advance(step.status, [fleet.result(g) for g in step.groups], config)
-        check(step)
-    return Run(rounds, step)
-
-
-def fleet_of(sizes: Iterable[int]) -> Fleet:
-    domains, count = {}, 0
-    for d, size in enumerate(sizes):
-        domains[f"block-{d}"] = [f"node-{count + i:03d}" for i in range(size)]
-        count += size
-    return Fleet(domains)
+from nvcre.testing.diagnose import Fleet, fleet_of, run
 
 
 def failed_names(verdict: dg.Verdict) -> list[str]:
@@ -222,7 +153,7 @@ def test_stop_at_the_deadline() -> None:
 def test_no_topology_uses_sqrt_chunks() -> None:
     fleet = fleet_of([32])
     fleet.faulty = {"node-020"}
-    result = run(fleet, topology=False)
+    result = run(fleet, topology_key=None)
     screen = result.rounds[0][1]
     assert [len(g.nodes) for g in screen] == [6, 6, 6, 6, 6, 2]
     assert [g.name for g in screen] == [f"screen-{i}" for i in range(6)]
@@ -307,7 +238,7 @@ def test_any_consistent_faults_are_named_exactly(case: tuple[Fleet, dg.Settings,
         status = step.status
         assert not set(status.get("healthyNodes") or ()) & fleet.faulty  # type: ignore[arg-type]
 
-    result = run(fleet, config, topology=topology, check=status_consistent)
+    result = run(fleet, config, topology_key="key" if topology else None, check=status_consistent)
     assert failed_names(result.verdict) == sorted(fleet.faulty)
     assert sorted(result.verdict.healthy) == sorted(set(fleet.labels) - fleet.faulty)
     assert result.verdict.succeeded == (not fleet.faulty)
