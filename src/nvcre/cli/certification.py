@@ -206,3 +206,8 @@ def render_command(
         click.echo(json.dumps(workflows, indent=2))
     else:
         click.echo(render(workflows, output), nl=False)
+
+
+from nvcre.cli.report_commands import certification_report_command  # noqa: E402
+
+certification_group.add_command(certification_report_command)

@@ -130,3 +130,8 @@ def render_command(
     for event in rendered.events:
         click.echo(f"{event.type} {event.reason}: {event.message}", err=True)
     emit(_annotate(rendered), output)
+
+
+from nvcre.cli.report_commands import workloadrun_report_command  # noqa: E402
+
+workloadrun_group.add_command(workloadrun_report_command)

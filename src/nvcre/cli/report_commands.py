@@ -1,0 +1,87 @@
+"""``certification report NAME...`` and ``workloadrun report NAME`` (cli.md 4.4, 5.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from nvcre.cli import connection
+from nvcre.cli.common import UserError, output_option, user_errors
+from nvcre.cli.reports import (
+    read_certification_report,
+    read_workloadrun_report,
+    report_exit_errors,
+    write_junit,
+    write_results,
+)
+from nvcre.report.jsonreport import to_json
+from nvcre.report.model import Report
+from nvcre.report.text import render_text
+
+_RESULTS = click.option(
+    "--results-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report here."
+)
+_JUNIT = click.option(
+    "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report here."
+)
+
+
+def _finish(reports: list[Report], results_file: Path | None, junit_file: Path | None) -> None:
+    if results_file is not None:
+        write_results(results_file, reports)
+    if junit_file is not None:
+        write_junit(junit_file, reports)
+    errors = report_exit_errors(reports)
+    if errors:
+        raise UserError("; ".join(errors))
+
+
+@click.command("report")
+@click.argument("names", nargs=-1, required=True)
+@_RESULTS
+@_JUNIT
+@connection.namespace_option()
+@connection.kubeconfig_options
+@user_errors
+def certification_report_command(
+    names: tuple[str, ...],
+    results_file: Path | None,
+    junit_file: Path | None,
+    namespace: str,
+    kubeconfig: str | None,
+    context: str | None,
+) -> None:
+    """Print the report of one or more Certifications (exit 1 unless all succeeded)."""
+    kube = connection.client(kubeconfig, context)
+    reports = [read_certification_report(kube, name, namespace) for name in names]
+    click.echo("\n".join(render_text(r) for r in reports), nl=False)
+    _finish(reports, results_file, junit_file)
+
+
+@click.command("report")
+@click.argument("name")
+@output_option(default="text", formats=("text", "json"))
+@_RESULTS
+@_JUNIT
+@connection.namespace_option()
+@connection.kubeconfig_options
+@user_errors
+def workloadrun_report_command(
+    name: str,
+    output: str,
+    results_file: Path | None,
+    junit_file: Path | None,
+    namespace: str,
+    kubeconfig: str | None,
+    context: str | None,
+) -> None:
+    """Print the report of a WorkloadRun (exit 1 unless it succeeded)."""
+    kube = connection.client(kubeconfig, context)
+    report = read_workloadrun_report(kube, name, namespace)
+    if output == "json":
+        click.echo(json.dumps(to_json(report), indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_text(report), nl=False)
+    _finish([report], results_file, junit_file)

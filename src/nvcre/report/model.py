@@ -1,0 +1,181 @@
+"""The report of a Certification or WorkloadRun (cli.md 4.5) as plain frozen data.
+
+Built from the objects read from the cluster by :mod:`nvcre.report.build`; rendered as the box
+report (:mod:`nvcre.report.text`), JSON (:mod:`nvcre.report.jsonreport`) and JUnit XML
+(:mod:`nvcre.report.junit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Result = Literal["PASSED", "FAILED", "RUNNING", "INCOMPLETE"]
+CategoryState = Literal["Succeeded", "Failed", "Running", "Pending"]
+IterationState = Literal["Succeeded", "Restarted", "Failed", "Running"]
+ReportKind = Literal["Certification", "WorkloadRun"]
+
+
+@dataclass(frozen=True)
+class FailureLog:
+    """The captured failure of an execution-failed group (the Job's ``status.failureLog``)."""
+
+    pod: str
+    node: str
+    exit_code: int
+    reason: str
+    tail: str
+
+
+@dataclass(frozen=True)
+class NodeFinding:
+    """Why one node failed: its reason, and for a threshold violation the measured value
+    against the threshold (``busbw 182.4 GB/s < 400``)."""
+
+    node: str
+    reason: str
+    group: str
+    detail: str = ""
+    """The measured value against its threshold (or its peers); empty when the reason says it all."""
+    message: str = ""
+    """The failed-nodes record's message."""
+
+
+@dataclass(frozen=True)
+class FailedGroup:
+    name: str
+    nodes: tuple[str, ...]
+    reason: str
+    failure_log: FailureLog | None = None
+    findings: tuple[NodeFinding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Iteration:
+    number: int
+    state: IterationState
+    runtime: str
+
+
+@dataclass(frozen=True)
+class Clique:
+    """A topology domain: how many of its nodes ran in a group that passed."""
+
+    name: str
+    validated: int
+    total: int
+    passed: bool
+    bus_bandwidth: str = ""
+    transport: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DomainMetrics:
+    """Training metrics averaged over the groups of one topology domain (``name`` empty: flat)."""
+
+    name: str
+    node_count: int
+    goodput: float | None
+    tflops_per_gpu: float | None
+    step_time_sec: float | None
+    provisional: bool = False
+
+
+@dataclass(frozen=True)
+class GroupBandwidth:
+    group: str
+    passed: bool
+    bus_bandwidth: str
+    """``"<n> GB/s"``, empty when the group has no bandwidth data."""
+    low: bool
+    provisional: bool
+    transport: tuple[str, ...]
+    failed_nodes: tuple[str, ...]
+    finished: bool = True
+    """False while the group runs (or waits): neither passed nor failed yet."""
+
+
+@dataclass(frozen=True)
+class BandwidthRow:
+    size_bytes: int
+    alg_bw: str
+    bus_bw: str
+    samples: int
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage of adaptive fault isolation and the screening results recorded for it."""
+
+    stage: str
+    passed: tuple[str, ...]
+    failed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    stage: str
+    rounds: int
+    healthy: tuple[str, ...]
+    suspect: tuple[str, ...]
+    faulty_by_domain: tuple[tuple[str, tuple[str, ...]], ...]
+    infra: tuple[str, ...]
+    max_bw: str
+    min_bw: str
+    test_results: tuple[StageResult, ...]
+
+
+@dataclass(frozen=True)
+class CategoryReport:
+    domain: str
+    variant: str
+    status: CategoryState
+    reason: str = ""
+    runtime: str = ""
+    iterations: tuple[Iteration, ...] = ()
+    scale: str = ""
+    nodes_per_job: int | None = None
+    jobs: int | None = None
+    placement: str = ""
+    mnnvl: str = ""
+    failed_groups: tuple[FailedGroup, ...] = ()
+    cliques: tuple[Clique, ...] = ()
+    diagnosis: Diagnosis | None = None
+    metrics: tuple[DomainMetrics, ...] = ()
+    bandwidth_groups: tuple[GroupBandwidth, ...] = ()
+    transport: tuple[str, ...] = ()
+    bandwidth: tuple[BandwidthRow, ...] = ()
+    bandwidth_provisional: bool = False
+    excluded_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """A node of a WorkloadRun: its group, rack (the group's first domain) and Passed|Failed."""
+
+    name: str
+    group: str
+    rack: str
+    status: Literal["Passed", "Failed"]
+
+
+@dataclass(frozen=True)
+class Report:
+    kind: ReportKind
+    name: str
+    namespace: str
+    result: Result
+    platform: str = ""
+    gpu: str = ""
+    total_nodes: int = 0
+    excluded_nodes: tuple[str, ...] = ()
+    exclusion_reason: str = ""
+    categories: tuple[CategoryReport, ...] = ()
+    failed_nodes: tuple[NodeFinding, ...] = ()
+    nodes: tuple[NodeStatus, ...] = ()
+    state: CategoryState = "Pending"
+    """The run's own state (Succeeded, Failed, Running, Pending), from its conditions."""
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind} Report"
