@@ -257,7 +257,7 @@ class _Machine:
         """End at a limit, with the suspects known so far (never recorded as failed)."""
         suspects = sorted(set(self.state.nodes("suspectNodes")) - set(self.state.nodes("healthyNodes")))
         stage = self.status.get("stage", "intra-screening")
-        self.status.update(stage="complete", outcome="LimitReached")
+        self.status.update(stage="complete", outcome="LimitReached", faultyNodes=[])
         message = f"Diagnosis stopped: {why} in stage {stage}; "
         message += f"{len(suspects)} suspect nodes: {', '.join(suspects)}" if suspects else "no suspects"
         faults = self.status.get("infrastructureFaults") or []
@@ -276,7 +276,7 @@ class _Machine:
         faults = self.status.get("infrastructureFaults") or []
         transient = self.status.get("transientFailures") or []
         healthy = tuple(sorted(set(self.state.nodes("healthyNodes")) - set(faulty)))
-        self.status["stage"] = "complete"
+        self.status.update(stage="complete", faultyNodes=faulty)
         if faulty:
             self.status["outcome"] = "Faulty"
             message = f"Diagnosis complete: {len(faulty)} faulty nodes confirmed"
@@ -426,7 +426,7 @@ class _Machine:
     def confirm(self) -> Step:
         if not self.state.nodes("healthyNodes"):
             suspects = self.state.nodes("suspectNodes")
-            self.status.update(stage="complete", outcome="Faulty", faultyNodes=suspects)
+            self.status.update(stage="complete", outcome="Faulty", faultyNodes=suspects, suspectNodes=[])
             message = f"No healthy reference node; {len(suspects)} suspects marked failed"
             failed = tuple(
                 {"name": n, "reason": FailedNodeReason.WORKLOAD_FAILED, "message": message} for n in suspects
@@ -438,7 +438,7 @@ class _Machine:
         faulty = [r.nodes[0] for r in results if not r.passed]
         self.state.add("faultyNodes", faulty)
         self.state.add("healthyNodes", [r.nodes[0] for r in results if r.passed])
-        self.state.remove("suspectNodes", [r.nodes[0] for r in results if r.passed])
+        self.state.remove("suspectNodes", [r.nodes[0] for r in results])
         return self.finish(SUSPECTS_CLEARED)
 
 
