@@ -34,6 +34,7 @@ from nvcre.api.v1alpha1.constants import (
     Annotation,
     ConditionType,
     Label,
+    WorkflowReason,
 )
 from nvcre.api.v1alpha1.meta import format_time
 from nvcre.api.v1alpha1.workflow import DiagnoseStatus
@@ -56,6 +57,7 @@ from nvcre.naming import (
     trainjob_name,
     uses_single_job_name,
 )
+from nvcre.orchestration import diagnose as dg
 from nvcre.orchestration.capacity import Exclusions
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.iterations import succeeded_nodes, verdict
@@ -64,6 +66,7 @@ from nvcre.orchestration.results import merge_failed, merge_succeeded
 from nvcre.render.workloadrun.build import build_workflow
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
 from nvcre.sandbox.simulate import cri_log
+from nvcre.testing import diagnose as model
 from nvcre.testing.nodes import platform_nodes
 
 Obj = dict[str, Any]
@@ -659,32 +662,66 @@ def workloadrun() -> Obj:
     return {"workloadRun": run, "workflow": objects}
 
 
-def diagnosis() -> Obj:
-    """A diagnose run that confirmed one faulty node (its status written as the API defines it)."""
+GCP_BLOCK = "cloud.google.com/gce-topology-block"
+
+
+def _diagnosed(objects: Obj, fleet: Sequence[Obj], faulty: set[str], config: dg.Settings) -> Obj:
+    """The Workflow's diagnose status and verdict as the diagnose state machine leaves them for
+    ``faulty`` nodes on ``fleet`` (its rounds played on the model fleet)."""
+    domains: dict[str, list[str]] = {}
+    for node in fleet:
+        domains.setdefault(node["metadata"]["labels"][GCP_BLOCK], []).append(node["metadata"]["name"])
+    done = model.run(model.Fleet(domains, faulty=faulty), config, topology_key=GCP_BLOCK, started=at(0))
+    status = objects["workflow"]["status"]
+    status["orchestration"]["diagnose"] = DiagnoseStatus.model_validate(done.status).to_dict()
+    verdict_ = done.verdict
+    reason = (
+        WorkflowReason.JOB_COMPLETED
+        if verdict_.succeeded
+        else WorkflowReason.DIAGNOSE_LIMIT_REACHED
+        if verdict_.limit_reached
+        else WorkflowReason.ITERATIONS_FAILED
+    )
+    kind = ConditionType.SUCCEEDED if verdict_.succeeded else ConditionType.FAILED
+    status["conditions"] = [_condition(kind, "True", reason, verdict_.message, 602)]
+    # A diagnosis records the nodes it confirmed, not the failed rounds' groups.
+    workflow, uid = objects["workflow"], objects["workflow"]["metadata"]["uid"]
+    objects.pop("failedNodes", None)
+    status.pop("failedNodesRef", None)
+    if verdict_.failed:
+        name = failed_nodes_config_map_name(uid)
+        objects["failedNodes"] = _config_map(
+            name, FAILED_NODES_KEY, merge_failed(None, verdict_.failed), workflow
+        )
+        status["failedNodesRef"] = {"kind": "ConfigMap", "name": name}
+    name = succeeded_nodes_config_map_name(uid)
+    objects["succeededNodes"] = _config_map(
+        name, SUCCEEDED_NODES_KEY, merge_succeeded(None, verdict_.healthy), workflow
+    )
+    status["succeededNodesRef"] = {"kind": "ConfigMap", "name": name}
+    return objects
+
+
+def _diagnosis_case(name: str, config: dg.Settings) -> Obj:
     fleet = nodes(4, platform="gcp", domain_size=2)
-    cert = _certification("cert-diagnose", [_all_reduce("value >= 300")])
+    cert = _certification(name, [_all_reduce("value >= 300")])
     runs = {"group-1": GroupRun(faults=("gpu-node-003=slow-nic:0.4",))}
 
     def play(wf: Obj) -> Obj:
-        objects = play_workflow(
-            wf, fleet, 2, runs, platform="gcp", topology_key="cloud.google.com/gce-topology-block"
-        )
-        status = DiagnoseStatus.model_validate(
-            {
-                "stage": "complete",
-                "round": 4,
-                "healthyNodes": ["gpu-node-000", "gpu-node-001", "gpu-node-002"],
-                "suspectNodes": ["gpu-node-003"],
-                "screeningResults": {
-                    "gpu-node-block-0": {"nodes": ["gpu-node-000", "gpu-node-001"], "passed": True},
-                    "gpu-node-block-1": {"nodes": ["gpu-node-002", "gpu-node-003"], "passed": False},
-                },
-            }
-        )
-        objects["workflow"]["status"]["orchestration"]["diagnose"] = status.to_dict()
-        return objects
+        objects = play_workflow(wf, fleet, 2, runs, platform="gcp", topology_key=GCP_BLOCK)
+        return _diagnosed(objects, fleet, {"gpu-node-003"}, config)
 
     return certification_case(cert, fleet, [play])
+
+
+def diagnosis() -> Obj:
+    """A diagnose run that confirmed one faulty node."""
+    return _diagnosis_case("cert-diagnose", dg.Settings())
+
+
+def diagnosis_limit() -> Obj:
+    """The same stopped by ``maxRounds: 1`` after screening, with its suspects."""
+    return _diagnosis_case("cert-diagnose-limit", dg.Settings(max_rounds=1))
 
 
 CASES: dict[str, Callable[[], Obj]] = {
@@ -695,4 +732,5 @@ CASES: dict[str, Callable[[], Obj]] = {
     "running": running,
     "workloadrun": workloadrun,
     "diagnosis": diagnosis,
+    "diagnosis-limit": diagnosis_limit,
 }

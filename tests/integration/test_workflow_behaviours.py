@@ -613,21 +613,3 @@ def test_checkpoint_without_its_pvc_fails_before_anything_runs(
         'Checkpoint requires PVC "ckpt" in dependencies',
     )
     assert not jobs_of(kube, namespace, "nopvc")
-
-
-def test_diagnose_fails_clearly_instead_of_running_something_else(
-    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
-) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 2, pool)
-    kube.create(
-        resources.Workflow.from_dict(
-            workflow("diag", namespace, pool, 2, orchestration={"diagnose": {"minGroupSize": 2}})
-        )
-    )
-    wf = wait_true(kube, resources.Workflow, "diag", namespace, "Failed")
-    assert true_condition(wf)[1] == "PartitionError"
-    assert true_condition(wf)[2].startswith(
-        "orchestration.diagnose: adaptive fault isolation is not supported"
-    )
-    assert not jobs_of(kube, namespace, "diag")

@@ -335,11 +335,11 @@ def test_diagnosis_block() -> None:
     block = text.split("│  Diagnosis:")[1].split("│  Bandwidth by group:")[0]
     assert [line[1:].rstrip(" │") for line in block.splitlines()[1:-1]] == [
         "    Stage:    complete",
-        "    Rounds:   4",
+        "    Rounds:   2",
+        "    Outcome:  Faulty",
         "    Healthy:  3 nodes",
-        "    Suspect:  1 (gpu-node-003)",
         "    Faulty:",
-        "      gpu-node-block-1: gpu-node-002, gpu-node-003",
+        "      gpu-node-block-1: gpu-node-003",
         "    Max BW:   339.32 GB/s (gpu-node-000, gpu-node-001)",
         "    Min BW:   135.87 GB/s (gpu-node-002, gpu-node-003)",
         "    Test Results:",

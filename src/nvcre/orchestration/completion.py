@@ -66,6 +66,17 @@ def time_left(
     return seconds - (now - started).total_seconds()
 
 
+def may_be_transient(job: Mapping[str, Any]) -> bool:
+    """The workload failed on its own: no hardware report, no measured threshold miss, no
+    timeout (a hang): running it again may pass."""
+    return (
+        condition_true(job, ConditionType.FAILED)
+        and not condition_true(job, ConditionType.HARDWARE_FAILED)
+        and not condition_true(job, ConditionType.VALIDATION_FAILED)
+        and not timed_out(job)
+    )
+
+
 @dataclass(frozen=True)
 class Completion:
     """The decision for a group whose attempt ended; ``Pending`` means "run it again"."""

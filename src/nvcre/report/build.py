@@ -26,6 +26,7 @@ from nvcre.api.v1alpha1.constants import (
     FailedNodeReason,
     JobReason,
     Label,
+    WorkflowReason,
 )
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import condition_of
@@ -47,6 +48,7 @@ from nvcre.report.model import (
     Report,
     Result,
     StageResult,
+    TransientFailure,
 )
 
 Obj = Mapping[str, Any]
@@ -294,11 +296,14 @@ _MEASURED_REASONS: Final = (FailedNodeReason.BANDWIDTH_OUTLIER, FailedNodeReason
 
 def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFinding]:
     """Every failed node once per reason, from the failed-nodes ConfigMap (the record) and the
-    Jobs' ``failedNodes``; a threshold violation names the measured value against its limit."""
+    Jobs' ``failedNodes``; a threshold violation names the measured value against its limit. A
+    diagnosis blames only the nodes it confirmed (the record): its rounds' Jobs name whole
+    groups, suspects included."""
     entries: dict[tuple[str, str], str] = {}
     for entry in failed_entries(objects.failed_nodes):
         entries.setdefault((entry["name"], entry["reason"]), entry.get("message", ""))
-    for group in groups:
+    diagnosing = bool(_orchestration(objects.workflow).get("diagnose"))
+    for group in () if diagnosing else groups:
         for entry in _status(group.job).get("failedNodes") or ():
             entries.setdefault((str(entry["name"]), str(entry["reason"])), str(entry.get("message") or ""))
     group_of: dict[str, _Group] = {}
@@ -529,7 +534,11 @@ def _diagnosis(objects: WorkflowObjects, groups: Sequence[_Group]) -> Diagnosis 
     diagnose = _orchestration(objects.workflow).get("diagnose")
     if not diagnose:
         return None
-    domain_of: dict[str, str] = {}
+    domain_of: dict[str, str] = {
+        str(node): str(domain)
+        for domain, result in (diagnose.get("screeningResults") or {}).items()
+        for node in result.get("nodes") or ()
+    }
     for group in _orchestration(objects.workflow).get("groups") or ():
         for node in group.get("nodes") or ():
             if group.get("domains"):
@@ -538,13 +547,12 @@ def _diagnosis(objects: WorkflowObjects, groups: Sequence[_Group]) -> Diagnosis 
         if result.get("domain"):
             domain_of.setdefault(str(name), str(result["domain"]))
     faulty: dict[str, set[str]] = {}
-    for entry in failed_entries(objects.failed_nodes):
-        faulty.setdefault(domain_of.get(entry["name"], "unknown"), set()).add(entry["name"])
-    infra = [
-        f"{f.get('domain')}: [{', '.join(f.get('groupA') or ())}] vs "
-        f"[{', '.join(f.get('groupB') or ())}] ({f.get('stage')})"
-        for f in diagnose.get("infrastructureFaults") or ()
-    ]
+    confirmed = diagnose.get("faultyNodes")
+    names = confirmed if confirmed is not None else [e["name"] for e in failed_entries(objects.failed_nodes)]
+    for name in names:
+        faulty.setdefault(domain_of.get(name, "unknown"), set()).add(name)
+    infra = [_infrastructure_fault(f) for f in diagnose.get("infrastructureFaults") or ()]
+    stopped = condition_of(objects.workflow, ConditionType.FAILED) or {}
     measured = [(v, g) for g in groups if (v := _bandwidth_text(g.bandwidth)[1]) is not None]
     top = max(measured, key=lambda item: item[0], default=None)
     bottom = min(measured, key=lambda item: item[0], default=None)
@@ -576,7 +584,28 @@ def _diagnosis(objects: WorkflowObjects, groups: Sequence[_Group]) -> Diagnosis 
         max_bw=bw(top),
         min_bw=bw(bottom),
         test_results=tuple(stages),
+        outcome=str(diagnose.get("outcome") or ""),
+        transient=tuple(
+            TransientFailure(
+                int(t.get("round") or 0),
+                str(t.get("group")),
+                tuple(t.get("nodes") or ()),
+                str(t.get("stage") or ""),
+            )
+            for t in diagnose.get("transientFailures") or ()
+        ),
+        limit=str(stopped.get("message") or "")
+        if stopped.get("status") == "True" and stopped.get("reason") == WorkflowReason.DIAGNOSE_LIMIT_REACHED
+        else "",
     )
+
+
+def _infrastructure_fault(fault: Mapping[str, Any]) -> str:
+    """A bad link between two domains names both; one inside a domain, the halves."""
+    sides = f"[{', '.join(fault.get('groupA') or ())}] vs [{', '.join(fault.get('groupB') or ())}]"
+    domains = [str(d) for d in fault.get("domains") or ()]
+    where = f"link {' <-> '.join(domains)}" if len(domains) == 2 else str(fault.get("domain"))
+    return f"{where}: {sides} ({fault.get('stage')})"
 
 
 def _placement(workflow: Obj) -> str:

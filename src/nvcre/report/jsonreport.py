@@ -54,6 +54,8 @@ def _diagnosis(diagnosis: Diagnosis) -> dict[str, Any]:
         {
             "stage": diagnosis.stage,
             "rounds": diagnosis.rounds,
+            "outcome": diagnosis.outcome,
+            "limitReached": diagnosis.limit,
             "healthyNodes": list(diagnosis.healthy),
             "suspectNodes": list(diagnosis.suspect),
             "faultyNodes": {domain: list(nodes) for domain, nodes in diagnosis.faulty_by_domain},
@@ -63,6 +65,10 @@ def _diagnosis(diagnosis: Diagnosis) -> dict[str, Any]:
             "testResults": [
                 {"stage": s.stage, "passed": list(s.passed), "failed": list(s.failed)}
                 for s in diagnosis.test_results
+            ],
+            "transientFailures": [
+                {"round": t.round, "group": t.group, "nodes": list(t.nodes), "stage": t.stage}
+                for t in diagnosis.transient
             ],
         }
     )

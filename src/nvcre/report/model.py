@@ -113,6 +113,16 @@ class StageResult:
 
 
 @dataclass(frozen=True)
+class TransientFailure:
+    """A failure that did not repeat (a group that passed its re-test): no node is blamed."""
+
+    round: int
+    group: str
+    nodes: tuple[str, ...]
+    stage: str
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     stage: str
     rounds: int
@@ -123,6 +133,11 @@ class Diagnosis:
     max_bw: str
     min_bw: str
     test_results: tuple[StageResult, ...]
+    outcome: str = ""
+    """``Healthy``, ``Faulty``, ``Inconclusive`` (a transient failure seen) or ``LimitReached``."""
+    transient: tuple[TransientFailure, ...] = ()
+    limit: str = ""
+    """Why the diagnosis stopped early (``maxRounds``, ``deadline``), with its suspects."""
 
 
 @dataclass(frozen=True)

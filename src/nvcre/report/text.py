@@ -141,6 +141,10 @@ def _diagnosis(diagnosis: Diagnosis) -> list[str]:
         f"    Stage:    {diagnosis.stage or 'pending'}",
         f"    Rounds:   {diagnosis.rounds}",
     ]
+    if diagnosis.outcome:
+        out.append(f"    Outcome:  {diagnosis.outcome}")
+    if diagnosis.limit:
+        out.append(f"    Limit:    {diagnosis.limit}")
     out.append(f"    Healthy:  {len(diagnosis.healthy)} nodes")
     if diagnosis.suspect:
         out.append(f"    Suspect:  {len(diagnosis.suspect)} ({', '.join(diagnosis.suspect)})")
@@ -149,6 +153,8 @@ def _diagnosis(diagnosis: Diagnosis) -> list[str]:
         out.extend(f"      {domain}: {', '.join(nodes)}" for domain, nodes in diagnosis.faulty_by_domain)
     for fault in diagnosis.infra:
         out.append(f"    Infra:    {fault}")
+    for seen in diagnosis.transient:
+        out.append(f"    Transient: {seen.group} (round {seen.round}) passed on re-test, not blamed")
     if diagnosis.max_bw:
         out.append(f"    Max BW:   {diagnosis.max_bw}")
     if diagnosis.min_bw:

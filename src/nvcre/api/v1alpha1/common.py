@@ -201,6 +201,19 @@ class TopologySpec(NvcreModel):
 class DiagnoseSpec(NvcreModel):
     min_group_size: int = Field(default=2, ge=1)
     topology_key: str | None = None
+    max_rounds: int | None = Field(
+        default=None,
+        ge=1,
+        description="No round starts after this many; the diagnosis then ends Failed with its suspects.",
+    )
+    deadline: str | None = Field(
+        default=None,
+        pattern=SHORT_DURATION_PATTERN,
+        description=(
+            "The whole diagnosis, from its first round; once passed, running rounds are stopped "
+            "and it ends Failed with its suspects."
+        ),
+    )
 
 
 class ExecutionSpec(NvcreModel):

@@ -311,6 +311,8 @@ class WorkflowReason:
     """Failed reason when a threshold miss is the only cause, and the ValidationFailed reason."""
     JOB_TIMED_OUT: Final = "JobTimedOut"
     """Written by the Workflow onto the Job's Failed condition."""
+    DIAGNOSE_LIMIT_REACHED: Final = "DiagnoseLimitReached"
+    """A diagnosis stopped at ``diagnose.maxRounds`` or ``diagnose.deadline``."""
 
 
 class JobReason:

@@ -138,9 +138,21 @@ class ScreeningResult(NvcreModel):
 
 class InfrastructureFault(NvcreModel):
     domain: str
+    domains: list[str] | None = Field(
+        default=None, description="A bad link between two domains: both of them (domain is 'a,b')."
+    )
     group_a: list[str] | None = None
     group_b: list[str] | None = None
     stage: str
+
+
+class TransientFailure(NvcreModel):
+    """A group that failed and passed when re-run (or a failure no later probe reproduced)."""
+
+    round: int
+    group: str
+    nodes: list[str] | None = None
+    stage: str | None = None
 
 
 class PendingProbe(NvcreModel):
@@ -183,6 +195,14 @@ class DiagnoseStatus(NvcreModel):
     )
     infrastructure_faults: list[InfrastructureFault] | None = None
     cross_boundary_state: CrossBoundaryState | None = None
+    start_time: str | None = None
+    faulty_nodes: list[str] | None = Field(
+        default=None, json_schema_extra=_SET, description="Confirmed faulty with a healthy reference node."
+    )
+    transient_failures: list[TransientFailure] | None = Field(
+        default=None, description="Failures seen that did not repeat: not blamed on any node."
+    )
+    outcome: Literal["Healthy", "Faulty", "Inconclusive", "LimitReached"] | None = None
 
 
 class GroupStatus(NvcreModel):

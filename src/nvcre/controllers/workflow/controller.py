@@ -18,6 +18,7 @@ from nvcre.controllers.workflow.dependencies import (
     create_dependency,
     delete_refs,
 )
+from nvcre.controllers.workflow.diagnosing import check_deadline, round_complete
 from nvcre.controllers.workflow.finishing import iteration_complete
 from nvcre.controllers.workflow.following import follow
 from nvcre.controllers.workflow.launching import launch
@@ -88,10 +89,15 @@ class WorkflowController:
             await self._ensure_workflow_dependencies(state, resolved.spec)
         except DependencyNotReady:
             return Result(requeue_after=Default.REQUEUE_SECONDS)
+        diagnosing = bool(state.orchestration.get("diagnose"))
+        if diagnosing and await check_deadline(state, resolved.spec):
+            return None
         phases = [g.get("phase") for g in state.groups]
         if "Running" in phases:
             return await follow(state)
         if all(p in TERMINAL_GROUP_PHASES for p in phases):
+            if diagnosing:
+                return await round_complete(state, resolved.spec)
             return await iteration_complete(state)
         return await launch(state, resolved)
 

@@ -14,6 +14,7 @@ from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.status import now
+from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
@@ -44,8 +45,9 @@ def _execution(state: WorkflowState) -> dict[str, Any]:
 
 
 async def _carry_out(state: WorkflowState, group: dict[str, Any], completion: Completion) -> None:
-    """Record the group's failed nodes, then its new phase (written by the caller)."""
-    if completion.failed_nodes:
+    """Record the group's failed nodes, then its new phase (written by the caller). In diagnose
+    mode a failed group blames no node: the diagnosis records the nodes it confirms."""
+    if completion.failed_nodes and not state.orchestration.get("diagnose"):
         await record_failed(state, completion.failed_nodes)
     if completion.retry:
         # The failed attempt's jobRef stays: the launch deletes that Job once this is written.
@@ -104,6 +106,11 @@ async def follow(state: WorkflowState) -> Result:
                 continue  # the pod-drain barrier: the group stays Running
         elif verdicts.awaiting_verdict(job):
             continue  # succeeded, but its verdict is not written yet: the group stays Running
-        await _carry_out(state, group, complete(group, job, int(execution.get("retryFailedGroups") or 0)))
+        limit = (
+            retest_limit(job)
+            if state.orchestration.get("diagnose")
+            else int(execution.get("retryFailedGroups") or 0)
+        )
+        await _carry_out(state, group, complete(group, job, limit))
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, state.running_message())
     return Result(requeue_after=next_look)

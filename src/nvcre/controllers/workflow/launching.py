@@ -34,6 +34,7 @@ from nvcre.controllers.workflow.dependencies import (
 from nvcre.controllers.workflow.partitioning import Failure
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
+from nvcre.orchestration import diagnose
 from nvcre.orchestration.dependencies import job_scoped_copies
 from nvcre.orchestration.discovery import cordoned_opt_in
 from nvcre.orchestration.placement import node_affinity, tolerations
@@ -46,7 +47,11 @@ REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 
 
 def _single(state: WorkflowState) -> bool:
-    return uses_single_job_name(int(state.orchestration.get("totalGroups") or 0), state.iterations)
+    return uses_single_job_name(
+        int(state.orchestration.get("totalGroups") or 0),
+        state.iterations,
+        diagnose=bool(state.orchestration.get("diagnose")),
+    )
 
 
 def job_scoped_refs(state: WorkflowState, group: dict[str, Any]) -> list[dict[str, Any]]:
@@ -102,6 +107,9 @@ def _job_spec(state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str,
         tolerations=tolerations(target, has_launcher=trainjob.has_launcher(workload)),
         num_nodes=len(group["nodes"]) if pinned else int(state.orchestration.get("nodesPerJob") or 1),
     )
+    if diagnose.no_nvl_group(group["name"]):
+        forced: dict[str, Any] = diagnose.without_mnnvl(spec)
+        return forced
     return spec
 
 

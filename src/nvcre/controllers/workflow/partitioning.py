@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, WorkflowReason
+from nvcre.controllers.workflow.diagnosing import first_round
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.dependencies import DependencyScopeError
@@ -19,10 +20,6 @@ from nvcre.runtime.controller import Result
 from nvcre.workload import trainjob
 
 PRODUCT = "nvidia.com/gpu.product"
-DIAGNOSE_UNSUPPORTED = (
-    "orchestration.diagnose: adaptive fault isolation is not supported by this nvcre version; "
-    "run testScale full-scale, intra-node or intra-rack instead"
-)
 
 
 class Failure(Exception):
@@ -73,6 +70,33 @@ def _nodes_per_job(resolved: ResolvedWorkflow, available: int, exclusions: Exclu
     if npj > available:
         raise Failure(WorkflowReason.PARTITION_ERROR, exclusions.not_enough_nodes(npj, available))
     return npj
+
+
+def _partition(
+    nodes: list[dict[str, Any]], npj: int, placement: str, topology: dict[str, Any]
+) -> list[dict[str, Any]]:
+    if placement == "Unpinned":
+        return [{"name": "group-0", "nodes": [], "phase": "Pending"}]
+    try:
+        parts = partition(
+            {name_of(n): labels_of(n) for n in nodes},
+            npj,
+            topology.get("topologyKey"),
+            bool(topology.get("strictDomain")),
+        )
+    except PartitionError as error:
+        raise Failure(WorkflowReason.PARTITION_ERROR, f"Failed to partition nodes: {error}") from error
+    groups = []
+    for part in parts:
+        group: dict[str, Any] = {"name": part.name, "nodes": list(part.nodes), "phase": "Pending"}
+        if part.domains and topology.get("topologyKey"):
+            group["domains"] = list(part.domains)
+        if part.overflow:
+            group["overflow"] = True
+        if part.domain_node_counts:
+            group["domainNodeCounts"] = dict(part.domain_node_counts)
+        groups.append(group)
+    return groups
 
 
 async def discover_and_partition(state: WorkflowState) -> Result:
@@ -133,33 +157,13 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         )
     except PlacementError as error:
         raise Failure(WorkflowReason.PARTITION_ERROR, str(error)) from error
-    if effective_orchestration.get("diagnose"):
-        # Running plain groups instead would report a diagnosis that never happened.
-        raise Failure(WorkflowReason.PARTITION_ERROR, DIAGNOSE_UNSUPPORTED)
     nodes = capacity.kept
-    npj = _nodes_per_job(resolved, len(nodes), exclusions)
-    if placement == "Unpinned":
-        groups = [{"name": "group-0", "nodes": [], "phase": "Pending"}]
+    if effective_orchestration.get("diagnose"):
+        groups = first_round(state, nodes, resolved.spec)
+        npj = len(groups[0]["nodes"])
     else:
-        try:
-            parts = partition(
-                {name_of(n): labels_of(n) for n in nodes},
-                npj,
-                topology.get("topologyKey"),
-                bool(topology.get("strictDomain")),
-            )
-        except PartitionError as error:
-            raise Failure(WorkflowReason.PARTITION_ERROR, f"Failed to partition nodes: {error}") from error
-        groups = []
-        for part in parts:
-            group: dict[str, Any] = {"name": part.name, "nodes": list(part.nodes), "phase": "Pending"}
-            if part.domains and topology.get("topologyKey"):
-                group["domains"] = list(part.domains)
-            if part.overflow:
-                group["overflow"] = True
-            if part.domain_node_counts:
-                group["domainNodeCounts"] = dict(part.domain_node_counts)
-            groups.append(group)
+        npj = _nodes_per_job(resolved, len(nodes), exclusions)
+        groups = _partition(nodes, npj, placement, topology)
     orchestration.update(
         totalNodes=len(nodes),
         nodesPerJob=npj,

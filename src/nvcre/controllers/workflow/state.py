@@ -79,6 +79,9 @@ class WorkflowState:
     def running_message(self) -> str:
         running = sum(1 for g in self.groups if g.get("phase") == "Running")
         current = self.orchestration.get("currentIteration", 1)
+        diagnose = self.orchestration.get("diagnose")
+        if diagnose:
+            return f"Diagnose round {current} ({diagnose.get('stage')}): {running} groups running"
         return f"Iteration {current}/{self.iterations}: {running} groups running"
 
     def emit(self, type_: str, reason: str, message: str) -> None:

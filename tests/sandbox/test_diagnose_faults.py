@@ -1,0 +1,120 @@
+"""Diagnose mode on the sandbox, the other faults: 40 simulated aws H100 nodes in 10 network
+blocks of 4, each case on blocks of its own (a Workflow targets its nodes by name), so their
+faults do not meet:
+
+- blocks 0-3: two slow NICs in different blocks;
+- blocks 4-6: a bad link between blocks 4 and 5, every node healthy;
+- blocks 7-8: a ``flaky:0.5`` node whose first attempt fails (seed 2: draws 0.30, then 0.53);
+- blocks 8-9: nothing wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from lightkube import Client, KubeConfig
+
+from nvcre.controllers import resources
+from nvcre.sandbox import control
+from nvcre.sandbox.model import unit
+from nvcre.sandbox.state import StateDir
+from nvcre.sandbox.supervisor import Options
+from nvcre.testing import binaries as bins
+from nvcre.testing.inspect import true_condition, wait_true
+from nvcre.testing.nodes import domain_labels
+from tests.sandbox.test_diagnose import BLOCK, NAMESPACE, diagnose_workflow, node_results
+
+PRODUCT = "NVIDIA-H100-80GB-HBM3"
+NODES, DOMAIN = 40, 4
+SEED = 2
+SLOW = ("gpu-node-001", "gpu-node-010")
+FLAKY = "gpu-node-029"
+
+
+def block(index: int) -> str:
+    return domain_labels("aws", PRODUCT, index)[BLOCK]
+
+
+def nodes_of(*blocks: int) -> list[str]:
+    return [f"gpu-node-{b * DOMAIN + i:03d}" for b in blocks for i in range(DOMAIN)]
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    assert unit(SEED, "flaky", FLAKY, 0) < 0.5 <= unit(SEED, "flaky", FLAKY, 1), "first attempt fails"
+    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
+    state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
+    faults = [f"{n}=slow-nic:0.3" for n in SLOW] + [f"link:{block(4)},{block(5)}:0.3", f"{FLAKY}=flaky:0.5"]
+    try:
+        record = control.up(
+            state,
+            Options(
+                nodes=NODES, platform="aws", product=PRODUCT, domain_size=DOMAIN, faults=faults, seed=SEED
+            ),
+        )
+        yield Client(KubeConfig.from_file(record.kubeconfig))
+    finally:
+        control.down(state)
+
+
+def run(kube: Client, name: str, blocks: tuple[int, ...], condition: str) -> dict[str, object]:
+    diagnose_workflow(
+        kube, name, {"minGroupSize": 2, "topologyKey": BLOCK}, target={"nodeNames": nodes_of(*blocks)}
+    )
+    return wait_true(kube, resources.Workflow, name, NAMESPACE, condition, timeout=1200)
+
+
+def test_two_faulty_nodes_in_different_domains(kube: Client) -> None:
+    workflow = run(kube, "diag-two", (0, 1, 2, 3), "Failed")
+    status = workflow["status"]
+    diagnose = status["orchestration"]["diagnose"]
+    assert true_condition(workflow)[1:] == (
+        "IterationsFailed",
+        "Diagnosis complete: 2 faulty nodes confirmed",
+    )
+    assert diagnose["faultyNodes"] == list(SLOW)
+    failed, succeeded = node_results(kube, status)
+    assert [e["name"] for e in failed] == list(SLOW), "no healthy node blamed"
+    assert succeeded == [n for n in nodes_of(0, 1, 2, 3) if n not in SLOW]
+    print(f"\ntwo faulty nodes: {diagnose['round']} rounds")
+    assert diagnose["round"] <= 2 + 1 + 1  # screening, inter-domain, one halving of 4, confirmation
+
+
+def test_bad_link_between_two_domains(kube: Client) -> None:
+    workflow = run(kube, "diag-link", (4, 5, 6), "Failed")
+    status = workflow["status"]
+    diagnose = status["orchestration"]["diagnose"]
+    assert true_condition(workflow)[1:] == (
+        "IterationsFailed",
+        "Diagnosis complete: 1 infrastructure faults detected",
+    )
+    (fault,) = diagnose["infrastructureFaults"]
+    assert fault["domains"] == sorted([block(4), block(5)]) and fault["stage"] == "cross-boundary"
+    assert diagnose["faultyNodes"] == []
+    failed, succeeded = node_results(kube, status)
+    assert failed == [], "no node blamed"
+    assert succeeded == nodes_of(4, 5, 6)
+    print(f"\nbad link between two domains: {diagnose['round']} rounds")
+
+
+def test_flaky_node_is_retested_not_blamed(kube: Client) -> None:
+    workflow = run(kube, "diag-flaky", (7, 8), "Succeeded")
+    status = workflow["status"]
+    diagnose = status["orchestration"]["diagnose"]
+    assert true_condition(workflow)[1:] == ("JobCompleted", "All screening passed, no faults detected")
+    assert diagnose["outcome"] == "Inconclusive"
+    screen = next(g for g in diagnose["transientFailures"] if g["stage"] == "intra-screening")
+    assert FLAKY in screen["nodes"] and screen["round"] == 1
+    failed, succeeded = node_results(kube, status)
+    assert failed == [] and succeeded == nodes_of(7, 8)
+    print(f"\nflaky node: {diagnose['round']} rounds")
+
+
+def test_healthy_fleet(kube: Client) -> None:
+    workflow = run(kube, "diag-healthy", (8, 9), "Succeeded")
+    diagnose = workflow["status"]["orchestration"]["diagnose"]
+    assert true_condition(workflow)[1:] == ("JobCompleted", "All screening passed, no faults detected")
+    assert diagnose["outcome"] == "Healthy" and "transientFailures" not in diagnose
+    assert diagnose["round"] == 2
+    print(f"\nhealthy fleet: {diagnose['round']} rounds (screening, inter-domain)")
