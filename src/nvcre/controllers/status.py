@@ -45,12 +45,15 @@ class StatusWriter:
         meta = obj["metadata"]
         return resource.__name__, meta.get("namespace") or "", meta["name"]
 
+    def outdated(self, resource: type[lkr.Resource], obj: Obj) -> bool:
+        """True when ``obj`` is older than this writer's last write of it (e.g. a cached copy
+        that has not caught up with it yet, or a second write in one reconcile)."""
+        return resource_version(obj) < self._written.get(self._key(resource, obj), 0)
+
     def _view(self, resource: type[lkr.Resource], obj: Obj) -> Obj | None:
-        """``obj`` when it may be current; None when we know it is older than our last write
-        (e.g. a second write in one reconcile), so that the live object is read instead."""
-        if resource_version(obj) < self._written.get(self._key(resource, obj), 0):
-            return None
-        return obj
+        """``obj`` when it may be current; None when it is outdated, so that the live object is
+        read instead."""
+        return None if self.outdated(resource, obj) else obj
 
     def _remember(self, resource: type[lkr.Resource], written: Obj | None) -> None:
         if written is None:
