@@ -265,42 +265,57 @@ async def plain_create(
     return time.monotonic() - started
 
 
-async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    groups = args.nodes // args.num_nodes
-    pool = f"bench-{secrets.token_hex(2)}"
-    client = cp.async_client()
-    try:
-        t0 = time.monotonic()
-        await create_nodes(client, args.nodes, pool)
-        rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
-        await wait_ready(client, args.nodes)
-        rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
-        if args.unrelated_pods:
-            rows += await memory_rows(cp, client, args, workdir)
+async def wait_gone(client: AsyncClient, resource: Any, namespace: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while [o async for o in client.list(resource, namespace=namespace)]:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(1)
+    return True
 
-        manager = BenchManager(
-            cp,
-            workdir,
-            name="bench-manager",
-            extra_args=(f"--max-concurrent-reconciles={args.workers}", "--log-level=warning"),
-            profile=args.profile,
-        )
-        t1 = time.monotonic()
-        manager.start(timeout=300)
+
+async def fan_out(
+    cp: ControlPlane,
+    client: AsyncClient,
+    args: argparse.Namespace,
+    workdir: Path,
+    pool: str,
+    variant: tuple[str, Path | None],
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """One manager (``variant``: a label and the source tree it runs, None for this one) fans a
+    Workflow over the nodes out; its rows, and what the comparison needs. Before it stops, the
+    manager deletes the Workflow again (and its Jobs), so that the next one starts clean."""
+    label, source = variant
+    tag = f"[{label}] "
+    groups = args.nodes // args.num_nodes
+    rows: list[tuple[str, str]] = []
+    manager = BenchManager(
+        cp,
+        workdir,
+        name=f"bench-manager-{'base' if source else 'tree'}",
+        extra_args=(f"--max-concurrent-reconciles={args.workers}", "--log-level=warning"),
+        profile=args.profile if source is None else None,
+        source=source,
+    )
+    t1 = time.monotonic()
+    manager.start(timeout=300)
+    try:
         assert manager.pid is not None
         pid = manager.pid
-        rows.append(("manager start until /readyz (caches synced)", f"{time.monotonic() - t1:.1f} s"))
-        rows.append(("manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
+        rows.append((f"{tag}manager start until /readyz (caches synced)", f"{time.monotonic() - t1:.1f} s"))
+        rows.append((f"{tag}manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
         idle_from = cpu_seconds(pid)
         await asyncio.sleep(args.idle)
         idle = (cpu_seconds(pid) - idle_from) / args.idle
         rows.append(
-            (f"manager CPU while idle ({args.nodes} nodes heartbeating)", f"{idle * 100:.0f} % of a core")
+            (
+                f"{tag}manager CPU while idle ({args.nodes} nodes heartbeating)",
+                f"{idle * 100:.0f} % of a core",
+            )
         )
         cpu_before = cpu_seconds(pid)
 
-        namespace = "bench-workflow"
+        namespace = f"bench-workflow-{'base' if source else 'tree'}"
         await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
         marks: dict[str, float] = {}
         watches = [
@@ -319,32 +334,87 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         except TimeoutError:
             print(f"timed out; marks so far: {marks}\n{manager.log_tail(30)}", file=sys.stderr)
             raise
-        for label in ("first Job", "all Jobs", "all TrainJobs"):
+        for mark in ("first Job", "all Jobs", "all TrainJobs"):
             rows.append(
                 (
-                    f"Workflow created -> {label.replace('all ', f'all {groups} ')}",
-                    f"{marks[label] - created:.2f} s",
+                    f"{tag}Workflow created -> {mark.replace('all ', f'all {groups} ')}",
+                    f"{marks[mark] - created:.2f} s",
                 )
             )
         requests = api_requests(cp) - requests_before
         conflicts = requests.pop(("409", "conflicts"), 0)
+        total = sum(requests.values())
         top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in requests.most_common(10))
-        rows.append(("API requests during the fan-out (all clients)", f"{sum(requests.values())}"))
-        rows.append(("... by verb and resource (top 10)", top))
-        rows.append(("... of which 409 Conflict", f"{conflicts}"))
-        rows.append(("manager CPU for the fan-out", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
-        rows.append(("manager peak RSS (VmHWM)", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"))
+        rows.append((f"{tag}API requests during the fan-out (all clients)", f"{total}"))
+        rows.append((f"{tag}... per Job", f"{total / groups:.1f}"))
+        rows.append((f"{tag}... by verb and resource (top 10)", top))
+        rows.append((f"{tag}... of which 409 Conflict", f"{conflicts}"))
+        rows.append((f"{tag}manager CPU for the fan-out", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
+        rows.append((f"{tag}manager peak RSS (VmHWM)", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"))
+        measured = {
+            "trainjobs": marks["all TrainJobs"] - created,
+            "per_job": total / groups,
+            "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
+            "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
+            "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
+        }
+        await client.delete(resources.Workflow, "scale", namespace=namespace)
+        if not await wait_gone(client, resources.Job, namespace, args.timeout):
+            print(f"{tag}the Workflow's Jobs were not all gone; the next manager sees them", file=sys.stderr)
+        return rows, measured
+    finally:
+        manager.stop()
 
-        jobs = [bare(j) async for j in client.list(resources.Job, namespace=namespace)]
-        trainjobs = [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)]
-        manager.stop()  # nothing may reconcile the plain copies
+
+async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    pool = f"bench-{secrets.token_hex(2)}"
+    client = cp.async_client()
+    try:
+        t0 = time.monotonic()
+        await create_nodes(client, args.nodes, pool)
+        rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
+        await wait_ready(client, args.nodes)
+        rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
+        if args.unrelated_pods:
+            rows += await memory_rows(cp, client, args, workdir)
+
+        variants: list[tuple[str, Path | None]] = []
+        if args.baseline:  # first, so that "this tree" never runs on a warmer API server
+            variants.append((args.baseline, export_source(args.baseline, workdir)))
+        variants.append(("this tree", None))
+        measured: dict[str, dict[str, Any]] = {}
+        for variant in variants:
+            variant_rows, measured[variant[0]] = await fan_out(cp, client, args, workdir, pool, variant)
+            rows += variant_rows
+
+        # The floor: a plain client creates the same objects (nothing reconciles them: every
+        # manager has stopped).
+        last = measured["this tree"]
+        bodies = last["runtimes"] + last["jobs"] + last["trainjob_bodies"]
+        plain: dict[int, float] = {}
         for limit in (1, 16):
-            label = "one at a time" if limit == 1 else f"{limit} concurrent"
-            seconds = await plain_create(client, f"bench-plain-{limit}", jobs + trainjobs, limit)
+            what = "one at a time" if limit == 1 else f"{limit} concurrent"
+            plain[limit] = await plain_create(client, f"bench-plain-{limit}", bodies, limit)
             rows.append(
                 (
-                    f"plain client: same {len(jobs)} Jobs + {len(trainjobs)} TrainJobs, {label}",
-                    f"{seconds:.2f} s",
+                    f"plain client: same {len(last['runtimes'])} TrainingRuntimes + "
+                    f"{len(last['jobs'])} Jobs + {len(last['trainjob_bodies'])} TrainJobs, {what}",
+                    f"{plain[limit]:.2f} s",
+                )
+            )
+        floor = len(bodies) / max(len(last["jobs"]), 1)
+        for label, m in measured.items():
+            rows.append(
+                (
+                    f"[{label}] all TrainJobs / plain one at a time (target <= 1.5)",
+                    f"{m['trainjobs'] / plain[1]:.1f}x",
+                )
+            )
+            rows.append(
+                (
+                    f"[{label}] requests per Job (target <= 4; plain floor {floor:.0f})",
+                    f"{m['per_job']:.1f}",
                 )
             )
         return rows
@@ -371,7 +441,9 @@ def main() -> None:
     )
     parser.add_argument("--settle", type=float, default=3, help="seconds after /readyz before reading RSS")
     parser.add_argument(
-        "--baseline", metavar="REV", help="also measure the memory rows with the manager of this git revision"
+        "--baseline",
+        metavar="REV",
+        help="also measure the fan-out (and the memory rows) with the manager of this git revision",
     )
     args = parser.parse_args()
     started = time.monotonic()
