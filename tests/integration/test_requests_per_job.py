@@ -60,5 +60,8 @@ def test_a_fan_out_costs_each_job_its_creates_one_patch_and_its_status_writes(
     assert {key: counts[key] for key in expected} == expected, counts
     writes = counts[("update", "jobs/status")]
     assert writes <= 2 * GROUPS, "WorkloadCreated, then WorkloadRunning (no 409 retried)"
-    # A live read of a Job only follows a cache that has not caught up with our own write yet.
-    assert counts[("get", "jobs")] <= writes, counts
+    # The Job controller reads none (its cache answers, or its own last write while the cache lags
+    # behind it). The Workflow controller reads a Job live when its cache does not hold it yet, a
+    # cache miss being no proof of deletion: once per Job when its first pass after the launch
+    # comes before the Jobs' watch events, at most once more if the next one does too.
+    assert counts[("get", "jobs")] <= 2 * GROUPS, counts

@@ -107,13 +107,15 @@ class JobController:
     # -- reconcile ----------------------------------------------------------------------------
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        """Works from the cached Job while it is current and open; the Job is read live when
-        the cache lacks it or has not caught up with our own last write, and before every
-        terminal decision (deletion, a verdict, Failed, Succeeded, a restart, an adoption)."""
+        """Works from the cached Job (or, while the cache has not caught up with it, the Job as
+        our own last status write returned it) while it is open; the Job is read live when the
+        cache lacks it and before every terminal decision (deletion, a verdict, Failed,
+        Succeeded, a restart, an adoption)."""
         cached = self.jobs.get(key.namespace, key.name)
-        if cached is None or self.ctx.status.outdated(resources.Job, cached) or _final(cached):
+        view = None if cached is None else self.ctx.status.newest(resources.Job, cached)
+        if view is None or _final(view):
             return await self._reconcile_live(key)
-        return await self._reconcile(copy.deepcopy(cached), live=False)
+        return await self._reconcile(copy.deepcopy(view), live=False)
 
     async def _reconcile_live(self, key: ObjectKey) -> Result | None:
         job = await get_live(self.ctx.client, resources.Job, key.name, key.namespace)
