@@ -52,7 +52,7 @@ from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node, gpu_node_names, node_ready
-from nvcre.testing.workloads import POOL_LABEL, workflow
+from nvcre.testing.workloads import POOL_LABEL, pods_of, workflow
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 QUIET = {"nodes", "leases"}  # kwok's heartbeats and leases, not the manager's
@@ -265,6 +265,34 @@ async def plain_create(
     return time.monotonic() - started
 
 
+async def run_pods(client: AsyncClient, namespace: str) -> dict[str, float]:
+    """The pods JobSet would run for every TrainJob of ``namespace`` (``pods_of``: from what nvcre
+    rendered, bound to their group's nodes), created 32 at a time; when each was Running (kwok)."""
+    runtimes = {
+        r.metadata.name: r.to_dict()
+        async for r in client.list(resources.TrainingRuntime, namespace=namespace)
+    }
+    pods = [
+        pod
+        async for t in client.list(resources.TrainJob, namespace=namespace)
+        for pod in pods_of(t.to_dict(), runtimes[t.spec["runtimeRef"]["name"]])
+    ]
+    running: dict[str, float] = {}
+
+    async def follow() -> None:
+        async for _, pod in client.watch(Pod, namespace=namespace):
+            if pod.status and pod.status.phase == "Running":
+                running.setdefault(str(pod.metadata.name), time.monotonic())
+                if len(running) == len(pods):
+                    return
+
+    watch = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)
+    await bounded([lambda p=p: client.create(Pod.from_dict(p)) for p in pods], 32)  # type: ignore[misc]
+    await asyncio.wait_for(watch, timeout=600)
+    return running
+
+
 async def wait_gone(client: AsyncClient, resource: Any, namespace: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while [o async for o in client.list(resource, namespace=namespace)]:
@@ -351,6 +379,23 @@ async def fan_out(
         rows.append((f"{tag}... of which 409 Conflict", f"{conflicts}"))
         rows.append((f"{tag}manager CPU for the fan-out", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
         rows.append((f"{tag}manager peak RSS (VmHWM)", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"))
+        if args.pods:
+            pods_running = await run_pods(client, namespace)
+            rows.append(
+                (
+                    f"{tag}Workflow created -> all {len(pods_running)} pods Running",
+                    f"{max(pods_running.values()) - created:.2f} s",
+                )
+            )
+            await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
+            rows.append(
+                (
+                    f"{tag}manager peak RSS with one pod per node (VmHWM)",
+                    f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
+                )
+            )
+            cached = manager.metric("nvcre_informer_cached_objects", kind="Pod")
+            rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
         measured = {
             "trainjobs": marks["all TrainJobs"] - created,
             "per_job": total / groups,
@@ -359,8 +404,8 @@ async def fan_out(
             "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
         }
         await client.delete(resources.Workflow, "scale", namespace=namespace)
-        if not await wait_gone(client, resources.Job, namespace, args.timeout):
-            print(f"{tag}the Workflow's Jobs were not all gone; the next manager sees them", file=sys.stderr)
+        if not await wait_gone(client, resources.Workflow, namespace, args.timeout):
+            print(f"{tag}the Workflow was not gone; the next manager sees it", file=sys.stderr)
         return rows, measured
     finally:
         manager.stop()
@@ -438,6 +483,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--pod-namespaces", type=int, default=20, help="namespaces the unrelated pods live in"
+    )
+    parser.add_argument(
+        "--pods",
+        action="store_true",
+        help="then run the pods JobSet would (one per node, Running by kwok) and read the manager's RSS",
     )
     parser.add_argument("--settle", type=float, default=3, help="seconds after /readyz before reading RSS")
     parser.add_argument(
