@@ -379,3 +379,21 @@ async def test_a_job_is_followed_from_the_cache_and_its_own_writes_without_readi
     )
     assert client.count("get", "Job") == 0
     assert client.count("create", "TrainJob") == 1 and client.count("replace", "Job", "status") == 2
+
+
+async def test_a_running_job_that_has_not_changed_costs_no_request() -> None:
+    """Woken again (a pod, a node, a requeue) with nothing new: no write, and no read to check."""
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    await controller.reconcile(KEY)
+    created = client.stored(resources.TrainJob, WORKLOAD, NS)
+    assert created is not None
+    manager.cache(created)
+    await controller.reconcile(KEY)  # WorkloadRunning
+    running = client.stored(resources.Job, "j", NS)
+    assert running is not None
+    manager.cache(running, "MODIFIED")  # the cache has caught up
+    calls = len(client.calls)
+    await controller.reconcile(KEY)
+    assert client.calls[calls:] == []
+    assert client.stored(resources.Job, "j", NS) == running

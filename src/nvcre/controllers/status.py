@@ -84,7 +84,12 @@ class StatusWriter:
         self._latest[key] = copy.deepcopy(written)  # the caller may go on changing its own
 
     async def _write(
-        self, resource: type[lkr.Resource], obj: Obj, mutate: Callable[[Obj], Obj | None], base: Obj | None
+        self,
+        resource: type[lkr.Resource],
+        obj: Obj,
+        mutate: Callable[[Obj], Obj | None],
+        base: Obj | None,
+        settled: bool = False,
     ) -> Obj | None:
         meta = obj["metadata"]
         written = await update_with_retry(
@@ -96,6 +101,7 @@ class StatusWriter:
             status=True,
             base=base,
             current=self._view(resource, obj),
+            settled=settled,
         )
         self._remember(resource, written)
         return written
@@ -125,11 +131,14 @@ class StatusWriter:
         inactive_reason: str = Reason.NOT_APPLICABLE,
         unless_terminal: bool = False,
         base: Obj | None = None,
+        settled: bool = False,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
         ``unless_terminal`` aborts when the live object is already Succeeded or Failed, so a late
         write never overwrites a terminal decision made meanwhile. Emits the transition event.
+        ``settled``: ``obj`` is the cache's (see :func:`update_with_retry`); nothing to change
+        on it means no request at all.
         """
         events: list[tuple[Obj, str, str, str]] = []
 
@@ -156,7 +165,7 @@ class StatusWriter:
                 events.append((live, event.type, event.reason, event.message))
             return live
 
-        written = await self._write(resource, obj, mutate, base)
+        written = await self._write(resource, obj, mutate, base, settled)
         if written is not None:
             for target, type_, event_reason, note in events:
                 await self.recorder.emit(target, type_, event_reason, note)

@@ -328,7 +328,10 @@ class JobController:
                 job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message
             )
             return await self._judge(written) if written is not None else None
-        await self._set(job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change)
+        # Still open: the same step as last time writes nothing (a newer Job is an event away).
+        await self._set(
+            job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change, settled=True
+        )
         return Result(requeue_after=decision.requeue)
 
     async def _restart(self, job: Obj, decision: lifecycle.Restart) -> Result | None:
@@ -399,8 +402,15 @@ class JobController:
             await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
 
     async def _set(
-        self, job: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
+        self,
+        job: Obj,
+        cond_type: str,
+        reason: str,
+        message: str,
+        extra: StatusChange | None = None,
+        *,
+        settled: bool = False,
     ) -> Obj | None:
         return await self.ctx.status.set_exclusive(
-            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True
+            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True, settled=settled
         )
