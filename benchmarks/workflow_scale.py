@@ -1,8 +1,9 @@
-"""One Workflow over 1,024 kwok GPU nodes: how fast nvcre-manager fans out 128 Jobs + 128 TrainJobs.
+"""One Workflow over 1,024 (or ``--nodes``) kwok GPU nodes: how fast nvcre-manager fans out a Job,
+a TrainJob and a TrainingRuntime copy per group, and at what cost in API requests and memory.
 
 Run: ``.venv/bin/python benchmarks/workflow_scale.py`` (options: ``--nodes``, ``--num-nodes``,
-``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--profile FILE``). Prints a table;
-nothing here asserts a time.
+``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--profile FILE``). Prints
+a table; nothing here asserts a time.
 
 It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU nodes concurrently
 (async client), waits until kwok reports them Ready, starts ``nvcre-manager`` as a subprocess
@@ -12,18 +13,23 @@ It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU node
 * the manager's CPU use while idle for ``--idle`` seconds (informers following kwok's heartbeats);
 * the first Job, all Jobs, and all TrainJobs existing (watched, not polled);
 * the API requests served meanwhile (kube-apiserver's ``apiserver_request_total``, nodes and
-  leases left out: those are kwok's heartbeats), and how many were 409 Conflicts;
+  leases left out: those are kwok's heartbeats), per Job, and how many were 409 Conflicts;
 * the manager's CPU seconds spent on it and its peak RSS (``VmHWM`` of ``/proc/<pid>/status``);
+* with ``--pods``: the pods JobSet would run for every TrainJob (``nvcre.testing.workloads.pods_of``,
+  one per node, bound), created 32 at a time and made Running by kwok; when the last one ran,
+  and the manager's peak RSS with them;
 
-then stops the manager and, as the floor to compare with, has a plain client create the very
-same Jobs and TrainJobs (bare copies: no owners, no status) in fresh namespaces, one at a time
-and 16 at a time. ``--profile FILE`` runs the manager under cProfile and writes its stats there.
+then the manager deletes the Workflow again. ``--baseline REV`` first does all of that with the
+manager of another git revision (its ``src/`` exported to a temporary directory), so both are
+measured side by side in one run. Last, as the floor to compare with, a plain client creates the
+very same TrainingRuntime copies, Jobs and TrainJobs (bare copies: no owners, no status) in fresh
+namespaces, one at a time and 16 at a time, and the ratio of each manager's time to the
+sequential floor is printed. ``--profile FILE`` runs this tree's manager under cProfile.
 
 Before the fan-out it measures the manager's memory with the nodes alone and again after
 ``--unrelated-pods`` pods of other workloads (unscheduled, in ``--pod-namespaces`` namespaces of
 their own) exist: a fresh manager each time, its ``VmRSS`` a few seconds after ``/readyz`` and
-its ``VmHWM``. ``--baseline REV`` measures a manager run from ``src/`` of that git revision
-(exported to a temporary directory) side by side, e.g. ``--baseline main``.
+its ``VmHWM`` (``--baseline`` measures those rows for both).
 """
 
 from __future__ import annotations
@@ -404,6 +410,11 @@ async def fan_out(
             "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
         }
         await client.delete(resources.Workflow, "scale", namespace=namespace)
+        if args.pods:  # what the garbage collector does once their JobSets go (none runs here)
+            names = [str(p.metadata.name) async for p in client.list(Pod, namespace=namespace)]
+            await bounded(
+                [lambda n=n: client.delete(Pod, n, namespace=namespace, grace_period=0) for n in names], 32
+            )  # type: ignore[misc]
         if not await wait_gone(client, resources.Workflow, namespace, args.timeout):
             print(f"{tag}the Workflow was not gone; the next manager sees it", file=sys.stderr)
         return rows, measured
