@@ -115,6 +115,14 @@ def export_source(revision: str, into: Path) -> Path:
     return into / "src"
 
 
+def cached_pods(manager: ManagerProcess) -> float | None:
+    """The manager's Pod cache size; None when it has no such gauge or is too busy to answer."""
+    try:
+        return manager.metric("nvcre_informer_cached_objects", kind="Pod")
+    except OSError:  # a timeout: a manager busy with thousands of pods on two loaded cores
+        return None
+
+
 def proc_status(pid: int, field: str) -> int:
     """A ``kB`` field of /proc/<pid>/status, in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -208,7 +216,7 @@ def memory_of(
     try:
         assert manager.pid is not None
         time.sleep(settle)
-        cached = manager.metric("nvcre_informer_cached_objects", kind="Pod")
+        cached = cached_pods(manager)
         return (
             proc_status(manager.pid, "VmRSS"),
             proc_status(manager.pid, "VmHWM"),
@@ -400,7 +408,7 @@ async def fan_out(
                     f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
                 )
             )
-            cached = manager.metric("nvcre_informer_cached_objects", kind="Pod")
+            cached = cached_pods(manager)
             rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
         measured = {
             "trainjobs": marks["all TrainJobs"] - created,
