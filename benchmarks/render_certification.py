@@ -4,8 +4,8 @@
 
 Prints one row per scenario: the catalog load (compile + zero render of every entry, once per
 process), then a whole 9-category Certification rendered on synthetic nodes (offline, as
-``nvcrectl certification render --platform P``) and on a set of discovered nodes (as the
-controller does), with the per-category mean and the slowest category.
+``nvcrectl certification render --platform P``) and on sets of discovered nodes (64 and 4,096,
+as the controller does), with the per-category mean and the slowest category.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def main() -> None:
         ("offline aws/gb300", synthetic_nodes("aws", "gb300"), True),
         ("offline oci/gb300", synthetic_nodes("oci", "gb300"), True),
         ("64 nodes azure/h100", synthetic_nodes("azure", "h100", count=64), False),
+        ("4096 nodes aws/h100", synthetic_nodes("aws", "h100", count=4096), False),
     ]
     rows: list[tuple[str, float, float, float, float]] = []
     for name, nodes, offline in scenarios:

@@ -1,8 +1,9 @@
-"""One Workflow over 1,024 kwok GPU nodes: how fast nvcre-manager fans out 128 Jobs + 128 TrainJobs.
+"""One Workflow over 1,024 (or ``--nodes``) kwok GPU nodes: how fast nvcre-manager fans out a Job,
+a TrainJob and a TrainingRuntime copy per group, and at what cost in API requests and memory.
 
 Run: ``.venv/bin/python benchmarks/workflow_scale.py`` (options: ``--nodes``, ``--num-nodes``,
-``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--profile FILE``). Prints a table;
-nothing here asserts a time.
+``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--profile FILE``). Prints
+a table; nothing here asserts a time.
 
 It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU nodes concurrently
 (async client), waits until kwok reports them Ready, starts ``nvcre-manager`` as a subprocess
@@ -12,18 +13,23 @@ It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU node
 * the manager's CPU use while idle for ``--idle`` seconds (informers following kwok's heartbeats);
 * the first Job, all Jobs, and all TrainJobs existing (watched, not polled);
 * the API requests served meanwhile (kube-apiserver's ``apiserver_request_total``, nodes and
-  leases left out: those are kwok's heartbeats), and how many were 409 Conflicts;
+  leases left out: those are kwok's heartbeats), per Job, and how many were 409 Conflicts;
 * the manager's CPU seconds spent on it and its peak RSS (``VmHWM`` of ``/proc/<pid>/status``);
+* with ``--pods``: the pods JobSet would run for every TrainJob (``nvcre.testing.workloads.pods_of``,
+  one per node, bound), created 32 at a time and made Running by kwok; when the last one ran,
+  and the manager's peak RSS with them;
 
-then stops the manager and, as the floor to compare with, has a plain client create the very
-same Jobs and TrainJobs (bare copies: no owners, no status) in fresh namespaces, one at a time
-and 16 at a time. ``--profile FILE`` runs the manager under cProfile and writes its stats there.
+then the manager deletes the Workflow again. ``--baseline REV`` first does all of that with the
+manager of another git revision (its ``src/`` exported to a temporary directory), so both are
+measured side by side in one run. Last, as the floor to compare with, a plain client creates the
+very same TrainingRuntime copies, Jobs and TrainJobs (bare copies: no owners, no status) in fresh
+namespaces, one at a time and 16 at a time, and the ratio of each manager's time to the
+sequential floor is printed. ``--profile FILE`` runs this tree's manager under cProfile.
 
 Before the fan-out it measures the manager's memory with the nodes alone and again after
 ``--unrelated-pods`` pods of other workloads (unscheduled, in ``--pod-namespaces`` namespaces of
 their own) exist: a fresh manager each time, its ``VmRSS`` a few seconds after ``/readyz`` and
-its ``VmHWM``. ``--baseline REV`` measures a manager run from ``src/`` of that git revision
-(exported to a temporary directory) side by side, e.g. ``--baseline main``.
+its ``VmHWM`` (``--baseline`` measures those rows for both).
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node, gpu_node_names, node_ready
-from nvcre.testing.workloads import POOL_LABEL, workflow
+from nvcre.testing.workloads import POOL_LABEL, pods_of, workflow
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 QUIET = {"nodes", "leases"}  # kwok's heartbeats and leases, not the manager's
@@ -107,6 +113,14 @@ def export_source(revision: str, into: Path) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
+
+
+def cached_pods(manager: ManagerProcess) -> float | None:
+    """The manager's Pod cache size; None when it has no such gauge or is too busy to answer."""
+    try:
+        return manager.metric("nvcre_informer_cached_objects", kind="Pod")
+    except OSError:  # a timeout: a manager busy with thousands of pods on two loaded cores
+        return None
 
 
 def proc_status(pid: int, field: str) -> int:
@@ -202,7 +216,7 @@ def memory_of(
     try:
         assert manager.pid is not None
         time.sleep(settle)
-        cached = manager.metric("nvcre_informer_cached_objects", kind="Pod")
+        cached = cached_pods(manager)
         return (
             proc_status(manager.pid, "VmRSS"),
             proc_status(manager.pid, "VmHWM"),
@@ -265,42 +279,85 @@ async def plain_create(
     return time.monotonic() - started
 
 
-async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    groups = args.nodes // args.num_nodes
-    pool = f"bench-{secrets.token_hex(2)}"
-    client = cp.async_client()
-    try:
-        t0 = time.monotonic()
-        await create_nodes(client, args.nodes, pool)
-        rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
-        await wait_ready(client, args.nodes)
-        rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
-        if args.unrelated_pods:
-            rows += await memory_rows(cp, client, args, workdir)
+async def run_pods(client: AsyncClient, namespace: str) -> dict[str, float]:
+    """The pods JobSet would run for every TrainJob of ``namespace`` (``pods_of``: from what nvcre
+    rendered, bound to their group's nodes), created 32 at a time; when each was Running (kwok)."""
+    runtimes = {
+        r.metadata.name: r.to_dict()
+        async for r in client.list(resources.TrainingRuntime, namespace=namespace)
+    }
+    pods = [
+        pod
+        async for t in client.list(resources.TrainJob, namespace=namespace)
+        for pod in pods_of(t.to_dict(), runtimes[t.spec["runtimeRef"]["name"]])
+    ]
+    running: dict[str, float] = {}
 
-        manager = BenchManager(
-            cp,
-            workdir,
-            name="bench-manager",
-            extra_args=(f"--max-concurrent-reconciles={args.workers}", "--log-level=warning"),
-            profile=args.profile,
-        )
-        t1 = time.monotonic()
-        manager.start(timeout=300)
+    async def follow() -> None:
+        async for _, pod in client.watch(Pod, namespace=namespace):
+            if pod.status and pod.status.phase == "Running":
+                running.setdefault(str(pod.metadata.name), time.monotonic())
+                if len(running) == len(pods):
+                    return
+
+    watch = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)
+    await bounded([lambda p=p: client.create(Pod.from_dict(p)) for p in pods], 32)  # type: ignore[misc]
+    await asyncio.wait_for(watch, timeout=600)
+    return running
+
+
+async def wait_gone(client: AsyncClient, resource: Any, namespace: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while [o async for o in client.list(resource, namespace=namespace)]:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(1)
+    return True
+
+
+async def fan_out(
+    cp: ControlPlane,
+    client: AsyncClient,
+    args: argparse.Namespace,
+    workdir: Path,
+    pool: str,
+    variant: tuple[str, Path | None],
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """One manager (``variant``: a label and the source tree it runs, None for this one) fans a
+    Workflow over the nodes out; its rows, and what the comparison needs. Before it stops, the
+    manager deletes the Workflow again (and its Jobs), so that the next one starts clean."""
+    label, source = variant
+    tag = f"[{label}] "
+    groups = args.nodes // args.num_nodes
+    rows: list[tuple[str, str]] = []
+    manager = BenchManager(
+        cp,
+        workdir,
+        name=f"bench-manager-{'base' if source else 'tree'}",
+        extra_args=(f"--max-concurrent-reconciles={args.workers}", "--log-level=warning"),
+        profile=args.profile if source is None else None,
+        source=source,
+    )
+    t1 = time.monotonic()
+    manager.start(timeout=300)
+    try:
         assert manager.pid is not None
         pid = manager.pid
-        rows.append(("manager start until /readyz (caches synced)", f"{time.monotonic() - t1:.1f} s"))
-        rows.append(("manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
+        rows.append((f"{tag}manager start until /readyz (caches synced)", f"{time.monotonic() - t1:.1f} s"))
+        rows.append((f"{tag}manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
         idle_from = cpu_seconds(pid)
         await asyncio.sleep(args.idle)
         idle = (cpu_seconds(pid) - idle_from) / args.idle
         rows.append(
-            (f"manager CPU while idle ({args.nodes} nodes heartbeating)", f"{idle * 100:.0f} % of a core")
+            (
+                f"{tag}manager CPU while idle ({args.nodes} nodes heartbeating)",
+                f"{idle * 100:.0f} % of a core",
+            )
         )
         cpu_before = cpu_seconds(pid)
 
-        namespace = "bench-workflow"
+        namespace = f"bench-workflow-{'base' if source else 'tree'}"
         await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
         marks: dict[str, float] = {}
         watches = [
@@ -319,32 +376,109 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         except TimeoutError:
             print(f"timed out; marks so far: {marks}\n{manager.log_tail(30)}", file=sys.stderr)
             raise
-        for label in ("first Job", "all Jobs", "all TrainJobs"):
+        for mark in ("first Job", "all Jobs", "all TrainJobs"):
             rows.append(
                 (
-                    f"Workflow created -> {label.replace('all ', f'all {groups} ')}",
-                    f"{marks[label] - created:.2f} s",
+                    f"{tag}Workflow created -> {mark.replace('all ', f'all {groups} ')}",
+                    f"{marks[mark] - created:.2f} s",
                 )
             )
         requests = api_requests(cp) - requests_before
         conflicts = requests.pop(("409", "conflicts"), 0)
+        total = sum(requests.values())
         top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in requests.most_common(10))
-        rows.append(("API requests during the fan-out (all clients)", f"{sum(requests.values())}"))
-        rows.append(("... by verb and resource (top 10)", top))
-        rows.append(("... of which 409 Conflict", f"{conflicts}"))
-        rows.append(("manager CPU for the fan-out", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
-        rows.append(("manager peak RSS (VmHWM)", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"))
-
-        jobs = [bare(j) async for j in client.list(resources.Job, namespace=namespace)]
-        trainjobs = [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)]
-        manager.stop()  # nothing may reconcile the plain copies
-        for limit in (1, 16):
-            label = "one at a time" if limit == 1 else f"{limit} concurrent"
-            seconds = await plain_create(client, f"bench-plain-{limit}", jobs + trainjobs, limit)
+        rows.append((f"{tag}API requests during the fan-out (all clients)", f"{total}"))
+        rows.append((f"{tag}... per Job", f"{total / groups:.1f}"))
+        rows.append((f"{tag}... by verb and resource (top 10)", top))
+        rows.append((f"{tag}... of which 409 Conflict", f"{conflicts}"))
+        rows.append((f"{tag}manager CPU for the fan-out", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
+        rows.append((f"{tag}manager peak RSS (VmHWM)", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"))
+        if args.pods:
+            pods_running = await run_pods(client, namespace)
             rows.append(
                 (
-                    f"plain client: same {len(jobs)} Jobs + {len(trainjobs)} TrainJobs, {label}",
-                    f"{seconds:.2f} s",
+                    f"{tag}Workflow created -> all {len(pods_running)} pods Running",
+                    f"{max(pods_running.values()) - created:.2f} s",
+                )
+            )
+            await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
+            rows.append(
+                (
+                    f"{tag}manager peak RSS with one pod per node (VmHWM)",
+                    f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
+                )
+            )
+            cached = cached_pods(manager)
+            rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
+        measured = {
+            "trainjobs": marks["all TrainJobs"] - created,
+            "per_job": total / groups,
+            "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
+            "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
+            "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
+        }
+        await client.delete(resources.Workflow, "scale", namespace=namespace)
+        if args.pods:  # what the garbage collector does once their JobSets go (none runs here)
+            names = [str(p.metadata.name) async for p in client.list(Pod, namespace=namespace)]
+            await bounded(
+                [lambda n=n: client.delete(Pod, n, namespace=namespace, grace_period=0) for n in names], 32
+            )  # type: ignore[misc]
+        if not await wait_gone(client, resources.Workflow, namespace, args.timeout):
+            print(f"{tag}the Workflow was not gone; the next manager sees it", file=sys.stderr)
+        return rows, measured
+    finally:
+        manager.stop()
+
+
+async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    pool = f"bench-{secrets.token_hex(2)}"
+    client = cp.async_client()
+    try:
+        t0 = time.monotonic()
+        await create_nodes(client, args.nodes, pool)
+        rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
+        await wait_ready(client, args.nodes)
+        rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
+        if args.unrelated_pods:
+            rows += await memory_rows(cp, client, args, workdir)
+
+        variants: list[tuple[str, Path | None]] = []
+        if args.baseline:  # first, so that "this tree" never runs on a warmer API server
+            variants.append((args.baseline, export_source(args.baseline, workdir)))
+        variants.append(("this tree", None))
+        measured: dict[str, dict[str, Any]] = {}
+        for variant in variants:
+            variant_rows, measured[variant[0]] = await fan_out(cp, client, args, workdir, pool, variant)
+            rows += variant_rows
+
+        # The floor: a plain client creates the same objects (nothing reconciles them: every
+        # manager has stopped).
+        last = measured["this tree"]
+        bodies = last["runtimes"] + last["jobs"] + last["trainjob_bodies"]
+        plain: dict[int, float] = {}
+        for limit in (1, 16):
+            what = "one at a time" if limit == 1 else f"{limit} concurrent"
+            plain[limit] = await plain_create(client, f"bench-plain-{limit}", bodies, limit)
+            rows.append(
+                (
+                    f"plain client: same {len(last['runtimes'])} TrainingRuntimes + "
+                    f"{len(last['jobs'])} Jobs + {len(last['trainjob_bodies'])} TrainJobs, {what}",
+                    f"{plain[limit]:.2f} s",
+                )
+            )
+        floor = len(bodies) / max(len(last["jobs"]), 1)
+        for label, m in measured.items():
+            rows.append(
+                (
+                    f"[{label}] all TrainJobs / plain one at a time (target <= 1.5)",
+                    f"{m['trainjobs'] / plain[1]:.1f}x",
+                )
+            )
+            rows.append(
+                (
+                    f"[{label}] requests per Job (target <= 4; plain floor {floor:.0f})",
+                    f"{m['per_job']:.1f}",
                 )
             )
         return rows
@@ -369,9 +503,16 @@ def main() -> None:
     parser.add_argument(
         "--pod-namespaces", type=int, default=20, help="namespaces the unrelated pods live in"
     )
+    parser.add_argument(
+        "--pods",
+        action="store_true",
+        help="then run the pods JobSet would (one per node, Running by kwok) and read the manager's RSS",
+    )
     parser.add_argument("--settle", type=float, default=3, help="seconds after /readyz before reading RSS")
     parser.add_argument(
-        "--baseline", metavar="REV", help="also measure the memory rows with the manager of this git revision"
+        "--baseline",
+        metavar="REV",
+        help="also measure the fan-out (and the memory rows) with the manager of this git revision",
     )
     args = parser.parse_args()
     started = time.monotonic()

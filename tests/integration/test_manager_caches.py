@@ -139,7 +139,8 @@ async def test_cached_nodes_are_trimmed_and_label_changes_arrive_as_added_and_de
     gpu_nodes: Any,
     manager: ManagerProcess,
 ) -> None:
-    """In process, to read the cache itself: which keys it holds, which events it hands out.
+    """In process, to read the cache itself: which keys it holds (trimmed nodes and pods), which
+    events it hands out.
     (The ``manager`` fixture only renders the TrainJob the workload pod comes from.)"""
     runtime = Manager(async_kube)
     pods, nodes = indexes.pods(runtime), indexes.nodes(runtime)
@@ -173,6 +174,11 @@ async def test_cached_nodes_are_trimmed_and_label_changes_arrive_as_added_and_de
         unrelated_pod(kube, other_namespace, "unrelated")
         pod = workload_pod(kube, namespace, trainjob_of(kube, namespace, job), "events-node-0")
         await async_wait_for(lambda: now(pods.get(namespace, pod)), 30, what="the pod cached")
+        served_pod = kube.get(Pod, pod, namespace=namespace).to_dict()
+        cached_pod = pods.get(namespace, pod)
+        assert cached_pod is not None and served_pod["spec"]["restartPolicy"], "the server's defaults"
+        assert cached_pod["spec"] == {"containers": [{"name": "node"}]}, "of the spec: the containers' names"
+        assert cached_pod["metadata"]["labels"] == served_pod["metadata"]["labels"]
         relabel(kube, namespace, pod, None)
         await async_wait_for(lambda: now(pods.get(namespace, pod) is None), 30, what="the pod gone")
         assert pods.by_index(indexes.POD_JOB_INDEX, job) == []

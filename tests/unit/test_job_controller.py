@@ -357,3 +357,43 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
     ], "the node of a pod that already ended is not the Job's any more"
     hardware = next(c for c in job["status"]["conditions"] if c["type"] == "HardwareFailed")
     assert hardware["message"] == "Hardware failure detected on node(s): [broken queued]"
+
+
+# -- reads the cache answers --------------------------------------------------------------------------
+
+
+async def test_a_job_is_followed_from_the_cache_and_its_own_writes_without_reading_it() -> None:
+    """The TrainJob is created and then followed while the Job cache still holds the Job as it
+    was created: the second pass works on the Job as the first pass's write returned it."""
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    await controller.reconcile(KEY)  # creates the workload, records it
+    created = client.stored(resources.TrainJob, WORKLOAD, NS)
+    assert created is not None
+    manager.cache(created)  # the TrainJob's watch event wakes the Job; the Job's has not come yet
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) == (
+        "InProgress",
+        "WorkloadRunning",
+        f"Workload TrainJob/{WORKLOAD} is running",
+    )
+    assert client.count("get", "Job") == 0
+    assert client.count("create", "TrainJob") == 1 and client.count("replace", "Job", "status") == 2
+
+
+async def test_a_running_job_that_has_not_changed_costs_no_request() -> None:
+    """Woken again (a pod, a node, a requeue) with nothing new: no write, and no read to check."""
+    client, manager, controller = setup()
+    manager.cache(client.put(make_job()))
+    await controller.reconcile(KEY)
+    created = client.stored(resources.TrainJob, WORKLOAD, NS)
+    assert created is not None
+    manager.cache(created)
+    await controller.reconcile(KEY)  # WorkloadRunning
+    running = client.stored(resources.Job, "j", NS)
+    assert running is not None
+    manager.cache(running, "MODIFIED")  # the cache has caught up
+    calls = len(client.calls)
+    await controller.reconcile(KEY)
+    assert client.calls[calls:] == []
+    assert client.stored(resources.Job, "j", NS) == running

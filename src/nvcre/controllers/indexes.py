@@ -3,7 +3,8 @@
 The manager caches only what the controllers read. Pods: only workload pods, those labelled
 ``nvcre.nvidia.com/job`` (the API server filters the list and watch; a pod that loses the label
 arrives as DELETED, carrying its last labelled state, and one that gains it as ADDED), so the
-cache does not grow with the other pods of the cluster. Nodes: every node (discovery needs them all) without
+cache does not grow with the other pods of the cluster; of a pod's spec it keeps only the node
+and the containers' names. Nodes: every node (discovery needs them all) without
 ``status.images``, the largest part of a GPU node and read by no controller.
 """
 
@@ -37,9 +38,24 @@ def _node_of(pod: Obj) -> list[str]:
     return [node] if node else []
 
 
+def trim_pod(pod: Obj) -> Obj:
+    """A workload Pod as the controllers read it: its metadata and status whole, and of its spec
+    only ``nodeName`` and the containers' names (the container a log is read from). The rest of
+    the spec (commands, env, resources, volumes, the affinity naming every node of the group) is
+    most of a pod and read by no controller."""
+    spec = pod.get("spec") or {}
+    kept: dict[str, Any] = {
+        "containers": [{"name": c["name"]} for c in spec.get("containers") or () if "name" in c]
+    }
+    if spec.get("nodeName"):
+        kept["nodeName"] = spec["nodeName"]
+    pod["spec"] = kept
+    return pod
+
+
 def pods(manager: Manager) -> Informer:
-    """The shared informer of workload pods, with both indexes."""
-    informer = manager.informer(Pod, labels=WORKLOAD_PODS)
+    """The shared informer of workload pods, trimmed, with both indexes."""
+    informer = manager.informer(Pod, labels=WORKLOAD_PODS, transform=trim_pod)
     if not informer.has_index(POD_JOB_INDEX):
         informer.add_index(POD_JOB_INDEX, _job_of)
         informer.add_index(POD_NODE_INDEX, _node_of)

@@ -31,21 +31,23 @@ class Rule:
 
 _CACHE = "list/watch: the controllers' cache"
 _DEPENDENCY = (
-    "a Workflow dependency: create, get after a name conflict and before delete, update to add "
+    "a Workflow dependency: create, get after a name conflict and before delete, patch to add "
     "the Job owner of a Job-scoped copy, delete when its group ends (a Job-scoped copy) or its "
     "Workflow is deleted"
 )
-_DEPENDENCY_VERBS = ("get", "create", "update", "delete")
+_DEPENDENCY_VERBS = ("get", "create", "patch", "delete")
 
 DEPENDENCY_KINDS: tuple[tuple[str, str, str], ...] = (
     (TRAINER_GROUP, "trainingruntimes", ""),
-    ("", "configmaps", "; the node-result ConfigMaps"),
+    ("", "configmaps", "; update: the node-result ConfigMaps"),
     ("", "persistentvolumeclaims", ""),
     ("resource.nvidia.com", "computedomains", ""),
     ("resource.k8s.io", "resourceclaimtemplates", ""),
 )
 """(group, plural, what else uses it) of every kind a Workflow dependency may be: the API
 server refuses the manager any other (the Workflow fails with DependencyCreationError)."""
+_RESULT_VERBS = ("update",)
+"""What the node-result ConfigMaps need besides a dependency's verbs (merging into one)."""
 _STATUS = "status writes (StatusWriter)"
 _BLOCK_OWNER = "with blockOwnerDeletion in the ownerReference to it (OwnerReferencesPermissionEnforcement)"
 
@@ -125,7 +127,15 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         f"{_CACHE}; create: a Job's workload (get after a name conflict); delete: restart, "
         "retry and a deleted Job",
     ),
-    *(Rule(group, plural, _DEPENDENCY_VERBS, _DEPENDENCY + also) for group, plural, also in DEPENDENCY_KINDS),
+    *(
+        Rule(
+            group,
+            plural,
+            _DEPENDENCY_VERBS + (_RESULT_VERBS if plural == "configmaps" else ()),
+            _DEPENDENCY + also,
+        )
+        for group, plural, also in DEPENDENCY_KINDS
+    ),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
     Rule(

@@ -3,6 +3,7 @@ with the transition event of the execution trio."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -35,32 +36,60 @@ class StatusWriter:
     :func:`update_with_retry`), unless that view is older than this writer's own last write."""
 
     MAX_REMEMBERED = 50_000
+    MAX_LATEST = 5_000
+    """Whole objects as written, each until the cache has caught up with it (usually a moment)."""
 
     def __init__(self, client: AsyncClient, recorder: Recorder) -> None:
         self.client = client
         self.recorder = recorder
         self._written: dict[tuple[str, str, str], int] = {}
+        self._latest: dict[tuple[str, str, str], Obj] = {}
 
     def _key(self, resource: type[lkr.Resource], obj: Obj) -> tuple[str, str, str]:
         meta = obj["metadata"]
         return resource.__name__, meta.get("namespace") or "", meta["name"]
 
+    def outdated(self, resource: type[lkr.Resource], obj: Obj) -> bool:
+        """True when ``obj`` is older than this writer's last write of it (e.g. a cached copy
+        that has not caught up with it yet, or a second write in one reconcile)."""
+        return resource_version(obj) < self._written.get(self._key(resource, obj), 0)
+
+    def newest(self, resource: type[lkr.Resource], obj: Obj) -> Obj:
+        """``obj`` (e.g. a cached copy), or this writer's own last write of it when ``obj`` is
+        older: the newest view known without a read. The written object is kept only until a
+        view at least as new comes by (not to be modified: copy it)."""
+        key = self._key(resource, obj)
+        written = self._latest.get(key)
+        if written is None:
+            return obj
+        if resource_version(obj) >= resource_version(written):
+            del self._latest[key]  # the cache caught up
+            return obj
+        return written
+
     def _view(self, resource: type[lkr.Resource], obj: Obj) -> Obj | None:
-        """``obj`` when it may be current; None when we know it is older than our last write
-        (e.g. a second write in one reconcile), so that the live object is read instead."""
-        if resource_version(obj) < self._written.get(self._key(resource, obj), 0):
-            return None
-        return obj
+        """``obj`` when it may be current; None when it is outdated, so that the live object is
+        read instead."""
+        return None if self.outdated(resource, obj) else obj
 
     def _remember(self, resource: type[lkr.Resource], written: Obj | None) -> None:
         if written is None:
             return
         if len(self._written) >= self.MAX_REMEMBERED:
             self._written.clear()
-        self._written[self._key(resource, written)] = resource_version(written)
+        if len(self._latest) >= self.MAX_LATEST:
+            self._latest.clear()
+        key = self._key(resource, written)
+        self._written[key] = resource_version(written)
+        self._latest[key] = copy.deepcopy(written)  # the caller may go on changing its own
 
     async def _write(
-        self, resource: type[lkr.Resource], obj: Obj, mutate: Callable[[Obj], Obj | None], base: Obj | None
+        self,
+        resource: type[lkr.Resource],
+        obj: Obj,
+        mutate: Callable[[Obj], Obj | None],
+        base: Obj | None,
+        settled: bool = False,
     ) -> Obj | None:
         meta = obj["metadata"]
         written = await update_with_retry(
@@ -72,6 +101,7 @@ class StatusWriter:
             status=True,
             base=base,
             current=self._view(resource, obj),
+            settled=settled,
         )
         self._remember(resource, written)
         return written
@@ -101,11 +131,14 @@ class StatusWriter:
         inactive_reason: str = Reason.NOT_APPLICABLE,
         unless_terminal: bool = False,
         base: Obj | None = None,
+        settled: bool = False,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
         ``unless_terminal`` aborts when the live object is already Succeeded or Failed, so a late
         write never overwrites a terminal decision made meanwhile. Emits the transition event.
+        ``settled``: ``obj`` is the cache's (see :func:`update_with_retry`); nothing to change
+        on it means no request at all.
         """
         events: list[tuple[Obj, str, str, str]] = []
 
@@ -132,7 +165,7 @@ class StatusWriter:
                 events.append((live, event.type, event.reason, event.message))
             return live
 
-        written = await self._write(resource, obj, mutate, base)
+        written = await self._write(resource, obj, mutate, base, settled)
         if written is not None:
             for target, type_, event_reason, note in events:
                 await self.recorder.emit(target, type_, event_reason, note)

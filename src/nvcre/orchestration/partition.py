@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -87,21 +89,24 @@ def _topology(names: list[str], domain_of: Mapping[str, str], npj: int, strict: 
     if strict:
         return [Group(f"group-{i}", tuple(domains[d]), (d,)) for i, d in enumerate(by_size)]
     max_domains = math.ceil(npj / len(domains[by_size[0]]))
-    unassigned = {d: list(domains[d]) for d in by_size}
+    unassigned = {d: deque(domains[d]) for d in by_size}
+    # The open domains, fullest first (ties by name), as a heap: each group takes the first
+    # ``max_domains`` of that order without sorting every domain again (100,000 nodes).
+    fullest = [(-len(unassigned[d]), d) for d in by_size]
+    heapq.heapify(fullest)
+    remaining = len(names)
     groups: list[Group] = []
-    while True:
-        open_domains = sorted(
-            (d for d in unassigned if unassigned[d]), key=lambda d: (-len(unassigned[d]), d)
-        )
-        if sum(len(unassigned[d]) for d in open_domains) < npj:
-            break
-        top = open_domains[:max_domains]
+    while remaining >= npj:
+        top = [heapq.heappop(fullest)[1] for _ in range(min(max_domains, len(fullest)))]
         if sum(len(unassigned[d]) for d in top) < npj:
             break
         taken: list[str] = []
         for domain in top:
             while unassigned[domain] and len(taken) < npj:
-                taken.append(unassigned[domain].pop(0))
+                taken.append(unassigned[domain].popleft())
+            if unassigned[domain]:
+                heapq.heappush(fullest, (-len(unassigned[domain]), domain))
+        remaining -= len(taken)
         groups.append(_group(f"group-{len(groups)}", taken, domain_of))
     untested = [n for d in by_size for n in unassigned[d]]
     if not untested:
@@ -110,17 +115,31 @@ def _topology(names: list[str], domain_of: Mapping[str, str], npj: int, strict: 
         return [_group("group-0", untested, domain_of)]
     assigned = {n for g in groups for n in g.nodes}
     pools = {
-        d: ([n for n in domains[d] if n not in assigned], [n for n in domains[d] if n in assigned])
+        d: (deque(n for n in domains[d] if n not in assigned), deque(n for n in domains[d] if n in assigned))
         for d in domains
     }
-    while any(pool[0] for pool in pools.values()):
-        order = sorted(pools, key=lambda d: (-len(pools[d][0]), -(len(pools[d][0]) + len(pools[d][1])), d))
+
+    def key(domain: str) -> tuple[int, int, str]:
+        """Most untested nodes first, then most nodes, then by name."""
+        fresh, reusable = pools[domain]
+        return -len(fresh), -(len(fresh) + len(reusable)), domain
+
+    order = [key(d) for d in pools]
+    heapq.heapify(order)
+    untested_left = sum(len(fresh) for fresh, _ in pools.values())
+    while untested_left:
         taken = []
-        for domain in order:
+        visited = []
+        while order and len(taken) < npj:
+            domain = heapq.heappop(order)[2]
+            visited.append(domain)
             fresh, reusable = pools[domain]
             while len(taken) < npj and (fresh or reusable):
-                taken.append(fresh.pop(0) if fresh else reusable.pop(0))
-            if len(taken) == npj:
-                break
+                if fresh:
+                    untested_left -= 1
+                taken.append(fresh.popleft() if fresh else reusable.popleft())
+        for domain in visited:
+            if any(pools[domain]):
+                heapq.heappush(order, key(domain))
         groups.append(_group(f"group-{len(groups)}-overflow", taken, domain_of, overflow=True))
     return groups

@@ -33,6 +33,7 @@ async def update_with_retry(
     attempts: int = 10,
     base: Obj | None = None,
     current: Obj | None = None,
+    settled: bool = False,
 ) -> Obj | None:
     """Apply ``mutate`` to the live object and write it (the status subresource if ``status``).
 
@@ -50,6 +51,10 @@ async def update_with_retry(
     then the live object is read as usual; a ``mutate`` that wants no write on the view also
     falls back to the live object, so a stale view never suppresses a write. Neither ``base``
     nor ``current`` is modified.
+
+    ``settled``: ``current`` is an informer's copy (or the caller's own last write on top of
+    one), so any newer state is on its way as a watch event that makes the caller decide
+    again; a ``mutate`` that wants no write on it then writes nothing and reads nothing.
     """
     scope = {"namespace": namespace} if namespace else {}
     view = None
@@ -70,7 +75,7 @@ async def update_with_retry(
                 raise
         wanted = mutate(copy.deepcopy(live))
         if wanted is None or wanted == live:
-            if cached:
+            if cached and not settled:
                 continue  # nothing to write on the view: decide on the live object instead
             return live
         try:

@@ -34,6 +34,7 @@ from typing import Any
 from lightkube import ApiError
 from lightkube.core import resource as lkr
 from lightkube.models.meta_v1 import Status, StatusDetails
+from lightkube.types import PatchType
 
 from nvcre.controllers.context import Context
 from nvcre.controllers.events import Recorder
@@ -55,7 +56,7 @@ class Stopped(BaseException):
 @dataclass(frozen=True)
 class Call:
     verb: str
-    """get, create, replace, delete or log."""
+    """get, create, replace, patch, delete or log."""
     kind: str
     namespace: str
     name: str
@@ -84,6 +85,18 @@ def _key(obj: Obj) -> Key:
     api_version, meta = str(obj["apiVersion"]), obj["metadata"]
     group = api_version.rpartition("/")[0]
     return group, obj["kind"], meta.get("namespace") or "", meta["name"]
+
+
+def _merge(target: Obj, patch: Obj) -> Obj:
+    """RFC 7386: objects merge key by key, ``None`` removes a key, anything else replaces."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            target[key] = _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
 
 
 def _now() -> str:
@@ -234,6 +247,29 @@ class FakeClient:
             del self.objects[key]
         else:
             self.objects[key] = updated
+        return resource.from_dict(copy.deepcopy(updated))
+
+    async def patch(
+        self,
+        resource: Any,
+        name: str,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.STRATEGIC,
+    ) -> Any:
+        """A JSON merge patch (RFC 7386) of the main resource; the only patch the controllers send."""
+        if patch_type is not PatchType.MERGE:
+            raise NotImplementedError(f"{patch_type} patches")
+        group, kind, _ = _info(resource)
+        self._enter(Call("patch", kind, namespace or "", name), write=True)
+        key = (group, kind, namespace or "", name)
+        stored = self.objects.get(key)
+        if stored is None:
+            raise api_error(404, f'{kind} "{name}" not found')
+        updated = _merge(copy.deepcopy(stored), obj)
+        updated["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[key] = updated
         return resource.from_dict(copy.deepcopy(updated))
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:

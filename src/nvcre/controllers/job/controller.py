@@ -3,6 +3,7 @@ do, and carries it out with one status write (events after it)."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, NoReturn
 
@@ -52,6 +53,15 @@ REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 SOON = Result(requeue_after=1.0)
 
 
+def _final(job: Obj) -> bool:
+    """Being deleted or terminal: what is decided next is decided on the live Job."""
+    return bool(job["metadata"].get("deletionTimestamp")) or is_terminal(conditions_of(job))
+
+
+def _key(job: Obj) -> ObjectKey:
+    return ObjectKey(job["metadata"]["namespace"], job["metadata"]["name"])
+
+
 def pod_to_job(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
     job = (new["metadata"].get("labels") or {}).get(Label.JOB)
     return [ObjectKey(new["metadata"].get("namespace", ""), job)] if job else []
@@ -97,9 +107,21 @@ class JobController:
     # -- reconcile ----------------------------------------------------------------------------
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
+        """Works from the cached Job (or, while the cache has not caught up with it, the Job as
+        our own last status write returned it) while it is open; the Job is read live when the
+        cache lacks it and before every terminal decision (deletion, a verdict, Failed,
+        Succeeded, a restart, an adoption)."""
+        cached = self.jobs.get(key.namespace, key.name)
+        view = None if cached is None else self.ctx.status.newest(resources.Job, cached)
+        if view is None or _final(view):
+            return await self._reconcile_live(key)
+        return await self._reconcile(copy.deepcopy(view), live=False)
+
+    async def _reconcile_live(self, key: ObjectKey) -> Result | None:
         job = await get_live(self.ctx.client, resources.Job, key.name, key.namespace)
-        if job is None:
-            return None
+        return None if job is None else await self._reconcile(job, live=True)
+
+    async def _reconcile(self, job: Obj, *, live: bool) -> Result | None:
         if job["metadata"].get("deletionTimestamp"):
             return await self._delete(job)
         if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
@@ -108,11 +130,11 @@ class JobController:
             return await self._judge(job)
         status = job.get("status") or {}
         if not status.get("workloadRef"):
-            return await self._create_workload(job)
+            return await self._create_workload(job, live=live)
         await self._ensure_measurements(job)
         if restart.restarting(status):
-            return await self._continue_restart(job)
-        result = await self._follow_workload(job)
+            return await self._continue_restart(job) if live else await self._reconcile_live(_key(job))
+        result = await self._follow_workload(job, live=live)
         if job["spec"].get("nodeHealthMonitor"):
             await self._check_node_health(job)
         return result
@@ -148,7 +170,8 @@ class JobController:
 
     # -- creating the workload ----------------------------------------------------------------
 
-    async def _create_workload(self, job: Obj) -> Result | None:
+    async def _create_workload(self, job: Obj, *, live: bool = True) -> Result | None:
+        """Create (or, from the live Job only, adopt) the workload and record it."""
         try:
             body = trainjob.build(job)
         except trainjob.AdapterError as error:
@@ -166,6 +189,8 @@ class JobController:
         )
         existing = None
         if self.trainjobs.get(namespace, name) is not None:
+            if not live:
+                return await self._reconcile_live(_key(job))
             # The cache knows one: read it instead of a POST that can only fail with 409.
             existing = await get_live(self.ctx.client, resources.TrainJob, name, namespace)
         try:
@@ -177,11 +202,16 @@ class JobController:
         except HolderTerminating:
             return SOON  # the previous attempt's workload (or a foreign one) is still going away
         except NameTaken:
+            if not live:
+                return await self._reconcile_live(_key(job))
             await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
             return None
         except ApiError as error:
             return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
         existing, adopted = created.obj, created.adopted
+        if adopted and not live:
+            # Ours already: the cached Job may lag behind the write that recorded it.
+            return await self._reconcile_live(_key(job))
         if restart.replaced(job.get("status") or {}, existing):
             return SOON  # the previous attempt's workload is still going away
         reason, verb = (
@@ -283,9 +313,11 @@ class JobController:
             await verdict.announce(self.ctx, job, decided.failed, decided.reason, decided.message)
         return None
 
-    async def _follow_workload(self, job: Obj) -> Result | None:
+    async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
         pods = self._job_pods(job)
         decision = lifecycle.follow(job, await self._workload(job), self._goodput(job), pods, now())
+        if not live and not isinstance(decision, lifecycle.Progress):
+            return await self._reconcile_live(_key(job))
         if isinstance(decision, lifecycle.Restart):
             return await self._restart(job, decision)
         if isinstance(decision, lifecycle.Fail):
@@ -296,7 +328,10 @@ class JobController:
                 job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message
             )
             return await self._judge(written) if written is not None else None
-        await self._set(job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change)
+        # Still open: the same step as last time writes nothing (a newer Job is an event away).
+        await self._set(
+            job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change, settled=True
+        )
         return Result(requeue_after=decision.requeue)
 
     async def _restart(self, job: Obj, decision: lifecycle.Restart) -> Result | None:
@@ -367,8 +402,15 @@ class JobController:
             await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
 
     async def _set(
-        self, job: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
+        self,
+        job: Obj,
+        cond_type: str,
+        reason: str,
+        message: str,
+        extra: StatusChange | None = None,
+        *,
+        settled: bool = False,
     ) -> Obj | None:
         return await self.ctx.status.set_exclusive(
-            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True
+            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True, settled=settled
         )

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from lightkube import ApiError
+from lightkube.types import PatchType
 
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.children import (
@@ -20,7 +21,6 @@ from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
 from nvcre.runtime.errors import is_invalid
 from nvcre.runtime.objects import Obj
-from nvcre.runtime.writes import update_with_retry
 
 
 class DependencyError(Exception):
@@ -102,10 +102,12 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
 async def add_job_owner(state: WorkflowState, ref: dict[str, Any], job: Obj) -> None:
     """Make a namespaced Job-scoped copy cascade with its Job (an owner reference to it).
 
-    The copy exists before its Job (the Job's workload names it), so the owner is added after
-    the Job's create. A conflict re-applies it to the fresh copy; any other error, and a copy
-    that vanished meanwhile, raises, so the launch is retried and recreates what is missing:
-    a copy without its owner would outlive its Job.
+    The copy exists before its Job (the Job's workload names it, and Trainer refuses a TrainJob
+    whose runtime does not exist yet), so the owner, whose UID exists only once the Job is
+    created, is added afterwards: one merge patch, no read (the copy is ours and its Job is its
+    only owner; the patch is idempotent). Any error, and a copy that vanished meanwhile, raises,
+    so the launch is retried and recreates what is missing: a copy without its owner would
+    outlive its Job.
     """
     if not ref.get("namespace"):
         return
@@ -116,17 +118,17 @@ async def add_job_owner(state: WorkflowState, ref: dict[str, Any], job: Obj) -> 
         "name": job["metadata"]["name"],
         "uid": job["metadata"]["uid"],
     }
-
-    def add(live: Obj) -> Obj | None:
-        owners = live["metadata"].setdefault("ownerReferences", [])
-        if any(o.get("uid") == owner["uid"] for o in owners):
-            return None
-        owners.append(owner)
-        return live
-
-    written = await update_with_retry(state.ctx.client, resource, ref["name"], ref["namespace"], add)
-    if written is None:
-        raise CopyVanished(f"{ref['kind']}/{ref['name']} was deleted before its Job owner was added")
+    patch = {"metadata": {"ownerReferences": [owner]}}
+    try:
+        await state.ctx.client.patch(
+            resource, ref["name"], patch, namespace=ref["namespace"], patch_type=PatchType.MERGE
+        )
+    except ApiError as error:
+        if error.status.code == 404:
+            raise CopyVanished(
+                f"{ref['kind']}/{ref['name']} was deleted before its Job owner was added"
+            ) from error
+        raise
 
 
 async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from nvcre.api.v1alpha1.constants import (
     Annotation,
     ConditionType,
     Default,
+    Finalizer,
     Kind,
     Label,
     WorkflowReason,
@@ -132,6 +133,8 @@ def _job_body(
                 **(template_meta.get("annotations") or {}),
                 Annotation.GROUP_NODES: ",".join(group["nodes"]),
             },
+            # The Job controller's own finalizer, set in the create: no write to add it after.
+            "finalizers": [Finalizer.JOB],
         },
         "spec": spec,
     }
