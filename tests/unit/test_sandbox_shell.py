@@ -17,6 +17,7 @@ from nvcre.sandbox.runner import (
     container_command,
     end_annotations,
     expected_pods,
+    is_service_pod,
     node_patches,
     script_source,
 )
@@ -25,6 +26,18 @@ from nvcre.sandbox.supervisor import Options
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION
 from nvcre.testing.nodes import platform_nodes
 from nvcre.testing.processes import wait_until
+
+
+def test_a_deployments_pod_is_a_service_the_runner_leaves_running() -> None:
+    """The chart's manager replicas land on kwok nodes; ending them would make their ReplicaSet
+    create new ones without end. A Job's pod is a program."""
+
+    def owned_by(kind: str) -> dict[str, object]:
+        return {"metadata": {"ownerReferences": [{"kind": kind, "name": "x", "controller": True}]}}
+
+    assert is_service_pod(owned_by("ReplicaSet"))
+    assert not is_service_pod(owned_by("Job"))
+    assert not is_service_pod({"metadata": {}})
 
 
 def test_end_annotations_are_the_kwok_stage_ones() -> None:

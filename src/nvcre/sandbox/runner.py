@@ -6,7 +6,7 @@ is Running, it asks :func:`nvcre.sandbox.simulate.simulate` what the pod's progr
 it ends, writes the container log as the CRI file kwok serves through ``kubectl logs`` (a kwok
 ``Logs`` object), and at the simulated end annotates the pod ``nvcre.test/phase`` (and exit code)
 so kwok's stage terminates it. A program that runs until killed (an MPI worker's ``sshd``, a
-hang) is left Running. The node effects the simulation returns (``xid``, ``not-ready``) are
+hang) is left Running, and so is a Deployment's pod (a service). The node effects the simulation returns (``xid``, ``not-ready``) are
 applied to their Node at their time; ``missing-gpus`` is applied when the node is created
 (:func:`initial_nodes`). Decisions are the pure functions at the top; :class:`Runner` reads the
 API, calls them and writes the difference.
@@ -70,6 +70,15 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def is_sandbox_node(node: Mapping[str, Any]) -> bool:
     return (_meta(node).get("annotations") or {}).get(NODE_ANNOTATION) == NODE_ANNOTATION_VALUE
+
+
+def is_service_pod(pod: Mapping[str, Any]) -> bool:
+    """A Deployment's replica (a ReplicaSet's pod, such as the chart's manager scheduled onto a
+    kwok node): a service, not a program that ends; the runner leaves it Running."""
+    return any(
+        ref.get("kind") == "ReplicaSet" and ref.get("controller")
+        for ref in _meta(pod).get("ownerReferences") or ()
+    )
 
 
 def group_key(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -307,7 +316,8 @@ class Runner:
         pods = [p.to_dict() for p in self.client.list(Pod, namespace="*")]
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in pods:
-            if (pod.get("spec") or {}).get("nodeName") in nodes and not _meta(pod).get("deletionTimestamp"):
+            bound = (pod.get("spec") or {}).get("nodeName") in nodes
+            if bound and not _meta(pod).get("deletionTimestamp") and not is_service_pod(pod):
                 groups.setdefault(group_key(pod), []).append(pod)
         jobsets = {
             (str(j.metadata.namespace), f"{j.metadata.name}"): dict(j)

@@ -36,6 +36,7 @@ from nvcre.testing.processes import Process, wait_until
 
 OPTIONS = "options.json"
 RUNNER = "runner"
+MANAGER = "nvcre-manager"
 
 
 @dataclass
@@ -82,14 +83,7 @@ def serve(state: StateDir) -> int:
         faults=list(options.faults),
         seed=options.seed,
     )
-    nodes = platform_nodes(
-        options.nodes,
-        options.platform,
-        options.product,
-        gpus=options.gpus,
-        domain_size=options.domain_size,
-        prefix=options.prefix,
-    )
+    nodes = sandbox_nodes(options)
     record.nodes = [str(n.metadata.name) for n in nodes if n.metadata]
     state.write(record)
     workdir = state.cluster_dir
@@ -101,15 +95,12 @@ def serve(state: StateDir) -> int:
         cluster.start()
         cp = cluster.control_plane
         with cp.client() as client:
-            for node in initial_nodes(nodes, parse_faults(options.faults)):
-                client.create(node)
-            wait_until(lambda: _nodes_ready(client, record.nodes), timeout=60, what="the sandbox nodes Ready")
-        manager = ManagerProcess(cp, workdir, name="nvcre-manager")
-        runner = Process(RUNNER, _runner_argv(state, cluster, options), workdir / f"{RUNNER}.log")
-        ready_file = workdir / f"{RUNNER}.ready"
+            create_nodes(client, nodes, options)
+        manager = ManagerProcess(cp, workdir, name=MANAGER)
+        runner = Process(RUNNER, runner_argv(cluster, workdir, options), workdir / f"{RUNNER}.log")
         runner.start()
         manager.start()
-        wait_until(ready_file.exists, timeout=60, what="the runner watching pods", process=runner)
+        wait_runner_ready(runner, workdir)
         processes = _processes(cluster, manager, runner)
         for process in processes:
             assert process.pid is not None
@@ -137,7 +128,28 @@ def serve(state: StateDir) -> int:
         cluster.stop()
 
 
-def _runner_argv(state: StateDir, cluster: Cluster, options: Options) -> list[str]:
+def sandbox_nodes(options: Options) -> list[Node]:
+    """The simulated GPU nodes ``options`` asks for, as they are before any fault."""
+    return platform_nodes(
+        options.nodes,
+        options.platform,
+        options.product,
+        gpus=options.gpus,
+        domain_size=options.domain_size,
+        prefix=options.prefix,
+    )
+
+
+def create_nodes(client: Client, nodes: list[Node], options: Options) -> None:
+    """Create ``nodes`` with the faults that hold from the start and wait until they are Ready."""
+    for node in initial_nodes(nodes, parse_faults(options.faults)):
+        client.create(node)
+    names = [str(n.metadata.name) for n in nodes if n.metadata]
+    wait_until(lambda: _nodes_ready(client, names), timeout=60, what="the sandbox nodes Ready")
+
+
+def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
+    """How the runner is started: it writes ``<workdir>/runner.ready`` after its first poll."""
     cp = cluster.control_plane
     return [
         sys.executable,
@@ -145,10 +157,16 @@ def _runner_argv(state: StateDir, cluster: Cluster, options: Options) -> list[st
         "nvcre.sandbox.runner",
         f"--kubeconfig={cp.kubeconfig_path}",
         f"--logs-dir={cluster.kwok.logs_dir}",
-        f"--ready-file={state.cluster_dir / f'{RUNNER}.ready'}",
+        f"--ready-file={workdir / f'{RUNNER}.ready'}",
         f"--seed={options.seed}",
         *(f"--fault={f}" for f in options.faults),
     ]
+
+
+def wait_runner_ready(runner: Process, workdir: Path) -> None:
+    wait_until(
+        (workdir / f"{RUNNER}.ready").exists, timeout=60, what="the runner watching pods", process=runner
+    )
 
 
 def _nodes_ready(client: Client, names: list[str]) -> bool:
