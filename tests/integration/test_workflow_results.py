@@ -14,7 +14,7 @@ from typing import Any
 from lightkube import Client
 
 from nvcre.controllers import resources
-from nvcre.testing.inspect import config_map_payload, jobs_of, trainjob_of, true_condition, wait_true
+from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
@@ -83,3 +83,37 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
         for n in nodes[2:]
     ]
     assert_every_node_in_exactly_one_list(kube, namespace, wf)
+
+
+def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 4, pool)
+    kube.create(resources.Workflow.from_dict(workflow("twice", namespace, pool, 2)))
+    wait_for(
+        lambda: sorted(jobs_of(kube, namespace, "twice")) == ["twice-group-0-iter-1", "twice-group-1-iter-1"],
+        60,
+        what="both Jobs",
+    )
+    kube.delete(resources.Job, "twice-group-1-iter-1", namespace=namespace)
+
+    def first_failure_recorded() -> bool:
+        return bool(get(kube, resources.Workflow, "twice", namespace).get("status", {}).get("failedNodesRef"))
+
+    wait_for(first_failure_recorded, 60, what="the failed-nodes ConfigMap of the deleted Job's group")
+    finish_trainjob(
+        kube,
+        namespace,
+        trainjob_of(kube, namespace, "twice-group-0-iter-1")["metadata"]["name"],
+        succeeded=False,
+    )
+    wf = wait_true(kube, resources.Workflow, "twice", namespace, "Failed", timeout=60)
+    assert true_condition(wf) == ("Failed", "IterationsFailed", "2 groups failed across 1 iterations")
+    succeeded, failed = results(kube, namespace, wf)
+    assert succeeded == []
+    by_node = {e["name"]: e["reason"] for e in failed}
+    # The second group's nodes were merged into the ConfigMap the first failure created.
+    assert sorted(by_node) == nodes
+    assert {by_node[n] for n in nodes[2:]} == {"JobDeleted"}
+    assert {by_node[n] for n in nodes[:2]} == {"WorkloadFailed"}
