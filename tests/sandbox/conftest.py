@@ -2,8 +2,14 @@
 kube-scheduler to kwok GPU nodes. A control plane of their own (``full_cluster``); see
 docs/testing.md."""
 
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 
+from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.fixtures import *  # noqa: F403 - re-export the fixtures to pytest
@@ -18,3 +24,30 @@ def control_plane(full_cluster: Cluster) -> ControlPlane:
 @pytest.fixture(scope="session")
 def kwok(full_cluster: Cluster) -> Kwok:
     return full_cluster.kwok
+
+
+@dataclass
+class EmptyCluster:
+    """A cluster with the workload chain but none of nvcre (an empty cluster as setup meets one),
+    and the environment that points nvcrectl at it and at the built helm, with helm's own
+    directories under ``work``."""
+
+    cluster: Cluster
+    env: dict[str, str]
+    work: Path
+
+
+@pytest.fixture(scope="module")
+def empty_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmptyCluster]:
+    binaries = bins.ensure((*bins.REQUIRED, *bins.CHAIN, bins.HELM))
+    work = tmp_path_factory.mktemp("helm")
+    with Cluster(ControlPlane(binaries=binaries, crd_paths=[])) as cluster:
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(cluster.control_plane.kubeconfig_path),
+            "NVCRE_HELM": str(binaries.helm),
+            "HELM_CACHE_HOME": str(work / "cache"),
+            "HELM_CONFIG_HOME": str(work / "config"),
+            "HELM_DATA_HOME": str(work / "data"),
+        }
+        yield EmptyCluster(cluster, env, work)

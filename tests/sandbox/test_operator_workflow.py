@@ -17,15 +17,12 @@ node's pair only) and the NVLink loopback on every node (a slow NIC does not tou
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from lightkube import Client
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -36,12 +33,10 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.controllers import resources
 from nvcre.sandbox.supervisor import Options, create_nodes, runner_argv, sandbox_nodes, wait_runner_ready
-from nvcre.testing import binaries as bins
-from nvcre.testing.cluster import Cluster
-from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.processes import Process, wait_until
+from tests.sandbox.conftest import EmptyCluster
 
 NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 SLOW = "gpu-node-005"
@@ -65,22 +60,6 @@ CERTIFICATION = {
         ],
     },
 }
-
-
-@pytest.fixture(scope="module")
-def empty_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, str], Path]]:
-    binaries = bins.ensure((*bins.REQUIRED, *bins.CHAIN, bins.HELM))
-    work = tmp_path_factory.mktemp("operator")
-    with Cluster(ControlPlane(binaries=binaries, crd_paths=[])) as cluster:
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(cluster.control_plane.kubeconfig_path),
-            "NVCRE_HELM": str(binaries.helm),
-            "HELM_CACHE_HOME": str(work / "cache"),
-            "HELM_CONFIG_HOME": str(work / "config"),
-            "HELM_DATA_HOME": str(work / "data"),
-        }
-        yield cluster, env, work
 
 
 def nvcrectl(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -122,9 +101,9 @@ def nvcre_left(kube: Client) -> list[str]:
 
 
 def test_setup_certify_a_slow_nic_fleet_then_reset(
-    empty_cluster: tuple[Cluster, dict[str, str], Path],
+    empty_cluster: EmptyCluster,
 ) -> None:
-    cluster, env, work = empty_cluster
+    cluster, env, work = empty_cluster.cluster, empty_cluster.env, empty_cluster.work
     cp = cluster.control_plane
     (work / "cert.yaml").write_text(yaml.safe_dump(CERTIFICATION))
     manager = ManagerProcess(cp, work, name="nvcre-manager")

@@ -11,39 +11,18 @@ and JobSet already run there as processes of the chain, with their webhooks, so 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
-from nvcre.testing import binaries as bins
-from nvcre.testing.cluster import Cluster
-from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.nodes import create_gpu_nodes
+from tests.sandbox.conftest import EmptyCluster
 
 NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
-
-
-@pytest.fixture(scope="module")
-def empty_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, str]]]:
-    binaries = bins.ensure((*bins.REQUIRED, *bins.CHAIN, bins.HELM))
-    work = tmp_path_factory.mktemp("helm")
-    with Cluster(ControlPlane(binaries=binaries, crd_paths=[])) as cluster:
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(cluster.control_plane.kubeconfig_path),
-            "NVCRE_HELM": str(binaries.helm),
-            "HELM_CACHE_HOME": str(work / "cache"),
-            "HELM_CONFIG_HOME": str(work / "config"),
-            "HELM_DATA_HOME": str(work / "data"),
-        }
-        yield cluster, env
 
 
 def nvcrectl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -53,9 +32,9 @@ def nvcrectl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
 
 
 def test_init_rolls_out_the_manager_then_reset_removes_everything(
-    empty_cluster: tuple[Cluster, dict[str, str]],
+    empty_cluster: EmptyCluster,
 ) -> None:
-    cluster, env = empty_cluster
+    cluster, env = empty_cluster.cluster, empty_cluster.env
     with cluster.control_plane.client() as kube:
         create_gpu_nodes(kube, 2, prefix="setup-node")
         assert not [c for c in kube.list(CustomResourceDefinition) if c.spec.group == "nvcre.nvidia.com"]
