@@ -111,3 +111,23 @@ def test_topology_covers_every_node(sizes: dict[str, int], npj: int) -> None:
     groups = partition(nodes, npj, CLIQUE)
     assert {node for g in groups for node in g.nodes} == set(nodes)
     assert len({g.name for g in groups}) == len(groups)
+
+
+@given(
+    st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=3), st.sampled_from(["A", "B", "C", "D"]), min_size=1
+    ),
+    st.integers(1, 10),
+)
+def test_topology_groups_describe_their_own_nodes(domain_of: dict[str, str], npj: int) -> None:
+    """Each group's node order, domains and per-domain counts are those of its nodes (the
+    packing loop counts them as it takes nodes; this checks it against the nodes themselves)."""
+    groups = partition({name: {CLIQUE: domain} for name, domain in domain_of.items()}, npj, CLIQUE)
+    for group in groups:
+        assert list(group.nodes) == sorted(group.nodes)
+        assert group.domains == tuple(sorted({domain_of[n] for n in group.nodes}))
+        counts: dict[str, int] = {}
+        for node in group.nodes:
+            counts[domain_of[node]] = counts.get(domain_of[node], 0) + 1
+        expected = list(counts.items()) if len(counts) > 1 else []
+        assert list(group.domain_node_counts.items()) == expected
