@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -55,3 +55,20 @@ def api_error(error: Exception) -> str:
     if isinstance(error, ApiError):
         return f"{error.status.reason or 'Error'}: {error.status.message or error}"
     return f"{type(error).__name__}: {error}"
+
+
+def read(kube: Client, resource: Any, name: str, namespace: str, what: str) -> dict[str, Any] | None:
+    """The object as a dict, None when it does not exist; any other error ends the command
+    with one line naming ``what`` was read."""
+    from lightkube.core.exceptions import ApiError
+
+    try:
+        obj = kube.get(resource, name, namespace=namespace)
+    except ApiError as error:
+        if error.status.code == 404:
+            return None
+        raise UserError(f"cannot read {what}: {api_error(error)}") from error
+    except Exception as error:  # transport errors
+        raise UserError(f"cannot read {what}: {api_error(error)}") from error
+    data: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    return data

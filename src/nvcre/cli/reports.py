@@ -18,7 +18,7 @@ import click
 from nvcre.api.v1alpha1 import KINDS
 from nvcre.api.v1alpha1.constants import Kind, Label
 from nvcre.cli.common import UserError
-from nvcre.cli.connection import api_error
+from nvcre.cli.connection import api_error, read
 from nvcre.report.build import (
     CertificationObjects,
     WorkflowObjects,
@@ -44,16 +44,7 @@ def _resource(kind: str) -> Any:
 
 
 def _get(kube: Client, kind: str, name: str, namespace: str) -> Obj | None:
-    from lightkube import ApiError
-
-    try:
-        return _plain(kube.get(_resource(kind), name, namespace=namespace))
-    except ApiError as error:
-        if error.status.code == 404:
-            return None
-        raise UserError(f"cannot read {kind.lower()} {namespace}/{name}: {api_error(error)}") from error
-    except Exception as error:  # transport errors end the command with one line
-        raise UserError(f"cannot read {kind.lower()} {namespace}/{name}: {api_error(error)}") from error
+    return read(kube, _resource(kind), name, namespace, f"{kind.lower()} {namespace}/{name}")
 
 
 def _list(kube: Client, kind: str, namespace: str, labels: dict[str, Any]) -> list[Obj]:

@@ -176,16 +176,9 @@ def failed_node_names(entries: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def _get(kube: Any, resource: Any, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    from lightkube import ApiError
-
-    try:
-        obj: dict[str, Any] = kube.get(resource, name, namespace=namespace).to_dict()
-    except ApiError as error:
-        if error.status.code == 404:
-            raise UserError(f'{kind} "{name}" not found in namespace "{namespace}"') from error
-        raise UserError(f"cannot read {kind} {name}: {connection.api_error(error)}") from error
-    except Exception as error:  # transport errors
-        raise UserError(f"cannot read {kind} {name}: {connection.api_error(error)}") from error
+    obj = connection.read(kube, resource, name, namespace, f"{kind} {name}")
+    if obj is None:
+        raise UserError(f'{kind} "{name}" not found in namespace "{namespace}"')
     return obj
 
 
