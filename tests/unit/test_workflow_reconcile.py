@@ -235,12 +235,15 @@ async def test_partitioning_events_follow_the_status_write_once() -> None:
 
 @pytest.mark.parametrize("code", [409, 500, 429])
 async def test_a_job_scoped_copy_always_gets_its_job_as_owner(code: int) -> None:
+    """The Job is created first and its copy names it as owner in the copy's one create (no
+    patch afterwards), through a failed create of the copy."""
     h = Harness(1, 1)
-    failures = h.client.fail("patch", "TrainingRuntime", api_error(code))
+    failures = h.client.fail("create", "TrainingRuntime", api_error(code))
     await h.drive(running(h, "wf-job"))
     job = h.job("wf-job")
     copies = h.client.all(resources.TrainingRuntime, NS)
     assert failures and job is not None and len(copies) == 1
+    assert h.client.count("patch", "TrainingRuntime") == 0
     assert job["metadata"]["uid"] in [o["uid"] for o in copies[0]["metadata"].get("ownerReferences") or ()], (
         "the copy is garbage-collected with its Job"
     )

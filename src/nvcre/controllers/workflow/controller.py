@@ -124,7 +124,9 @@ class WorkflowController:
         done = sum(1 for r in state.dependency_refs if r.get("scope", "workflow") == "workflow")
         for index in order[done:]:
             try:
-                ref = await create_dependency(state, dependencies[index], owner=True)
+                ref = await create_dependency(
+                    state, dependencies[index], owner=state.owner_reference(controller=False)
+                )
             except DependencyError as error:
                 raise Failure(error.reason, f"Failed to create dependency: {error}") from error
             state.dependency_refs.append({**ref, "scope": "workflow"})
