@@ -193,6 +193,8 @@ async def _create_job_for_group(
             f'Job "{name}" already exists in namespace "{state.namespace}" and is not controlled by '
             f'Workflow "{state.name}"; refusing to adopt it',
         ) from error
+    if not created.adopted:
+        state.caches.created.add(state.namespace, name)
     await _create_copies(state, group, iteration, copies, created.obj)
     group.update(
         phase="Running",
