@@ -439,8 +439,8 @@ class JobController:
         *,
         settled: bool = False,
     ) -> Obj | None:
-        """No event for the first InProgress: the Workflow announces its Jobs (JobCreated) once,
-        where one per Job is a request per Job of a fan-out; Failed and Succeeded keep theirs."""
+        """No event for the first InProgress (one request per Job of a fan-out, saying what the
+        condition says; the Workflow announces the launch once); Failed and Succeeded keep theirs."""
         return await self.ctx.status.set_exclusive(
             resources.Job,
             job,

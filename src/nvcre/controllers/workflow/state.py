@@ -17,10 +17,10 @@ from nvcre.runtime.objects import Obj
 
 
 class JustCreated:
-    """The Jobs this manager created a moment ago, until its cache has seen them: a cache miss
-    for one of those is the cache lagging behind our own create (its watch event brings the
-    Workflow back), not a sign that it is gone, so it costs no read. Past ``ttl`` seconds, or
-    after a restart (nothing remembered), a miss is read live as before."""
+    """The Jobs this manager created a moment ago, until their first watch event: a cache miss
+    for one of those is the cache lagging behind our own create (the event brings the Workflow
+    back), not a sign that it is gone, so it costs no read. Past ``ttl`` seconds, or after a
+    restart (nothing remembered), a miss is read live as before."""
 
     MAX = 50_000
 
