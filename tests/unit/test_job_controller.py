@@ -402,7 +402,14 @@ async def test_the_workload_waits_for_the_runtime_copy_its_workflow_creates_afte
     manager.cache(client.put(job))
     await controller.reconcile(KEY)
     assert client.count("create", "TrainJob") == 0 and client.count("replace", "Job", "status") == 0
-    manager.cache(client.put({**training_runtime("rt"), "metadata": {"name": "rt", "namespace": NS}}))
+    copy_of = {**training_runtime("rt"), "metadata": {"name": "rt", "namespace": NS}}
+    earlier = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "j", "uid": "earlier-uid"}
+    copy_of["metadata"]["ownerReferences"] = [earlier]  # a retried group's earlier copy, going
+    manager.cache(client.put(copy.deepcopy(copy_of)))
+    await controller.reconcile(KEY)
+    assert client.count("create", "TrainJob") == 0
+    copy_of["metadata"]["ownerReferences"] = [{**earlier, "uid": "job-uid"}]  # this Job's
+    manager.cache(client.put(copy_of), "MODIFIED")
     await controller.reconcile(KEY)
     assert client.count("create", "TrainJob") == 1
     assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING

@@ -203,7 +203,7 @@ class JobController:
                 return await self._reconcile_live(_key(job))
             # The cache knows one: read it instead of a POST that can only fail with 409.
             existing = await get_live(self.ctx.client, resources.TrainJob, name, namespace)
-        elif copy_name and self.runtime_copies.get(namespace, copy_name) is None:
+        elif copy_name and not self._runtime_copy_ready(job, copy_name):
             # Trainer refuses a TrainJob whose runtime does not exist: the Workflow creates the
             # copy after this Job, and its watch event brings us back.
             return None
@@ -260,6 +260,13 @@ class JobController:
         if isinstance(decision, lifecycle.Progress) and decision.reason == JobReason.WORKLOAD_RUNNING:
             return decision.reason, decision.message, decision.change
         return JobReason.WORKLOAD_CREATED, f"Workload TrainJob/{name} created and is starting", None
+
+    def _runtime_copy_ready(self, job: Obj, name: str) -> bool:
+        """The cache holds the copy, created for this Job (not a retried group's earlier copy of
+        that name, on its way out)."""
+        held = self.runtime_copies.get(job["metadata"]["namespace"], name)
+        owners = (held or {}).get("metadata", {}).get("ownerReferences") or ()
+        return any(ref.get("uid") == job["metadata"]["uid"] for ref in owners)
 
     async def _creation_error(self, job: Obj, what: str, error: ApiError) -> NoReturn:
         """A refused create fails the Job with the server's message; any other error is retried."""
