@@ -120,11 +120,11 @@ async def test_a_transient_dependency_create_is_retried_not_a_dependency_error(c
     client = FakeClient()
     client.fail("create", "ConfigMap", api_error(code, "please retry"))
     with pytest.raises(ApiError):
-        await create_dependency(workflow_state(client), CONFIG_MAP, owner=True)
+        await create_dependency(workflow_state(client), CONFIG_MAP, owner=None)
 
 
 async def test_a_refused_dependency_is_a_dependency_error_with_the_servers_message() -> None:
     client = FakeClient()
     client.fail("create", "ConfigMap", api_error(422, 'ConfigMap "cfg" is invalid: data: Too long'))
     with pytest.raises(DependencyError, match='ConfigMap "cfg" is invalid: data: Too long'):
-        await create_dependency(workflow_state(client), CONFIG_MAP, owner=True)
+        await create_dependency(workflow_state(client), CONFIG_MAP, owner=None)

@@ -118,7 +118,7 @@ DEPENDENCY = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg
 async def test_a_dependency_of_ours_is_adopted() -> None:
     client = FakeClient()
     client.put(config_map(annotations={Annotation.WORKFLOW_UID: "wf-uid"}))
-    ref = await create_dependency(workflow_state(client), DEPENDENCY, owner=True)
+    ref = await create_dependency(workflow_state(client), DEPENDENCY, owner=None)
     assert ref == {"apiVersion": "v1", "kind": "ConfigMap", "name": "cfg", "namespace": NS}
 
 
@@ -126,7 +126,7 @@ async def test_a_foreign_dependency_holder_is_a_name_collision() -> None:
     client = FakeClient()
     client.put(config_map())
     with pytest.raises(DependencyError, match="refusing to adopt it") as raised:
-        await create_dependency(workflow_state(client), DEPENDENCY, owner=True)
+        await create_dependency(workflow_state(client), DEPENDENCY, owner=None)
     assert raised.value.collision
 
 
@@ -135,4 +135,26 @@ async def test_a_dependency_holder_being_deleted_is_waited_for_even_our_own(uid:
     client = FakeClient()
     client.put(being_deleted(config_map(annotations={Annotation.WORKFLOW_UID: uid})))
     with pytest.raises(DependencyNotReady):
-        await create_dependency(workflow_state(client), DEPENDENCY, owner=True)
+        await create_dependency(workflow_state(client), DEPENDENCY, owner=None)
+
+
+JOB_OWNER = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "wf-group-0", "uid": "job-2"}
+
+
+@pytest.mark.parametrize(("uid", "adopted"), [("job-2", True), ("job-1", False)])
+async def test_a_job_scoped_copy_of_ours_is_adopted_unless_an_earlier_job_owns_it(
+    uid: str, adopted: bool
+) -> None:
+    """A retried group reuses its Job's name: a copy that still names the earlier Job as owner is
+    about to be garbage collected, so the launch waits instead of adopting it."""
+    client = FakeClient()
+    held = config_map(annotations={Annotation.WORKFLOW_UID: "wf-uid"})
+    held["metadata"]["ownerReferences"] = [{**JOB_OWNER, "uid": uid}]
+    client.put(held)
+    state = workflow_state(client)
+    if adopted:
+        ref = await create_dependency(state, DEPENDENCY, owner=JOB_OWNER)
+        assert ref["name"] == "cfg"
+    else:
+        with pytest.raises(DependencyNotReady, match="earlier Job"):
+            await create_dependency(state, DEPENDENCY, owner=JOB_OWNER)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from lightkube import ApiError
 
-from nvcre.api.v1alpha1.constants import Finalizer
+from nvcre.api.v1alpha1.constants import Annotation, Finalizer
 from nvcre.controllers import resources
 from nvcre.controllers.job import JobController, measurements
 from nvcre.orchestration.placement import node_affinity
@@ -51,6 +51,10 @@ def make_job(*nodes: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": "j", "namespace": NS, "uid": "job-uid", "finalizers": [Finalizer.JOB]},
         "spec": {"workload": {"trainJob": placed}, **spec},
     }
+
+
+RUNNING = ("InProgress", "WorkloadRunning", f"Workload TrainJob/{WORKLOAD} is running")
+"""What the write that records a just-created TrainJob says: following it decides Running."""
 
 
 def make_trainjob(job: dict[str, Any], condition: str | None = None) -> dict[str, Any]:
@@ -186,11 +190,7 @@ async def test_a_transient_create_error_is_retried_and_never_fails_the_job(code:
         await controller.reconcile(KEY)
     assert true_condition(client.stored(resources.Job, "j", NS)) is None
     await controller.reconcile(KEY)  # the retry
-    assert true_condition(client.stored(resources.Job, "j", NS)) == (
-        "InProgress",
-        "WorkloadCreated",
-        f"Workload TrainJob/{WORKLOAD} created and is starting",
-    )
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
 
 
 async def test_a_foreign_workload_the_cache_holds_that_is_being_deleted_is_waited_for() -> None:
@@ -208,11 +208,7 @@ async def test_a_foreign_workload_the_cache_holds_that_is_being_deleted_is_waite
     assert true_condition(client.stored(resources.Job, "j", NS)) is None
     client.objects.pop(("trainer.kubeflow.org", "TrainJob", NS, WORKLOAD))  # its finalizer is released
     await controller.reconcile(KEY)
-    assert true_condition(client.stored(resources.Job, "j", NS)) == (
-        "InProgress",
-        "WorkloadCreated",
-        f"Workload TrainJob/{WORKLOAD} created and is starting",
-    )
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
 
 
 # -- item 6: a restart counts once --------------------------------------------------------------------
@@ -364,21 +360,59 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
 
 async def test_a_job_is_followed_from_the_cache_and_its_own_writes_without_reading_it() -> None:
     """The TrainJob is created and then followed while the Job cache still holds the Job as it
-    was created: the second pass works on the Job as the first pass's write returned it."""
+    was created: the second pass works on the Job as the first pass's write returned it. The
+    first write records the workload and the state following it decides (Running), the second
+    pass has nothing to write; the first InProgress emits no event (the Workflow announces its
+    Jobs)."""
     client, manager, controller = setup()
     manager.cache(client.put(make_job()))
     await controller.reconcile(KEY)  # creates the workload, records it
     created = client.stored(resources.TrainJob, WORKLOAD, NS)
     assert created is not None
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
     manager.cache(created)  # the TrainJob's watch event wakes the Job; the Job's has not come yet
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
+    assert client.count("get", "Job") == 0
+    assert client.count("create", "TrainJob") == 1 and client.count("replace", "Job", "status") == 1
+    assert client.events == []
+
+
+async def test_a_suspended_workload_is_recorded_as_created_not_running() -> None:
+    """Following a just-created TrainJob that Kueue holds (suspended) decides Pending: the
+    first write keeps the spec's WorkloadCreated, and the next pass follows it as usual."""
+    client, manager, controller = setup()
+    job = make_job()
+    job["spec"]["workload"]["trainJob"]["suspend"] = True
+    manager.cache(client.put(job))
     await controller.reconcile(KEY)
     assert true_condition(client.stored(resources.Job, "j", NS)) == (
         "InProgress",
-        "WorkloadRunning",
-        f"Workload TrainJob/{WORKLOAD} is running",
+        "WorkloadCreated",
+        f"Workload TrainJob/{WORKLOAD} created and is starting",
     )
-    assert client.count("get", "Job") == 0
-    assert client.count("create", "TrainJob") == 1 and client.count("replace", "Job", "status") == 2
+
+
+async def test_the_workload_waits_for_the_runtime_copy_its_workflow_creates_after_the_job() -> None:
+    """A Workflow's Job is created before its Job-scoped TrainingRuntime copy (so the copy can
+    name it as owner in its create): no TrainJob, and no write, until the copy's watch event."""
+    client, manager, controller = setup()
+    job = make_job()
+    job["metadata"]["annotations"] = {Annotation.RUNTIME_COPY: "rt"}
+    manager.cache(client.put(job))
+    await controller.reconcile(KEY)
+    assert client.count("create", "TrainJob") == 0 and client.count("replace", "Job", "status") == 0
+    copy_of = {**training_runtime("rt"), "metadata": {"name": "rt", "namespace": NS}}
+    earlier = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "j", "uid": "earlier-uid"}
+    copy_of["metadata"]["ownerReferences"] = [earlier]  # a retried group's earlier copy, going
+    manager.cache(client.put(copy.deepcopy(copy_of)))
+    await controller.reconcile(KEY)
+    assert client.count("create", "TrainJob") == 0
+    copy_of["metadata"]["ownerReferences"] = [{**earlier, "uid": "job-uid"}]  # this Job's
+    manager.cache(client.put(copy_of), "MODIFIED")
+    await controller.reconcile(KEY)
+    assert client.count("create", "TrainJob") == 1
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
 
 
 async def test_a_running_job_that_has_not_changed_costs_no_request() -> None:

@@ -235,12 +235,15 @@ async def test_partitioning_events_follow_the_status_write_once() -> None:
 
 @pytest.mark.parametrize("code", [409, 500, 429])
 async def test_a_job_scoped_copy_always_gets_its_job_as_owner(code: int) -> None:
+    """The Job is created first and its copy names it as owner in the copy's one create (no
+    patch afterwards), through a failed create of the copy."""
     h = Harness(1, 1)
-    failures = h.client.fail("patch", "TrainingRuntime", api_error(code))
+    failures = h.client.fail("create", "TrainingRuntime", api_error(code))
     await h.drive(running(h, "wf-job"))
     job = h.job("wf-job")
     copies = h.client.all(resources.TrainingRuntime, NS)
     assert failures and job is not None and len(copies) == 1
+    assert h.client.count("patch", "TrainingRuntime") == 0
     assert job["metadata"]["uid"] in [o["uid"] for o in copies[0]["metadata"].get("ownerReferences") or ()], (
         "the copy is garbage-collected with its Job"
     )
@@ -270,6 +273,7 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
     h.end_job(names[0], failed=False)
     h.end_job(names[1], failed=True)
     h.client.objects.pop(("nvcre.nvidia.com", "Job", NS, names[2]))
+    h.controller.caches.created.seen(NS, names[2])  # its watch event (this cache sends none)
     job = h.job(names[3])
     assert job is not None
     job["status"] = {
@@ -352,3 +356,20 @@ async def test_a_dependency_whose_name_is_held_by_an_object_being_deleted_waits_
     live = h.client.stored(ConfigMap, "cfg", NS)
     assert live is not None and live["metadata"]["uid"] != holder["metadata"]["uid"]
     assert live["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == h.workflow["metadata"]["uid"]
+
+
+async def test_a_job_just_created_is_not_read_while_the_cache_lags_behind_its_create() -> None:
+    """The Job cache has not seen the Jobs of the launch yet: the next pass reads none of them
+    (their watch events bring the Workflow back); once one's event has come, a miss is read."""
+    h = Harness(2, 1)
+    await h.drive(running(h, "wf-group-0-iter-1", "wf-group-1-iter-1"))
+    lagging = {key: h.client.objects.pop(key) for key in list(h.client.objects) if key[1] == "Job"}
+    await h.controller.reconcile(KEY)
+    assert h.client.count("get", "Job") == 0
+    assert [g["phase"] for g in h.groups] == ["Running", "Running"]
+    h.client.objects.update(lagging)
+    h.client.objects.pop(("nvcre.nvidia.com", "Job", NS, "wf-group-0-iter-1"))
+    h.controller.caches.created.seen(NS, "wf-group-0-iter-1")  # its watch event came: ADDED, DELETED
+    await h.controller.reconcile(KEY)
+    assert h.client.count("get", "Job") == 1
+    assert h.groups[0]["phase"] == "Failed"

@@ -31,14 +31,14 @@ class Rule:
 
 _CACHE = "list/watch: the controllers' cache"
 _DEPENDENCY = (
-    "a Workflow dependency: create, get after a name conflict and before delete, patch to add "
-    "the Job owner of a Job-scoped copy, delete when its group ends (a Job-scoped copy) or its "
-    "Workflow is deleted"
+    "a Workflow dependency: create (a Job-scoped copy with its Job owner), get after a name "
+    "conflict and before delete, delete when its group ends (a Job-scoped copy) or its Workflow "
+    "is deleted"
 )
-_DEPENDENCY_VERBS = ("get", "create", "patch", "delete")
+_DEPENDENCY_VERBS = ("get", "create", "delete")
 
 DEPENDENCY_KINDS: tuple[tuple[str, str, str], ...] = (
-    (TRAINER_GROUP, "trainingruntimes", ""),
+    (TRAINER_GROUP, "trainingruntimes", f"; {_CACHE} of the Job-scoped copies (the Job controller)"),
     ("", "configmaps", "; update: the node-result ConfigMaps"),
     ("", "persistentvolumeclaims", ""),
     ("resource.nvidia.com", "computedomains", ""),
@@ -131,7 +131,9 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         Rule(
             group,
             plural,
-            _DEPENDENCY_VERBS + (_RESULT_VERBS if plural == "configmaps" else ()),
+            (("list", "watch") if plural == "trainingruntimes" else ())
+            + _DEPENDENCY_VERBS
+            + (_RESULT_VERBS if plural == "configmaps" else ()),
             _DEPENDENCY + also,
         )
         for group, plural, also in DEPENDENCY_KINDS

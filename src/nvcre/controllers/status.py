@@ -132,11 +132,13 @@ class StatusWriter:
         unless_terminal: bool = False,
         base: Obj | None = None,
         settled: bool = False,
+        announce: bool = True,
     ) -> Obj | None:
         """Make ``cond_type`` the True trio member (with ``extra`` status changes in the same write).
 
         ``unless_terminal`` aborts when the live object is already Succeeded or Failed, so a late
-        write never overwrites a terminal decision made meanwhile. Emits the transition event.
+        write never overwrites a terminal decision made meanwhile. Emits the transition event
+        unless ``announce`` is False.
         ``settled``: ``obj`` is the cache's (see :func:`update_with_retry`); nothing to change
         on it means no request at all.
         """
@@ -161,7 +163,7 @@ class StatusWriter:
             )
             status["conditions"] = [c.to_dict() for c in after]
             event = event_for_transition(before, after)
-            if event is not None:
+            if event is not None and announce:
                 events.append((live, event.type, event.reason, event.message))
             return live
 

@@ -107,7 +107,8 @@ class Label:
     GROUP: Final = "nvcre.nvidia.com/group"
     """Job -> group name (``group-0``, ``group-1-overflow``, ...)."""
     JOB: Final = "nvcre.nvidia.com/job"
-    """TrainJob, workload pod templates, measurements -> owning Job name."""
+    """TrainJob, workload pod templates, measurements, Job-scoped dependency copies -> owning
+    Job name."""
     JOB_UID: Final = "nvcre.nvidia.com/job-uid"
     """Goodput/BandwidthMeasurement -> Job UID (retried groups reuse Job names)."""
     APP: Final = "app"
@@ -127,6 +128,9 @@ class Annotation:
     """Job -> comma-joined, sorted node names of its group."""
     WORKFLOW_UID: Final = "nvcre.nvidia.com/workflow-uid"
     """Dependency objects (and PVs behind owned PVCs) -> Workflow UID, the proof of ownership."""
+    RUNTIME_COPY: Final = "nvcre.nvidia.com/runtime-copy"
+    """A Workflow's Job -> its Job-scoped TrainingRuntime copy, created after the Job (with the
+    Job as owner): the Job controller creates the TrainJob once its cache holds the copy."""
     JOB_UID: Final = "nvcre.nvidia.com/job-uid"
     """Older spelling of the measurement's Job UID (now a label); read for compatibility."""
     DETECTED_GPU_ARCHITECTURE: Final = "nvcrectl.nvidia.com/detected-gpu-architecture"

@@ -62,6 +62,11 @@ def _key(job: Obj) -> ObjectKey:
     return ObjectKey(job["metadata"]["namespace"], job["metadata"]["name"])
 
 
+def _metadata_only(obj: Obj) -> Obj:
+    """A runtime copy as the Job controller reads it: whether it exists, not what it says."""
+    return {key: obj[key] for key in ("apiVersion", "kind", "metadata") if key in obj}
+
+
 def pod_to_job(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
     job = (new["metadata"].get("labels") or {}).get(Label.JOB)
     return [ObjectKey(new["metadata"].get("namespace", ""), job)] if job else []
@@ -73,6 +78,9 @@ class JobController:
         manager = ctx.manager
         self.jobs = manager.informer(resources.Job)
         self.trainjobs = manager.informer(resources.TrainJob)
+        self.runtime_copies = manager.informer(
+            resources.TrainingRuntime, labels={Label.JOB: None}, transform=_metadata_only
+        )
         self.pods = indexes.pods(manager)
         self.nodes = indexes.nodes(manager)
         self.goodputs = manager.informer(resources.GoodputMeasurement)
@@ -80,6 +88,7 @@ class JobController:
         self.controller = Controller("job", self.reconcile, workers=workers)
         self.controller.watch(self.jobs)
         self.controller.watch(self.trainjobs, owned_by(Kind.JOB, GROUP))
+        self.controller.watch(self.runtime_copies, by_label(Label.JOB))
         self.controller.watch(self.pods, pod_to_job)
         self.controller.watch(self.nodes, self._node_to_jobs)
         self.controller.watch(self.goodputs, by_label(Label.JOB))
@@ -188,11 +197,16 @@ class JobController:
             f"Job {job['metadata']['name']}"
         )
         existing = None
+        copy_name = (job["metadata"].get("annotations") or {}).get(Annotation.RUNTIME_COPY)
         if self.trainjobs.get(namespace, name) is not None:
             if not live:
                 return await self._reconcile_live(_key(job))
             # The cache knows one: read it instead of a POST that can only fail with 409.
             existing = await get_live(self.ctx.client, resources.TrainJob, name, namespace)
+        elif copy_name and not self._runtime_copy_ready(job, copy_name):
+            # Trainer refuses a TrainJob whose runtime does not exist: the Workflow creates the
+            # copy after this Job, and its watch event brings us back.
+            return None
         try:
             created = (
                 adopt(existing, lambda live: controlled_by(live, job))
@@ -214,11 +228,6 @@ class JobController:
             return await self._reconcile_live(_key(job))
         if restart.replaced(job.get("status") or {}, existing):
             return SOON  # the previous attempt's workload is still going away
-        reason, verb = (
-            (JobReason.WORKLOAD_ADOPTED, "adopted")
-            if adopted
-            else (JobReason.WORKLOAD_CREATED, "created and is starting")
-        )
         ref = {
             "apiVersion": TRAINER_API_VERSION,
             "kind": TrainerKind.TRAIN_JOB,
@@ -226,12 +235,38 @@ class JobController:
             "namespace": namespace,
             "uid": existing["metadata"]["uid"],
         }
+        reason, message, change = self._first_state(job, ref, existing, adopted=adopted)
 
         def record(status: dict[str, Any]) -> None:
             status["workloadRef"] = ref
+            if change is not None:
+                change(status)
 
-        await self._set(job, ConditionType.IN_PROGRESS, reason, f"Workload TrainJob/{name} {verb}", record)
+        await self._set(job, ConditionType.IN_PROGRESS, reason, message, record)
         return REQUEUE
+
+    def _first_state(
+        self, job: Obj, ref: dict[str, Any], workload: Obj, *, adopted: bool
+    ) -> tuple[str, str, StatusChange | None]:
+        """The state written with ``workloadRef``: what following the workload just created
+        decides (one write, not WorkloadCreated and then WorkloadRunning) when that is Running;
+        WorkloadCreated otherwise (pending, blocked: the next pass follows it as usual);
+        WorkloadAdopted for one an earlier pass created."""
+        name = ref["name"]
+        if adopted:
+            return JobReason.WORKLOAD_ADOPTED, f"Workload TrainJob/{name} adopted", None
+        with_ref = {**job, "status": {**(job.get("status") or {}), "workloadRef": ref}}
+        decision = lifecycle.follow(with_ref, workload, self._goodput(job), self._job_pods(job), now())
+        if isinstance(decision, lifecycle.Progress) and decision.reason == JobReason.WORKLOAD_RUNNING:
+            return decision.reason, decision.message, decision.change
+        return JobReason.WORKLOAD_CREATED, f"Workload TrainJob/{name} created and is starting", None
+
+    def _runtime_copy_ready(self, job: Obj, name: str) -> bool:
+        """The cache holds the copy, created for this Job (not a retried group's earlier copy of
+        that name, on its way out)."""
+        held = self.runtime_copies.get(job["metadata"]["namespace"], name)
+        owners = (held or {}).get("metadata", {}).get("ownerReferences") or ()
+        return any(ref.get("uid") == job["metadata"]["uid"] for ref in owners)
 
     async def _creation_error(self, job: Obj, what: str, error: ApiError) -> NoReturn:
         """A refused create fails the Job with the server's message; any other error is retried."""
@@ -411,6 +446,16 @@ class JobController:
         *,
         settled: bool = False,
     ) -> Obj | None:
+        """No event for the first InProgress (one request per Job of a fan-out, saying what the
+        condition says; the Workflow announces the launch once); Failed and Succeeded keep theirs."""
         return await self.ctx.status.set_exclusive(
-            resources.Job, job, cond_type, reason, message, extra=extra, unless_terminal=True, settled=settled
+            resources.Job,
+            job,
+            cond_type,
+            reason,
+            message,
+            extra=extra,
+            unless_terminal=True,
+            settled=settled,
+            announce=cond_type != ConditionType.IN_PROGRESS,
         )

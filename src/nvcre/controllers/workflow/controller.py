@@ -40,11 +40,15 @@ class WorkflowController:
         self.workflows = manager.informer(resources.Workflow)
         pods = indexes.pods(manager)
         self.caches = Caches(jobs=manager.informer(resources.Job), nodes=indexes.nodes(manager), pods=pods)
+        self.caches.jobs.add_handler(self._job_seen)  # first: before its event wakes the Workflow
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
         self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))
         self.controller.watch(pods, self._pod_to_workflow)
         manager.add(self.controller)
+
+    def _job_seen(self, event: str, old: Obj | None, new: Obj) -> None:
+        self.caches.created.seen(new["metadata"].get("namespace", ""), new["metadata"]["name"])
 
     def _pod_to_workflow(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
         """A workload pod that ends or goes away may release a group held by the pod-drain barrier."""
@@ -124,7 +128,9 @@ class WorkflowController:
         done = sum(1 for r in state.dependency_refs if r.get("scope", "workflow") == "workflow")
         for index in order[done:]:
             try:
-                ref = await create_dependency(state, dependencies[index], owner=True)
+                ref = await create_dependency(
+                    state, dependencies[index], owner=state.owner_reference(controller=False)
+                )
             except DependencyError as error:
                 raise Failure(error.reason, f"Failed to create dependency: {error}") from error
             state.dependency_refs.append({**ref, "scope": "workflow"})

@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 from lightkube import ApiError
-from lightkube.types import PatchType
 
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.children import (
@@ -40,12 +39,9 @@ class DependencyError(Exception):
 
 
 class DependencyNotReady(Exception):
-    """A ComputeDomain was just created (give its driver time before the Job starts), or the
-    object holding a dependency's name is being deleted: try again later."""
-
-
-class CopyVanished(Exception):
-    """A Job-scoped copy was deleted before its Job owned it; the launch is retried."""
+    """A ComputeDomain was just created (give its driver time before the rest of its group's
+    copies, and with them the workload), or the object holding a dependency's name is being
+    deleted (or still belongs to a retried group's earlier Job): try again later."""
 
 
 def _owned(obj: Obj, state: WorkflowState) -> bool:
@@ -55,8 +51,27 @@ def _owned(obj: Obj, state: WorkflowState) -> bool:
     return any(ref.get("uid") == state.uid for ref in meta.get("ownerReferences") or ())
 
 
-async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: bool) -> dict[str, Any]:
-    """Create (or adopt our own earlier copy of) one dependency; returns its status ref."""
+def _stale_owner(live: Obj, owner: dict[str, Any]) -> bool:
+    """Owned by an earlier object of the owner's kind and name (a retried group's previous
+    Job): the garbage collector is about to delete it."""
+    return any(
+        ref.get("kind") == owner["kind"]
+        and ref.get("name") == owner["name"]
+        and ref.get("uid") != owner["uid"]
+        for ref in (live.get("metadata") or {}).get("ownerReferences") or ()
+    )
+
+
+async def create_dependency(
+    state: WorkflowState,
+    dependency: Obj,
+    *,
+    owner: dict[str, Any] | None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Create (or adopt our own earlier copy of) one dependency, with ``owner`` (an owner
+    reference, set only on a namespaced object) and ``labels`` in its one create; returns its
+    status ref."""
     body = copy.deepcopy(dependency)
     body.pop("when", None)
     api_version, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))
@@ -70,18 +85,18 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
     if scoped:
         # Only ever the Workflow's namespace (the resolve refused any other one, naming the field).
         meta["namespace"] = state.namespace
-        if owner:
-            meta.setdefault("ownerReferences", []).append(state.owner_reference(controller=False))
+        if owner is not None:
+            meta.setdefault("ownerReferences", []).append(owner)
     else:
         try:
             check_cluster_scoped(api_version, kind, name)
         except DependencyScopeError as error:
             raise DependencyError(str(error)) from error
         meta.pop("namespace", None)
-    meta.setdefault("labels", {})[Label.WORKFLOW] = state.name
+    meta.setdefault("labels", {}).update({**(labels or {}), Label.WORKFLOW: state.name})
     meta.setdefault("annotations", {})[Annotation.WORKFLOW_UID] = state.uid
     try:
-        await create_or_adopt(state.ctx.client, resource, body, lambda live: _owned(live, state))
+        created = await create_or_adopt(state.ctx.client, resource, body, lambda live: _owned(live, state))
     except ApiError as error:
         if is_invalid(error):
             raise DependencyError(f"{kind}/{name}: {error.status.message}") from error
@@ -93,42 +108,12 @@ async def create_dependency(state: WorkflowState, dependency: Obj, *, owner: boo
             f'{kind} "{name}" already exists and is not owned by Workflow "{state.name}"; refusing to adopt it',
             collision=True,
         ) from error
+    if created.adopted and scoped and owner is not None and _stale_owner(created.obj, owner):
+        raise DependencyNotReady(f"{kind}/{name} still belongs to an earlier {owner['kind']}")
     ref = {"apiVersion": api_version, "kind": kind, "name": name}
     if scoped:
         ref["namespace"] = meta["namespace"]
     return ref
-
-
-async def add_job_owner(state: WorkflowState, ref: dict[str, Any], job: Obj) -> None:
-    """Make a namespaced Job-scoped copy cascade with its Job (an owner reference to it).
-
-    The copy exists before its Job (the Job's workload names it, and Trainer refuses a TrainJob
-    whose runtime does not exist yet), so the owner, whose UID exists only once the Job is
-    created, is added afterwards: one merge patch, no read (the copy is ours and its Job is its
-    only owner; the patch is idempotent). Any error, and a copy that vanished meanwhile, raises,
-    so the launch is retried and recreates what is missing: a copy without its owner would
-    outlive its Job.
-    """
-    if not ref.get("namespace"):
-        return
-    resource = await resource_of(state.ctx.client, ref["apiVersion"], ref["kind"])
-    owner = {
-        "apiVersion": job["apiVersion"],
-        "kind": job["kind"],
-        "name": job["metadata"]["name"],
-        "uid": job["metadata"]["uid"],
-    }
-    patch = {"metadata": {"ownerReferences": [owner]}}
-    try:
-        await state.ctx.client.patch(
-            resource, ref["name"], patch, namespace=ref["namespace"], patch_type=PatchType.MERGE
-        )
-    except ApiError as error:
-        if error.status.code == 404:
-            raise CopyVanished(
-                f"{ref['kind']}/{ref['name']} was deleted before its Job owner was added"
-            ) from error
-        raise
 
 
 async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -80,6 +80,8 @@ async def follow(state: WorkflowState) -> Result:
             continue
         name = group["jobRef"]["name"]
         job = state.caches.jobs.get(state.namespace, name)
+        if job is None and state.caches.created.lagging(state.namespace, name):
+            continue  # created a moment ago by this manager: its watch event brings us back
         if job is None or job["metadata"].get("deletionTimestamp") or job_terminal(job):
             # Decisions are taken on the live object: a cache miss is no proof of deletion, and
             # a retried group's cache may still hold the previous attempt's Job of the same name.

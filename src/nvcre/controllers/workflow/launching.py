@@ -15,6 +15,7 @@ from nvcre.api.v1alpha1.constants import (
     Finalizer,
     Kind,
     Label,
+    TrainerKind,
     WorkflowReason,
 )
 from nvcre.controllers import resources
@@ -28,7 +29,6 @@ from nvcre.controllers.children import (
 from nvcre.controllers.workflow.dependencies import (
     DependencyError,
     DependencyNotReady,
-    add_job_owner,
     create_dependency,
     delete_refs,
 )
@@ -36,15 +36,17 @@ from nvcre.controllers.workflow.partitioning import Failure
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
 from nvcre.orchestration import diagnose
-from nvcre.orchestration.dependencies import job_scoped_copies
+from nvcre.orchestration.dependencies import JobScopedCopies, job_scoped_copies
 from nvcre.orchestration.discovery import cordoned_opt_in
 from nvcre.orchestration.placement import node_affinity, tolerations
 from nvcre.orchestration.waves import groups_to_launch
 from nvcre.render.workflow import ResolvedWorkflow
 from nvcre.runtime.controller import Result
+from nvcre.runtime.objects import Obj
 from nvcre.workload import trainjob
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+_COMPUTE_DOMAIN = "ComputeDomain"
 
 
 def _single(state: WorkflowState) -> bool:
@@ -114,10 +116,30 @@ def _job_spec(state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str,
     return spec
 
 
+def _runtime_copy(copies: JobScopedCopies) -> str | None:
+    """The Job-scoped TrainingRuntime copy the Job's workload names, if it names one."""
+    ref = ((copies.job_spec.get("workload") or {}).get("trainJob") or {}).get("runtimeRef") or {}
+    names = {
+        (c.get("metadata") or {}).get("name")
+        for c in copies.objects
+        if c.get("kind") == TrainerKind.TRAINING_RUNTIME
+    }
+    return (
+        str(ref["name"])
+        if ref.get("kind") == TrainerKind.TRAINING_RUNTIME and ref.get("name") in names
+        else None
+    )
+
+
 def _job_body(
-    state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any], name: str, spec: dict[str, Any]
+    state: WorkflowState,
+    resolved: ResolvedWorkflow,
+    group: dict[str, Any],
+    name: str,
+    copies: JobScopedCopies,
 ) -> dict[str, Any]:
     template_meta = (resolved.spec["jobTemplate"].get("metadata")) or {}
+    runtime = _runtime_copy(copies)
     return {
         "apiVersion": API_VERSION,
         "kind": Kind.JOB,
@@ -132,11 +154,12 @@ def _job_body(
             "annotations": {
                 **(template_meta.get("annotations") or {}),
                 Annotation.GROUP_NODES: ",".join(group["nodes"]),
+                **({Annotation.RUNTIME_COPY: runtime} if runtime else {}),
             },
             # The Job controller's own finalizer, set in the create: no write to add it after.
             "finalizers": [Finalizer.JOB],
         },
-        "spec": spec,
+        "spec": copies.job_spec,
     }
 
 
@@ -158,19 +181,9 @@ async def _create_job_for_group(
         _job_spec(state, resolved, group),
         dependency_copy_suffix(state.name, group["name"], iteration, single=single),
     )
-    if not job_scoped_refs(state, group):
-        created_domain = False
-        for obj in copies.objects:
-            ref = await create_dependency(state, obj, owner=False)
-            state.dependency_refs.append(
-                {**ref, "scope": "job", "groupName": group["name"], "iteration": iteration}
-            )
-            created_domain = created_domain or obj.get("kind") == "ComputeDomain"
-        if created_domain:
-            raise DependencyNotReady(name)
     try:
         created = await create_controlled(
-            client, resources.Job, _job_body(state, resolved, group, name, copies.job_spec), state.workflow
+            client, resources.Job, _job_body(state, resolved, group, name, copies), state.workflow
         )
     except HolderTerminating as error:
         raise DependencyNotReady(name) from error
@@ -180,13 +193,37 @@ async def _create_job_for_group(
             f'Job "{name}" already exists in namespace "{state.namespace}" and is not controlled by '
             f'Workflow "{state.name}"; refusing to adopt it',
         ) from error
-    for ref in job_scoped_refs(state, group):
-        await add_job_owner(state, ref, created.obj)
+    if not created.adopted:
+        state.caches.created.add(state.namespace, name)
+    await _create_copies(state, group, iteration, copies, created.obj)
     group.update(
         phase="Running",
         jobRef={"apiVersion": API_VERSION, "kind": Kind.JOB, "name": name, "namespace": state.namespace},
         startTime=timestamp(),
     )
+
+
+async def _create_copies(
+    state: WorkflowState, group: dict[str, Any], iteration: int, copies: JobScopedCopies, job: Obj
+) -> None:
+    """Create the group's Job-scoped copies the status does not record yet, each with its Job as
+    owner and label in its one create (the Job exists first, so its UID is known; its controller
+    creates the TrainJob only once the runtime copy exists). A copy created by a pass that died
+    before recording it is adopted. ComputeDomains come first: a new one stops the launch for a
+    pass, giving the DRA driver time before the copies the workload needs."""
+    recorded = {(r["kind"], r["name"]) for r in job_scoped_refs(state, group)}
+    meta = job["metadata"]
+    owner = {"apiVersion": job["apiVersion"], "kind": job["kind"], "name": meta["name"], "uid": meta["uid"]}
+    missing = [c for c in copies.objects if (c.get("kind"), c["metadata"]["name"]) not in recorded]
+    domains = [c for c in missing if c.get("kind") == _COMPUTE_DOMAIN]
+    for batch in (domains, [c for c in missing if c.get("kind") != _COMPUTE_DOMAIN]):
+        for obj in batch:
+            ref = await create_dependency(state, obj, owner=owner, labels={Label.JOB: meta["name"]})
+            state.dependency_refs.append(
+                {**ref, "scope": "job", "groupName": group["name"], "iteration": iteration}
+            )
+        if batch is domains and domains:
+            raise DependencyNotReady(meta["name"])
 
 
 async def _retire(state: WorkflowState) -> None:

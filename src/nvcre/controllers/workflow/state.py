@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers import resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
@@ -14,11 +16,40 @@ from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import Obj
 
 
+class JustCreated:
+    """The Jobs this manager created a moment ago, until their first watch event: a cache miss
+    for one of those is the cache lagging behind our own create (the event brings the Workflow
+    back), not a sign that it is gone, so it costs no read. Past ``ttl`` seconds, or after a
+    restart (nothing remembered), a miss is read live as before."""
+
+    MAX = 50_000
+
+    def __init__(self, ttl: float = Default.REQUEUE_SECONDS) -> None:
+        self.ttl = ttl
+        self._at: dict[tuple[str, str], float] = {}
+
+    def add(self, namespace: str, name: str) -> None:
+        if len(self._at) >= self.MAX:
+            self._at.clear()
+        self._at[(namespace, name)] = time.monotonic()
+
+    def lagging(self, namespace: str, name: str) -> bool:
+        at = self._at.get((namespace, name))
+        if at is not None and time.monotonic() - at > self.ttl:
+            del self._at[(namespace, name)]
+            return False
+        return at is not None
+
+    def seen(self, namespace: str, name: str) -> None:
+        self._at.pop((namespace, name), None)
+
+
 @dataclass
 class Caches:
     jobs: Informer
     nodes: Informer
     pods: Informer
+    created: JustCreated = field(default_factory=JustCreated)
 
 
 @dataclass
