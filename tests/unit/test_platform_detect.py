@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -379,3 +380,26 @@ def test_synthetic_nodes_ignore_selector_labels_that_would_change_the_platform(p
     nodes = synthetic_nodes(platform, "h100", labels=labels)
     assert detect_platform(nodes).platform == platform
     assert nodes[0]["metadata"]["labels"]["team"] == "a"
+
+
+def test_read_only_mappings_are_read_like_dicts() -> None:
+    plain = node("b", "aws://x", product="NVIDIA-H100-80GB-HBM3")
+    frozen = MappingProxyType(
+        {
+            "metadata": MappingProxyType(
+                {"name": "a", "labels": MappingProxyType({"nvidia.com/gpu.product": "NVIDIA-GB200"})}
+            ),
+            "spec": MappingProxyType({"providerID": "gce://y"}),
+        }
+    )
+    assert detect_platform([plain, frozen]).counts == {"aws": 1, "gcp": 1}
+    assert detect_platform([plain, frozen]).platform == "gcp"
+    detection = detect_gpu_architecture([plain, frozen])
+    assert (detection.architecture, detection.nodes, detection.excluded) == ("gb200", ("a",), ("b",))
+    assert detection.filter([plain, frozen]) == [frozen]
+
+
+def test_a_section_of_the_wrong_type_reads_as_empty() -> None:
+    odd: dict[str, Any] = {"metadata": ["not", "a", "map"], "spec": "aws://x"}
+    assert detect_platform([odd]).platform == "onprem"
+    assert detect_gpu_architecture([odd]).nodes == ("",)

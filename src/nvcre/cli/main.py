@@ -7,11 +7,10 @@ a cold start.
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from nvcre import __version__
+from nvcre.cli.lazy import LazyGroup
 
 COMMANDS = {
     "analyze": (
@@ -42,23 +41,19 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        module, attribute, _ = COMMANDS[cmd_name]
-        command: click.Command = getattr(importlib.import_module(module), attribute)
-        return command
+class MainGroup(LazyGroup):
+    """The top-level group: its help lists the subcommands' summaries without importing them."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=MainGroup,
+    lazy={name: (module, attribute) for name, (module, attribute, _) in COMMANDS.items()},
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, "--version", prog_name="nvcrectl", message="%(prog)s %(version)s")
 def cli() -> None:
     """nvcrectl certifies GPU clusters with the NVIDIA Cluster Readiness Engine."""

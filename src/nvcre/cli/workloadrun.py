@@ -14,6 +14,7 @@ from nvcre.api.v1alpha1.constants import Annotation, NodeLabel
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, load_resource, output_option, user_errors
+from nvcre.cli.lazy import LazyGroup
 from nvcre.orchestration.discovery import discover
 from nvcre.platform.synthetic import check_architecture, check_platform
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
@@ -21,7 +22,17 @@ from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workfl
 NIC_RESERVED_MESSAGE = "nicResourceName must not use the reserved kubernetes.io or k8s.io domains"
 
 
-@click.group("workloadrun")
+@click.group(
+    "workloadrun",
+    cls=LazyGroup,
+    # The subcommands that talk to a cluster live in modules of their own, loaded when they run.
+    lazy={
+        "run": ("nvcre.cli.run", "workloadrun_run_command"),
+        "status": ("nvcre.cli.run_state", "workloadrun_status_command"),
+        "cancel": ("nvcre.cli.run_state", "workloadrun_cancel_command"),
+        "report": ("nvcre.cli.report_commands", "workloadrun_report_command"),
+    },
+)
 def workloadrun_group() -> None:
     """Run ad-hoc distributed workloads (WorkloadRun)."""
 
@@ -130,17 +141,3 @@ def render_command(
     for event in rendered.events:
         click.echo(f"{event.type} {event.reason}: {event.message}", err=True)
     emit(_annotate(rendered), output)
-
-
-# Subcommands that talk to a cluster live in modules of their own.
-from nvcre.cli.report_commands import workloadrun_report_command  # noqa: E402
-from nvcre.cli.run import workloadrun_run_command  # noqa: E402
-from nvcre.cli.run_state import workloadrun_cancel_command, workloadrun_status_command  # noqa: E402
-
-for _command in (
-    workloadrun_run_command,
-    workloadrun_status_command,
-    workloadrun_cancel_command,
-    workloadrun_report_command,
-):
-    workloadrun_group.add_command(_command)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nvcre.api.v1alpha1 import KINDS
+from nvcre.api.v1alpha1 import KIND_MODULES, kind_model
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import K8S_REF
 from nvcre.crd.upstream import upstream_schema
@@ -125,4 +125,4 @@ def crd_for(kind: type[Resource]) -> dict[str, Any]:
 
 def generate_all() -> dict[str, dict[str, Any]]:
     """File name -> CRD manifest for every kind of the group."""
-    return {f"{kind.GROUP}_{kind.PLURAL}.yaml": crd_for(kind) for kind in KINDS.values()}
+    return {f"{kind.GROUP}_{kind.PLURAL}.yaml": crd_for(kind) for kind in map(kind_model, KIND_MODULES)}

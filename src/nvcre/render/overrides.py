@@ -18,7 +18,6 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from nvcre import cel
 from nvcre.api.v1alpha1.common import OverrideSpec, StringMatchSpec, WhenSpec
 from nvcre.api.v1alpha1.constants import EventReason, TrainerKind, WorkflowReason
 from nvcre.api.v1alpha1.workflow import JobTemplate, WorkflowSpec
@@ -157,6 +156,8 @@ def when_matches(when: WhenSpec | Mapping[str, Any], ctx: OverrideContext, *, pa
     if spec.config is not None and (ctx.config is None or not _subset(spec.config, ctx.config)):
         return False
     if spec.expression:
+        from nvcre import cel  # cel-python is costly to import: only the renders with an expression pay
+
         try:
             return cel.evaluate_bool(spec.expression, ctx.cel_variables())
         except cel.CELError as error:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from nvcre.api.v1alpha1 import API_VERSION, KINDS
+from nvcre.api.v1alpha1 import API_VERSION, KIND_MODULES, kind_model
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.crd.generate import openapi_schema
 from nvcre.validation.schema import validate
@@ -51,7 +51,7 @@ class ObjectReport:
 
 @cache
 def _schema(kind: str) -> dict[str, Any]:
-    return openapi_schema(KINDS[kind])
+    return openapi_schema(kind_model(kind))
 
 
 def _pydantic_findings(error: ValidationError) -> list[Finding]:
@@ -80,8 +80,8 @@ def check_object(document: Any, source: str, index: int) -> ObjectReport:
             Finding("apiVersion", f"unsupported apiVersion {api_version!r}; expected {API_VERSION!r}")
         )
         return report
-    if kind not in KINDS:
-        known = ", ".join(sorted(KINDS))
+    if kind not in KIND_MODULES:
+        known = ", ".join(sorted(KIND_MODULES))
         report.findings.append(
             Finding("kind", f"unknown kind {kind!r} in {API_VERSION}; known kinds: {known}")
         )
@@ -92,7 +92,7 @@ def check_object(document: Any, source: str, index: int) -> ObjectReport:
     report.findings.extend(Finding(e.path, e.message) for e in schema_errors)
     if not schema_errors:
         try:
-            report.resource = KINDS[kind].model_validate(document)
+            report.resource = kind_model(kind).model_validate(document)
         except ValidationError as error:
             report.findings.extend(_pydantic_findings(error))
     return report

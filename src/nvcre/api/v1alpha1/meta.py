@@ -14,8 +14,11 @@ NVCRE_MODEL_CONFIG = ConfigDict(
     populate_by_name=True,
     serialize_by_alias=True,
     extra="forbid",
+    defer_build=True,
 )
-"""Config of every API model: snake_case in Python, camelCase on the wire, unknown fields rejected."""
+"""Config of every API model: snake_case in Python, camelCase on the wire, unknown fields rejected.
+
+Schemas are built on first use, so a command pays only for the models it validates."""
 
 
 class NvcreModel(BaseModel):
