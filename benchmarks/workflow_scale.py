@@ -2,8 +2,8 @@
 a TrainJob and a TrainingRuntime copy per group, and at what cost in API requests and memory.
 
 Run: ``.venv/bin/python benchmarks/workflow_scale.py`` (options: ``--nodes``, ``--num-nodes``,
-``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--profile FILE``). Prints
-a table; nothing here asserts a time.
+``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--profile FILE``,
+``--sandbox``). Prints a table; nothing here asserts a time.
 
 It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU nodes concurrently
 (async client), waits until kwok reports them Ready, starts ``nvcre-manager`` as a subprocess
@@ -30,6 +30,18 @@ Before the fan-out it measures the manager's memory with the nodes alone and aga
 ``--unrelated-pods`` pods of other workloads (unscheduled, in ``--pod-namespaces`` namespaces of
 their own) exist: a fresh manager each time, its ``VmRSS`` a few seconds after ``/readyz`` and
 its ``VmHWM`` (``--baseline`` measures those rows for both).
+
+``--sandbox`` runs instead on the cluster ``nvcrectl sandbox up`` starts (its supervisor's own
+functions: the nodes, the runner that simulates the workloads; kube-scheduler, the Job
+controller and garbage collector, JobSet and Trainer), with an audit log of the manager's user.
+The Workflow is what ``examples/workloadrun/basic.yaml`` (NCCL all-reduce under mpirun) renders
+over every node with ``numNodes`` ``--num-nodes``. It reports, from the Workflow's creation, all
+Jobs and TrainJobs existing, the first and last group Running in the Workflow's status, all pods
+(workers and launchers) existing and Running; the manager's own requests (audit log) until all
+TrainJobs and until every pod ran, per Job; everyone's requests meanwhile; the manager's CPU and
+peak RSS; then, with every manager stopped, a plain client creating the same copies, Jobs and
+TrainJobs (suspended: Trainer's webhooks admit them, no pods run) one at a time, and the ratio.
+A fan-out not done in ``--timeout`` s reports how far each mark got.
 """
 
 from __future__ import annotations
@@ -47,21 +59,33 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lightkube import AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from prometheus_client.parser import text_string_to_metric_families
 
+from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.controllers import resources
+from nvcre.render.workloadrun import build_workflow
+from nvcre.sandbox import supervisor
+from nvcre.testing import binaries as bins
+from nvcre.testing.audit import MANAGER_USERS, by_manager
+from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node, gpu_node_names, node_ready
+from nvcre.testing.processes import Process
 from nvcre.testing.workloads import POOL_LABEL, pods_of, workflow
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 QUIET = {"nodes", "leases"}  # kwok's heartbeats and leases, not the manager's
+#: The sandbox variant's workload: NCCL all-reduce under mpirun, which the sandbox simulates.
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "workloadrun" / "basic.yaml"
+#: A group's phases in the Workflow's status from Running on (a short one may skip Running).
+STARTED = ("Running", "Succeeded", "Failed")
 
 
 def api_requests(cp: ControlPlane) -> Counter[tuple[str, str]]:
@@ -411,7 +435,7 @@ async def fan_out(
             cached = cached_pods(manager)
             rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
         measured = {
-            "trainjobs": marks["all TrainJobs"] - created,
+            "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
             "per_job": total / groups,
             "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
             "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
@@ -486,6 +510,336 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         await client.close()
 
 
+# ---------------------------------------------------------------------------------------------
+# --sandbox: the simulated cluster of ``nvcrectl sandbox``, where the pods really exist
+
+
+def sandbox_workflow(nodes: list[Node], namespace: str, num_nodes: int) -> dict[str, Any]:
+    """The Workflow ``examples/workloadrun/basic.yaml`` renders (as the WorkloadRun controller
+    does, against the sandbox's nodes) with ``numNodes`` ``num_nodes``, named ``scale``."""
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["spec"]["numNodes"] = num_nodes
+    run = WorkloadRun.model_validate(document)
+    body = build_workflow(run, [n.to_dict() for n in nodes], resolve=False).workflow
+    body["metadata"] = {"name": "scale", "namespace": namespace}  # no WorkloadRun owns it here
+    return body
+
+
+def pods_per_group(workflow: dict[str, Any], num_nodes: int) -> int:
+    """``num_nodes`` workers, and one launcher if the Workflow's TrainingRuntime has one."""
+    jobs = [
+        rj.get("name")
+        for dependency in workflow["spec"].get("dependencies") or ()
+        if dependency.get("kind") == "TrainingRuntime"
+        for rj in dependency["spec"]["template"]["spec"].get("replicatedJobs") or ()
+    ]
+    return num_nodes + (1 if "launcher" in jobs else 0)
+
+
+def audit_ids(cp: ControlPlane) -> set[str]:
+    return {str(e.get("auditID")) for e in cp.audit_events()}
+
+
+def manager_requests(cp: ControlPlane, before: set[str]) -> Counter[tuple[str, str]]:
+    """The manager's requests (audit log: its user and user agent) not among ``before``."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for event in by_manager(cp.audit_events()):
+        if str(event.get("auditID")) in before:
+            continue
+        ref = event.get("objectRef") or {}
+        resource = str(ref.get("resource")) + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        counts[(str(event.get("verb")), resource)] += 1
+    return counts
+
+
+async def follow_sandbox(
+    client: AsyncClient,
+    namespace: str,
+    groups: int,
+    want_pods: int,
+    marks: dict[str, float],
+    counts: dict[str, int],
+) -> None:
+    """Record when all Jobs, TrainJobs and ``want_pods`` pods exist, the pods are Running, and
+    the Workflow's status shows every group Running (or past it); ``counts``: how many so far."""
+
+    async def objects(resource: Any, label: str) -> None:
+        seen: set[str] = set()
+        async for event, obj in client.watch(resource, namespace=namespace):
+            if event == "ADDED":
+                seen.add(str(obj.metadata.name))
+                counts[f"all {label}"] = len(seen)
+                if len(seen) >= groups:
+                    marks[f"all {label}"] = time.monotonic()
+                    return
+
+    async def pods() -> None:
+        seen: set[str] = set()
+        running: set[str] = set()
+        async for _, pod in client.watch(Pod, namespace=namespace):
+            name = str(pod.metadata.name if pod.metadata else "")
+            seen.add(name)
+            counts["all pods"] = len(seen)
+            if len(seen) >= want_pods:
+                marks.setdefault("all pods", time.monotonic())
+            if pod.status and pod.status.phase == "Running":
+                running.add(name)
+                counts["all pods Running"] = len(running)
+                if len(running) >= want_pods:
+                    marks["all pods Running"] = time.monotonic()
+                    return
+
+    async def groups_started() -> None:
+        started: set[str] = set()
+        async for _, wf in client.watch(resources.Workflow, namespace=namespace):
+            status = (wf.to_dict().get("status") or {}).get("orchestration") or {}
+            for group in status.get("groups") or ():
+                if group.get("phase") in STARTED and group["name"] not in started:
+                    started.add(group["name"])
+                    if len(started) == 1:
+                        marks["first group Running"] = time.monotonic()
+            counts["last group Running"] = len(started)
+            if len(started) >= groups:
+                marks["last group Running"] = time.monotonic()
+                return
+
+    await asyncio.gather(
+        objects(resources.Job, "Jobs"), objects(resources.TrainJob, "TrainJobs"), pods(), groups_started()
+    )
+
+
+async def sandbox_fan_out(
+    cluster: Cluster,
+    client: AsyncClient,
+    args: argparse.Namespace,
+    workdir: Path,
+    nodes: list[Node],
+    runner: int,
+    variant: tuple[str, Path | None],
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """One manager fans the Workflow out on the sandbox until every group runs; its rows and
+    what the floor needs. With ``--baseline`` the Workflow is deleted after (the garbage
+    collector removes its pods) so that the next manager starts on an idle sandbox."""
+    cp = cluster.control_plane
+    label, source = variant
+    tag = f"[{label}] "
+    groups = args.nodes // args.num_nodes
+    rows: list[tuple[str, str]] = []
+    manager = BenchManager(
+        cp,
+        workdir,
+        name=f"sandbox-manager-{'base' if source else 'tree'}",
+        extra_args=(f"--max-concurrent-reconciles={args.workers}", "--log-level=warning"),
+        profile=args.profile if source is None else None,
+        source=source,
+    )
+    t1 = time.monotonic()
+    manager.start(timeout=supervisor.ready_timeout(args.nodes))
+    try:
+        assert manager.pid is not None
+        pid = manager.pid
+        rows.append((f"{tag}manager start until /readyz", f"{time.monotonic() - t1:.1f} s"))
+        rows.append((f"{tag}manager RSS when ready", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
+        namespace = f"sandbox-scale-{'base' if source else 'tree'}"
+        await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
+        marks: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        body = sandbox_workflow(nodes, namespace, args.num_nodes)
+        pods = groups * pods_per_group(body, args.num_nodes)
+        follow = asyncio.create_task(follow_sandbox(client, namespace, groups, pods, marks, counts))
+        await asyncio.sleep(1)  # let the watches start before the clock does
+        before_ids = audit_ids(cp)
+        before_all = api_requests(cp)
+        cpu_before = cpu_seconds(pid)
+        runner_before = cpu_seconds(runner)
+        created = time.monotonic()
+        await client.create(resources.Workflow.from_dict(body))
+        fan_out_requests: Counter[tuple[str, str]] | None = None
+        all_requests: Counter[tuple[str, str]] | None = None
+        deadline = created + args.timeout
+        while not follow.done():
+            if fan_out_requests is None and "all TrainJobs" in marks:
+                fan_out_requests = manager_requests(cp, before_ids)
+                all_requests = api_requests(cp) - before_all
+            if time.monotonic() > deadline:  # report what was reached
+                follow.cancel()
+                print(f"timed out; marks so far: {marks}\n{manager.log_tail(30)}", file=sys.stderr)
+                break
+            await asyncio.sleep(0.2)
+        else:
+            follow.result()
+        until_running = manager_requests(cp, before_ids)
+        cpu = cpu_seconds(pid) - cpu_before
+        runner_cpu = cpu_seconds(runner) - runner_before
+        ended = time.monotonic()
+        if fan_out_requests is None or all_requests is None:  # every mark came in one wait
+            fan_out_requests, all_requests = until_running, api_requests(cp) - before_all
+        for mark in (
+            "all Jobs",
+            "all TrainJobs",
+            "first group Running",
+            "last group Running",
+            "all pods",
+            "all pods Running",
+        ):
+            what = mark.replace("all ", f"all {pods if 'pods' in mark else groups} ")
+            if "group" in mark:  # the Workflow controller's phase: the group's Job is launched
+                what = f"{mark} (of {groups}; Workflow status: its Job launched)"
+            if mark == "all pods Running":  # what really runs: the last group is Running
+                what = f"all {pods} pods Running = the last group Running"
+            if mark in marks:
+                value = f"{marks[mark] - created:.2f} s"
+            else:
+                value = f"not reached in {args.timeout:.0f} s ({counts.get(mark, 0)} so far)"
+            rows.append((f"{tag}Workflow created -> {what}", value))
+        total = sum(fan_out_requests.values())
+        top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in fan_out_requests.most_common(8))
+        rows.append((f"{tag}manager's API requests until all TrainJobs (audit log)", f"{total}"))
+        rows.append((f"{tag}... per Job", f"{total / groups:.1f}"))
+        rows.append((f"{tag}... by verb and resource (top 8)", top))
+        everyone = all_requests.copy()
+        everyone.pop(("409", "conflicts"), None)
+        rows.append(
+            (
+                f"{tag}... all clients meanwhile (scheduler, JobSet, Trainer, Job controller...)",
+                f"{sum(everyone.values())}",
+            )
+        )
+        running_total = sum(until_running.values())
+        rows.append(
+            (
+                f"{tag}manager's API requests until every pod Running; per Job",
+                f"{running_total}; {running_total / groups:.1f}",
+            )
+        )
+        rows.append((f"{tag}manager CPU until every pod Running", f"{cpu:.1f} s"))
+        rows.append(
+            (
+                f"{tag}runner CPU meanwhile (polls {args.nodes} nodes and every pod)",
+                f"{runner_cpu:.1f} s of {ended - created:.0f} s",
+            )
+        )
+        await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
+        rows.append(
+            (
+                f"{tag}manager peak RSS, {pods} pods Running (VmHWM)",
+                f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
+            )
+        )
+        cached = cached_pods(manager)
+        rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
+        measured = {
+            "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
+            "per_job": total / groups,
+            "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
+            "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
+            "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
+        }
+        if args.baseline:  # the next manager must start on a sandbox without this workload
+            await client.delete(resources.Workflow, "scale", namespace=namespace)
+            if not await wait_gone(client, Pod, namespace, args.timeout):
+                print(f"{tag}pods were left; the next manager sees them", file=sys.stderr)
+        return rows, measured
+    finally:
+        manager.stop()
+
+
+def suspended(trainjob: dict[str, Any]) -> dict[str, Any]:
+    """A floor TrainJob that Trainer admits (its webhooks run) but runs no pods for."""
+    return {**trainjob, "spec": {**trainjob["spec"], "suspend": True}}
+
+
+async def sandbox_scenario(
+    cluster: Cluster, args: argparse.Namespace, workdir: Path, nodes: list[Node], runner: int
+) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    client = cluster.control_plane.async_client()
+    try:
+        variants: list[tuple[str, Path | None]] = []
+        if args.baseline:  # first, so that "this tree" never runs on a warmer API server
+            variants.append((args.baseline, export_source(args.baseline, workdir)))
+        variants.append(("this tree", None))
+        measured: dict[str, dict[str, Any]] = {}
+        for variant in variants:
+            variant_rows, measured[variant[0]] = await sandbox_fan_out(
+                cluster, client, args, workdir, nodes, runner, variant
+            )
+            rows += variant_rows
+        # The floor: every manager has stopped; the workload of the last keeps running.
+        last = measured["this tree"]
+        bodies = last["runtimes"] + last["jobs"] + [suspended(t) for t in last["trainjob_bodies"]]
+        plain = await plain_create(client, "sandbox-plain", bodies, 1)
+        rows.append(
+            (
+                f"plain client: same {len(last['runtimes'])} TrainingRuntimes + {len(last['jobs'])} Jobs + "
+                f"{len(last['trainjob_bodies'])} TrainJobs (suspended), one at a time",
+                f"{plain:.2f} s",
+            )
+        )
+        for label, m in measured.items():
+            ratio = "n/a" if m["trainjobs"] is None else f"{m['trainjobs'] / plain:.1f}x"
+            rows.append(
+                (
+                    f"[{label}] all TrainJobs / plain one at a time (target <= 1.5)",
+                    ratio,
+                )
+            )
+            rows.append(
+                (f"[{label}] manager's requests per Job (target <= 4; floor 3)", f"{m['per_job']:.1f}")
+            )
+        ready = sum(1 for n in [n async for n in client.list(Node)] if node_ready(n))
+        rows.append(("sandbox nodes Ready at the end", f"{ready} of {args.nodes}"))
+        return rows
+    finally:
+        await client.close()
+
+
+def run_sandbox(args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
+    """Start the components of ``nvcrectl sandbox up`` (its supervisor's own functions) with the
+    API server's audit log of the manager's user, run the scenario, stop everything."""
+    options = supervisor.Options(nodes=args.nodes)
+    nodes = supervisor.sandbox_nodes(options)
+    control_plane = ControlPlane(
+        binaries=bins.ensure((*bins.REQUIRED, *bins.CHAIN)),
+        workdir=workdir / "cluster",
+        audit_users=MANAGER_USERS,
+    )
+    rows: list[tuple[str, str]] = []
+    t0 = time.monotonic()
+    runner: Process | None = None
+    with Cluster(control_plane) as cluster:
+        try:
+            rows.append(
+                ("sandbox cluster started (control plane, kwok, chain)", f"{time.monotonic() - t0:.1f} s")
+            )
+            t1 = time.monotonic()
+            with control_plane.client() as client:
+                supervisor.create_nodes(client, nodes, options)
+            rows.append(
+                (
+                    f"create {args.nodes} nodes ({supervisor.NODE_CREATES} concurrent) until Ready",
+                    f"{time.monotonic() - t1:.1f} s",
+                )
+            )
+            cluster_dir = control_plane.workdir
+            assert cluster_dir is not None
+            runner = Process(
+                supervisor.RUNNER,
+                supervisor.runner_argv(cluster, cluster_dir, options),
+                cluster_dir / f"{supervisor.RUNNER}.log",
+            ).start()
+            supervisor.wait_runner_ready(runner, cluster_dir, supervisor.ready_timeout(args.nodes))
+            rows.append(("... runner's first poll", f"{time.monotonic() - t1:.1f} s"))
+            assert runner.pid is not None
+            rows += asyncio.run(sandbox_scenario(cluster, args, workdir, nodes, runner.pid))
+            alive = cluster.running and runner.running()
+            rows.append(("sandbox components all alive at the end", "yes" if alive else "NO"))
+        finally:
+            if runner is not None:
+                runner.stop()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1024)
@@ -514,12 +868,25 @@ def main() -> None:
         metavar="REV",
         help="also measure the fan-out (and the memory rows) with the manager of this git revision",
     )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="on the simulated cluster of `nvcrectl sandbox` (scheduler, controllers, JobSet, Trainer, "
+        "runner): the pods really exist and run; until the last group Running",
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="nvcre-bench-") as tmp, ControlPlane() as cp, Kwok(cp):
-        rows = asyncio.run(scenario(cp, args, Path(tmp)))
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="nvcre-bench-") as tmp:
+        if args.sandbox:
+            rows = run_sandbox(args, Path(tmp))
+        else:
+            with ControlPlane() as cp, Kwok(cp):
+                rows = asyncio.run(scenario(cp, args, Path(tmp)))
     width = max(len(r[0]) for r in rows)
-    print(f"\nworkflow_scale: {args.nodes} kwok nodes, numNodes {args.num_nodes}, {os.cpu_count()} CPUs")
+    where = "sandbox" if args.sandbox else "kwok"
+    print(f"\nworkflow_scale: {args.nodes} {where} nodes, numNodes {args.num_nodes}, {os.cpu_count()} CPUs")
+    print(f"load average at the start / end: {load[0]:.1f} / {os.getloadavg()[0]:.1f}")
     print(f"{'measurement':<{width}}  value")
     print(f"{'-' * width}  -------")
     for name, value in rows:

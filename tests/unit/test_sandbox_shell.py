@@ -19,10 +19,11 @@ from nvcre.sandbox.runner import (
     expected_pods,
     is_service_pod,
     node_patches,
+    pause,
     script_source,
 )
 from nvcre.sandbox.state import StateDir, group_alive, listening_ports
-from nvcre.sandbox.supervisor import Options
+from nvcre.sandbox.supervisor import Options, ready_timeout, startup_timeout
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION
 from nvcre.testing.nodes import platform_nodes
 from nvcre.testing.processes import wait_until
@@ -144,3 +145,14 @@ def test_stop_kills_every_recorded_group_and_removes_the_directory(tmp_path: Pat
     child.wait(timeout=10)
     wait_until(lambda: not group_alive(child.pid), timeout=10, what="the component's group gone")
     assert not state.path.exists()
+
+
+def test_the_runner_pauses_at_least_as_long_as_a_slow_poll_took() -> None:
+    assert pause(0.25, 0.01) == 0.25  # a few pods: the usual interval
+    assert pause(0.25, 3.0) == 3.0  # thousands: at most half a core
+
+
+def test_the_sandbox_waits_longer_for_a_larger_fleet() -> None:
+    assert ready_timeout(16) == pytest.approx(60.8)
+    assert ready_timeout(4096) > 4096 / 20  # beyond the 60 s that 16 nodes need
+    assert startup_timeout(4096) > startup_timeout(16) >= 300

@@ -78,7 +78,12 @@ def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
 
 @sandbox_group.command("up")
 @_sandbox_options
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds to wait until ready.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Seconds to wait until ready (default: 300 + 0.1 per node).",
+)
 def up_command(
     nodes: int,
     platform: str,
@@ -88,7 +93,7 @@ def up_command(
     faults: tuple[str, ...],
     seed: int,
     state_dir: Path | None,
-    timeout: float,
+    timeout: float | None,
 ) -> None:
     """Start a sandbox and return once it is ready; it keeps running until `down`."""
     state = _state(state_dir)

@@ -14,7 +14,7 @@ from lightkube.resources.core_v1 import Node
 
 from nvcre.sandbox.faults import parse_faults
 from nvcre.sandbox.state import SUPERVISOR, Record, StateDir, alive, default_state_dir
-from nvcre.sandbox.supervisor import Options, write_options
+from nvcre.sandbox.supervisor import Options, startup_timeout, write_options
 from nvcre.testing import binaries as bins
 from nvcre.testing.nodes import gpu_node_names, platform_node_spec
 
@@ -28,9 +28,10 @@ def _stop_hint(state: StateDir) -> str:
 
 
 def up(
-    state: StateDir, options: Options, *, timeout: float = 300.0, log: Callable[[str], None] = print
+    state: StateDir, options: Options, *, timeout: float | None = None, log: Callable[[str], None] = print
 ) -> Record:
-    """Start a sandbox in ``state`` and return its record once every component is ready.
+    """Start a sandbox in ``state`` and return its record once every component is ready
+    (within ``timeout`` s, by default :func:`~nvcre.sandbox.supervisor.startup_timeout`).
 
     The supervisor keeps running detached. Any failure or interruption (Ctrl-C) stops whatever
     was started and removes the state directory before the exception propagates.
@@ -45,6 +46,7 @@ def up(
     if state.path.exists():  # what a crashed sandbox left: its groups, its files
         state.stop()
     write_options(state, options)
+    timeout = startup_timeout(options.nodes) if timeout is None else timeout
     t0 = time.monotonic()
     with open(state.log_path, "ab") as out:
         supervisor = subprocess.Popen(

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -37,6 +38,8 @@ from nvcre.testing.processes import Process, wait_until
 OPTIONS = "options.json"
 RUNNER = "runner"
 MANAGER = "nvcre-manager"
+#: Node creates in flight at once (a fleet of thousands is created in seconds, not minutes).
+NODE_CREATES = 16
 
 
 @dataclass
@@ -99,8 +102,8 @@ def serve(state: StateDir) -> int:
         manager = ManagerProcess(cp, workdir, name=MANAGER)
         runner = Process(RUNNER, runner_argv(cluster, workdir, options), workdir / f"{RUNNER}.log")
         runner.start()
-        manager.start()
-        wait_runner_ready(runner, workdir)
+        manager.start(timeout=ready_timeout(options.nodes))
+        wait_runner_ready(runner, workdir, ready_timeout(options.nodes))
         processes = _processes(cluster, manager, runner)
         for process in processes:
             assert process.pid is not None
@@ -141,11 +144,28 @@ def sandbox_nodes(options: Options) -> list[Node]:
 
 
 def create_nodes(client: Client, nodes: list[Node], options: Options) -> None:
-    """Create ``nodes`` with the faults that hold from the start and wait until they are Ready."""
-    for node in initial_nodes(nodes, parse_faults(options.faults)):
-        client.create(node)
-    names = [str(n.metadata.name) for n in nodes if n.metadata]
-    wait_until(lambda: _nodes_ready(client, names), timeout=60, what="the sandbox nodes Ready")
+    """Create ``nodes`` with the faults that hold from the start, :data:`NODE_CREATES` at a
+    time, and wait until they are Ready (:func:`ready_timeout`)."""
+    initial = initial_nodes(nodes, parse_faults(options.faults))
+    with ThreadPoolExecutor(NODE_CREATES) as pool:
+        list(pool.map(client.create, initial))  # list(): the first failure is raised here
+    names = {str(n.metadata.name) for n in nodes if n.metadata}
+    wait_until(
+        lambda: names <= _ready_nodes(client),
+        timeout=ready_timeout(len(names)),
+        what=f"the {len(names)} sandbox nodes Ready",
+    )
+
+
+def ready_timeout(nodes: int) -> float:
+    """Seconds to wait for ``nodes`` new nodes to be Ready: kwok makes a few hundred Ready per
+    second on a quiet machine, a loaded one takes many times that."""
+    return 60.0 + nodes / 20
+
+
+def startup_timeout(nodes: int) -> float:
+    """Seconds ``up`` waits by default for a sandbox of ``nodes`` nodes to be ready."""
+    return 300.0 + nodes / 10
 
 
 def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
@@ -163,14 +183,15 @@ def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
     ]
 
 
-def wait_runner_ready(runner: Process, workdir: Path) -> None:
+def wait_runner_ready(runner: Process, workdir: Path, timeout: float = 60.0) -> None:
     wait_until(
-        (workdir / f"{RUNNER}.ready").exists, timeout=60, what="the runner watching pods", process=runner
+        (workdir / f"{RUNNER}.ready").exists, timeout=timeout, what="the runner watching pods", process=runner
     )
 
 
-def _nodes_ready(client: Client, names: list[str]) -> bool:
-    return all(node_ready(client.get(Node, name)) for name in names)
+def _ready_nodes(client: Client) -> set[str]:
+    """The names of the Ready nodes, from one list (not one read per node)."""
+    return {str(n.metadata.name) for n in client.list(Node) if n.metadata and node_ready(n)}
 
 
 def write_options(state: StateDir, options: Options) -> None:
