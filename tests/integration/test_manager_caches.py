@@ -21,18 +21,23 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Node, Pod
 
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.controllers import indexes, resources
+from nvcre.health.nodes import unhealthy_nodes
+from nvcre.orchestration.discovery import discover, name_of
+from nvcre.platform.detect import detect_platform, node_architecture
 from nvcre.runtime.manager import Manager
 from nvcre.runtime.objects import Obj, resource_version
 from nvcre.runtime.writes import update_with_retry
+from nvcre.sandbox import faults
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import own_patch, trainjob_of
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import GpuNodeSpec
+from nvcre.testing.nodes import GpuNodeSpec, gpu_node
 from nvcre.testing.waiting import async_wait_for, wait_for
 from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
 
 CACHED = "nvcre_informer_cached_objects"
+NOW = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture
@@ -231,3 +236,68 @@ async def test_a_cached_object_written_back_keeps_its_managed_fields(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+HEALTH_EXPRESSIONS = (
+    "node.spec.unschedulable == true",  # the default
+    f"node.status.conditions.exists(c, c.type == '{faults.HEALTH_CONDITION}' && c.status == 'False')",
+    f"node.spec.taints.exists(t, t.key == '{faults.HEALTH_TAINT}' && t.effect == 'NoSchedule')",
+    f"'{faults.HEALTH_LABEL}' in node.metadata.labels",
+    "node.status.allocatable['nvidia.com/gpu'] != '8'",
+)
+"""The node-health expressions the docs show (controllers.md, sandbox.md) and a resource one."""
+
+
+@pytest.mark.asyncio
+async def test_a_cached_node_answers_what_discovery_and_the_health_check_read(
+    async_kube: AsyncClient, kube: Client
+) -> None:
+    """The cache decodes nodes as plain JSON and shares their strings: the cached node must still
+    be the served one (but for images and managedFields), and discovery, platform and GPU
+    detection and every documented health expression must answer on it as on the served node."""
+    pool = pool_name()
+    healthy, broken = (f"cel-{secrets.token_hex(3)}-{i}" for i in range(2))
+    for name in (healthy, broken):  # not kwok's (no annotation): the status stays as written
+        body = gpu_node(name, GpuNodeSpec(labels={POOL_LABEL: pool})).to_dict()
+        del body["metadata"]["annotations"]
+        kube.create(Node.from_dict(body))
+    # what a health agent writes on a bad GPU (the sandbox's xid fault): condition, taint, label
+    change = faults.node_change(faults.parse_faults([f"{broken}=xid:79"]), broken)
+    for name in (healthy, broken):
+        node = kube.get(Node, name).to_dict()
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": NOW}
+        node["status"]["conditions"] = [ready]
+        node["status"]["images"] = [{"names": ["nvcr.io/nvidia/pytorch:25.06-py3"], "sizeBytes": 9}]
+        if name == broken:
+            node = faults.apply_node_change(node, change, now=NOW)
+            node["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+            kube.patch(Node, name, {"metadata": {"labels": node["metadata"]["labels"]}, "spec": node["spec"]})
+        kube.patch(Node.Status, name, {"status": node["status"]})
+    served = {name: kube.get(Node, name).to_dict() for name in (healthy, broken)}
+    for node in served.values():
+        assert node["status"]["images"] and node["metadata"]["managedFields"]
+        del node["status"]["images"], node["metadata"]["managedFields"]
+
+    nodes = indexes.nodes(Manager(async_kube))
+    task = asyncio.create_task(nodes.run())
+    try:
+        await asyncio.wait_for(nodes.synced.wait(), 30)
+        cached = {name: nodes.get("", name) for name in (healthy, broken)}
+        assert cached == served, "the served node, but for images and managedFields"
+
+        target = workflow("cel", "default", pool, 1)["spec"]["orchestration"]["target"]
+        from_cache = discover(nodes.items(), target)
+        assert [name_of(n) for n in from_cache.nodes] == sorted((healthy, broken))
+        assert from_cache == discover(served.values(), target)
+        assert detect_platform(from_cache.nodes) == detect_platform(served.values())
+        assert {node_architecture(n) for n in from_cache.nodes} == {"h100"}
+        for expression in HEALTH_EXPRESSIONS:
+            verdict = unhealthy_nodes(expression, cached.values())  # type: ignore[arg-type]
+            assert verdict == unhealthy_nodes(expression, served.values()), expression
+            expected = [] if "unschedulable" in expression else [broken]
+            assert verdict.failing == expected and not verdict.errors, (expression, verdict)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        for name in (healthy, broken):
+            kube.delete(Node, name)

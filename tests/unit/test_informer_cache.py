@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from prometheus_client import REGISTRY
 from nvcre.controllers import indexes
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import Manager
-from nvcre.runtime.objects import Obj, without_managed_fields
+from nvcre.runtime.objects import Obj, compact, without_managed_fields
 
 CLIENT: Any = None  # nothing here talks to an API server
 
@@ -106,3 +107,43 @@ def test_a_standby_is_ready_without_caches_and_a_leader_once_synced() -> None:
     assert not single.ready()
     informer.synced.set()
     assert single.ready()
+
+
+def served_json(name: str) -> Obj:
+    """A node as a JSON decoder hands it over: a fresh string for every key and value."""
+    node = node_as_served()
+    node["metadata"]["name"] = name
+    node["status"]["conditions"][0]["lastProbeTime"] = None
+    node["status"]["nodeInfo"]["bootID"] = "x" * 200
+    decoded: Obj = json.loads(json.dumps(node))
+    return decoded
+
+
+def test_compact_keeps_every_value_but_nulls_and_shares_repeated_strings() -> None:
+    a, b = served_json("a"), served_json("b")
+    ready_a, ready_b = a["status"]["conditions"][0], b["status"]["conditions"][0]
+    assert ready_a["status"] is not ready_b["status"], "the decoder's own copies, before"
+    small_a, small_b = compact(a), compact(b)
+    expected = served_json("a")
+    del expected["status"]["conditions"][0]["lastProbeTime"]
+    assert small_a == expected, "equal but for the null, which a typed model omits too"
+    cond_a, cond_b = small_a["status"]["conditions"][0], small_b["status"]["conditions"][0]
+    assert cond_a["status"] is cond_b["status"] and cond_a["type"] is cond_b["type"]
+    key_a = next(k for k in small_a["metadata"]["labels"])
+    key_b = next(k for k in small_b["metadata"]["labels"])
+    assert key_a is key_b, "label keys are shared too"
+    long_a, long_b = small_a["status"]["nodeInfo"]["bootID"], small_b["status"]["nodeInfo"]["bootID"]
+    assert long_a == long_b and long_a is not long_b, "long strings are left as they are"
+
+
+def test_the_informer_caches_listed_items_compact_with_their_kind_and_trimmed() -> None:
+    informer = indexes.nodes(Manager(CLIENT))
+    listed = [served_json(name) for name in ("a", "b")]
+    for item in listed:  # a list's items of a built-in kind carry no kind or apiVersion
+        del item["kind"], item["apiVersion"]
+    informer._replace([informer._plain(item) for item in listed])
+    a, b = informer.get("", "a"), informer.get("", "b")
+    assert a is not None and b is not None
+    assert (a["apiVersion"], a["kind"]) == ("v1", "Node")
+    assert "images" not in a["status"] and "managedFields" not in a["metadata"]
+    assert a["status"]["conditions"][0]["type"] is b["status"]["conditions"][0]["type"]

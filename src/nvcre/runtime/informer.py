@@ -4,14 +4,22 @@ An informer can be narrowed to the objects a label selector matches (the API ser
 list and the watch, and sends DELETED, with the last matching state, for an object that stops
 matching and ADDED for one that starts to) and can trim each object before caching it (``transform``, as client-go's
 ``SetTransform``), so the cache holds only what its readers use.
+
+Objects are decoded from the API server's JSON straight into plain dicts (no typed model in
+between) and :func:`~nvcre.runtime.objects.compact`-ed: keys and short strings shared by every
+object instead of one copy per object. A list is read in pages of :data:`LIST_PAGE` objects, as
+client-go's reflector does, so that a re-list of thousands of nodes never holds the whole
+response and its decoded form at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 from typing import Any
 
 import httpx2
@@ -22,7 +30,7 @@ from lightkube.core.selector import build_selector
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from nvcre.runtime.metrics import CACHED_OBJECTS
-from nvcre.runtime.objects import Obj, ObjectKey, key_of, to_plain
+from nvcre.runtime.objects import Obj, ObjectKey, compact, key_of
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +41,19 @@ IndexFunc = Callable[[Obj], Iterable[str]]
 
 Transform = Callable[[Obj], Obj]
 """Applied to every object the API server sends, before it is cached or handed to handlers."""
+
+
+LIST_PAGE = 500
+"""Objects per page of a list (``limit``), client-go's page size."""
+
+
+class _Raw(dict[str, Any]):
+    """An object as lightkube decodes a dict-based resource: the plain JSON, wrapped. Its watch
+    reads ``metadata.resourceVersion`` as an attribute to resume from; nothing else is parsed."""
+
+    @property
+    def metadata(self) -> SimpleNamespace:
+        return SimpleNamespace(resourceVersion=(self.get("metadata") or {}).get("resourceVersion"))
 
 
 class _Relist(Exception):
@@ -66,6 +87,9 @@ class Informer:
         self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
         self.synced = asyncio.Event()
         self.relists = 0
+        info = lkr.api_info(resource).resource
+        self._api_version = sys.intern(info.api_version)
+        self.kind = sys.intern(info.kind)
         self._cached = CACHED_OBJECTS.labels(kind=self.kind)
         self._cached.inc(0)  # the series exists, at 0, before the first list
 
@@ -73,10 +97,6 @@ class Informer:
     def selector(self) -> str | None:
         """The label selector sent to the API server, in its own syntax (None: every object)."""
         return self._selector
-
-    @property
-    def kind(self) -> str:
-        return str(lkr.api_info(self.resource).resource.kind)
 
     # -- reading the cache ------------------------------------------------------------------
 
@@ -165,15 +185,27 @@ class Informer:
             return {"namespace": self._namespace or "*"}
         return {}
 
-    def _plain(self, obj: Any) -> Obj:
-        plain = to_plain(self.resource, obj)
+    def _plain(self, obj: Obj) -> Obj:
+        plain: Obj = compact(obj)
+        plain.setdefault("apiVersion", self._api_version)  # a list's items of built-in kinds
+        plain.setdefault("kind", self.kind)  # carry neither
         return self.transform(plain) if self.transform else plain
 
+    def _request(self, params: dict[str, Any], *, watch: bool = False) -> Any:
+        """A list or watch request whose objects lightkube hands over as plain JSON."""
+        if self._selector:
+            params["labelSelector"] = self._selector
+        request = self.client._client.prepare_request(
+            "list", res=self.resource, watch=watch, params=params, **self._scope()
+        )
+        request.response_type = _Raw  # type: ignore[assignment]  # lightkube wraps dict subclasses too
+        return request
+
     async def _list(self) -> str:
-        iterable = self.client.list(self.resource, labels=self._labels, **self._scope())  # type: ignore[type-var]
-        objects = [self._plain(o) async for o in iterable]
+        pages = self.client._client.list(self._request({"limit": LIST_PAGE}))
+        objects = [self._plain(o) async for o in pages]
         try:
-            version = str(iterable.resourceVersion)
+            version = str(pages.resourceVersion)
         except NotReadyError:
             version = ""
         self._replace(objects)
@@ -186,14 +218,9 @@ class Informer:
         return OnErrorResult(OnErrorAction.RETRY, sleep=min(self._retry_delay * count, 30.0))
 
     async def _watch(self, version: str) -> None:
-        generic = self.client._client
         params: dict[str, Any] = {"allowWatchBookmarks": "true", "resourceVersion": version or None}
-        if self._selector:
-            params["labelSelector"] = self._selector
-        request = generic.prepare_request(
-            "list", res=self.resource, watch=True, params=params, **self._scope()
-        )
-        async for event, obj in generic.watch(request, on_error=self._on_watch_error):
+        request = self._request(params, watch=True)
+        async for event, obj in self.client._client.watch(request, on_error=self._on_watch_error):
             if event == "BOOKMARK":
                 continue
             self._apply(event, self._plain(obj))
