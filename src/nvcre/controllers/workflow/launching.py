@@ -3,6 +3,7 @@ with its Job-scoped dependency copies."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -46,6 +47,8 @@ from nvcre.runtime.objects import Obj
 from nvcre.workload import trainjob
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+LAUNCHES_IN_FLIGHT = 16
+"""Groups of a wave whose Job (and copies) are being created at once."""
 _COMPUTE_DOMAIN = "ComputeDomain"
 
 
@@ -241,17 +244,36 @@ async def _retire(state: WorkflowState) -> None:
 
 
 async def launch(state: WorkflowState, resolved: ResolvedWorkflow) -> Result:
+    """Create the Jobs of the wave's groups, up to ``LAUNCHES_IN_FLIGHT`` at a time, then record
+    them. A group whose dependency is not ready yet stops the groups not started; an error
+    stops them too and is raised once those in flight are done (what they created is adopted
+    by the next pass: the names are deterministic)."""
     await _retire(state)
     execution = (resolved.spec.get("orchestration") or {}).get("execution") or {}
     wave = groups_to_launch([_GroupView(g) for g in state.groups], int(execution.get("maxConcurrent") or 0))
-    for group in state.groups:
-        if group["name"] not in wave:
-            continue
-        try:
-            await _create_job_for_group(state, resolved, group)
-        except DependencyNotReady:
-            break
-        except DependencyError as error:
-            raise Failure(error.reason, f"Failed to create dependency: {error}") from error
+    gate = asyncio.Semaphore(LAUNCHES_IN_FLIGHT)
+    stopped = False
+
+    async def launch_group(group: dict[str, Any]) -> None:
+        nonlocal stopped
+        async with gate:
+            if stopped:
+                return
+            try:
+                await _create_job_for_group(state, resolved, group)
+            except DependencyNotReady:
+                stopped = True
+            except BaseException:
+                stopped = True
+                raise
+
+    outcomes = await asyncio.gather(
+        *(launch_group(g) for g in state.groups if g["name"] in wave), return_exceptions=True
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, DependencyError):
+            raise Failure(outcome.reason, f"Failed to create dependency: {outcome}") from outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_CREATED, state.running_message())
     return REQUEUE
