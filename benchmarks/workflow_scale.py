@@ -340,6 +340,29 @@ async def wait_gone(client: AsyncClient, resource: Any, namespace: str, timeout:
     return True
 
 
+async def fan_out_result(
+    client: AsyncClient, namespace: str, marks: dict[str, float], created: float, per_job: float
+) -> dict[str, Any]:
+    """What a fan-out leaves for the plain client's rows: its time, requests per Job, and bare
+    copies of the objects it created (to create again without owners or status)."""
+    return {
+        "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
+        "per_job": per_job,
+        "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
+        "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
+        "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
+    }
+
+
+def peak_with_pods(tag: str, row: str, pid: int, manager: ManagerProcess) -> list[tuple[str, str]]:
+    """The manager's peak RSS (``row``) once the pods exist, and how many pods its cache holds."""
+    cached = cached_pods(manager)
+    return [
+        (f"{tag}{row}", f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB"),
+        (f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"),
+    ]
+
+
 async def fan_out(
     cp: ControlPlane,
     client: AsyncClient,
@@ -426,21 +449,8 @@ async def fan_out(
                 )
             )
             await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
-            rows.append(
-                (
-                    f"{tag}manager peak RSS with one pod per node (VmHWM)",
-                    f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
-                )
-            )
-            cached = cached_pods(manager)
-            rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
-        measured = {
-            "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
-            "per_job": total / groups,
-            "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
-            "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
-            "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
-        }
+            rows += peak_with_pods(tag, "manager peak RSS with one pod per node (VmHWM)", pid, manager)
+        measured = await fan_out_result(client, namespace, marks, created, total / groups)
         await client.delete(resources.Workflow, "scale", namespace=namespace)
         if args.pods:  # what the garbage collector does once their JobSets go (none runs here)
             names = [str(p.metadata.name) async for p in client.list(Pod, namespace=namespace)]
@@ -720,21 +730,8 @@ async def sandbox_fan_out(
             )
         )
         await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
-        rows.append(
-            (
-                f"{tag}manager peak RSS, {pods} pods Running (VmHWM)",
-                f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
-            )
-        )
-        cached = cached_pods(manager)
-        rows.append((f"{tag}... pods in its cache", "n/a" if cached is None else f"{cached:.0f}"))
-        measured = {
-            "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
-            "per_job": total / groups,
-            "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
-            "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
-            "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
-        }
+        rows += peak_with_pods(tag, f"manager peak RSS, {pods} pods Running (VmHWM)", pid, manager)
+        measured = await fan_out_result(client, namespace, marks, created, total / groups)
         if args.baseline:  # the next manager must start on a sandbox without this workload
             await client.delete(resources.Workflow, "scale", namespace=namespace)
             if not await wait_gone(client, Pod, namespace, args.timeout):
