@@ -35,6 +35,7 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Node
 from lightkube.resources.events_v1 import Event
 from prometheus_client.parser import text_string_to_metric_families
 
+from nvcre.api.v1alpha1.constants import Label
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
@@ -47,7 +48,13 @@ from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
 from nvcre.testing.toxiproxy import FaultProxy
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import (
+    POOL_LABEL,
+    finish_trainjob,
+    pool_name,
+    try_complete_measurements,
+    workflow,
+)
 
 pytestmark = pytest.mark.chaos
 
@@ -149,11 +156,21 @@ class Trainer:
         self._see("ConfigMap", self.kube.list(ConfigMap, namespace=ns))
         self._see("TrainingRuntime", self.kube.list(resources.TrainingRuntime, namespace=ns))
         now = time.monotonic()
-        for name in self._see("TrainJob", self.kube.list(resources.TrainJob, namespace=ns)):
+        trainjobs = list(self.kube.list(resources.TrainJob, namespace=ns))
+        jobs = {
+            str(t.metadata.name): (t.metadata.labels or {}).get(Label.JOB) for t in trainjobs if t.metadata
+        }
+        for name in self._see("TrainJob", trainjobs):
             due = self.end_at.setdefault(name, now + self.rng.uniform(0.0, 1.5))
             if name not in self.ended and now >= due:
                 succeeded = name not in {trainjob(j) for j in FAILING_JOBS}
-                finish_trainjob(self.kube, ns, name, succeeded=succeeded)
+                # The Job creates its measurements once its workload is recorded, which a fault
+                # can delay: until then this TrainJob waits for a later step, as waiting here
+                # would also hold the fault that delays them.
+                job = jobs[name]
+                if succeeded and job and not try_complete_measurements(self.kube, ns, job):
+                    continue
+                finish_trainjob(self.kube, ns, name, succeeded=succeeded, measurements=False)
                 self.ended.add(name)
 
 

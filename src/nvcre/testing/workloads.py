@@ -160,18 +160,35 @@ def replace_status(kube: Client, resource: Any, obj: dict[str, Any]) -> bool:
     return True
 
 
+def _wanted_measurements(kube: Client, namespace: str, job: str) -> list[tuple[Any, str]]:
+    """The measurements the Job asks for: (resource, name) of each."""
+    spec = kube.get(resources.Job, job, namespace=namespace).to_dict()["spec"]
+    return [(resource, f"{job}-{suffix}") for field, resource, suffix in _MEASUREMENTS if spec.get(field)]
+
+
 def complete_measurements(kube: Client, namespace: str, job: str, reason: str = "LogsUnavailable") -> None:
     """Complete the measurements the Job asks for, as their controller does when it finds no log
     (the pods here are no workload's): terminal, with nothing a verdict could use."""
-    spec = kube.get(resources.Job, job, namespace=namespace).to_dict()["spec"]
-    for field, resource, suffix in _MEASUREMENTS:
-        if spec.get(field):
-            name = f"{job}-{suffix}"
-            wait_for(
-                partial(_complete_once, kube, resource, name, namespace, reason),
-                120,  # the Job controller creates it; under injected faults that can take a while
-                what=f"{resource.__name__} {name} completed",
-            )
+    for resource, name in _wanted_measurements(kube, namespace, job):
+        wait_for(
+            partial(_complete_once, kube, resource, name, namespace, reason),
+            120,  # the Job controller creates it; under injected faults that can take a while
+            what=f"{resource.__name__} {name} completed",
+        )
+
+
+def try_complete_measurements(
+    kube: Client, namespace: str, job: str, reason: str = "LogsUnavailable"
+) -> bool:
+    """One attempt of :func:`complete_measurements` that never waits: True once every measurement
+    the Job asks for is Complete, False while one is not created yet (or was written meanwhile).
+    For a caller whose loop must go on meanwhile (one that also lifts injected faults)."""
+    return all(
+        [
+            _complete_once(kube, resource, name, namespace, reason)
+            for resource, name in _wanted_measurements(kube, namespace, job)
+        ]
+    )
 
 
 def finish_trainjob(
