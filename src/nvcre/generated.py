@@ -1,7 +1,8 @@
 """Folders of generated files (``config/crd``, ``config/logprofiles``): write them, or check them.
 
-One rule for every generator: a file is stale when missing or different, a ``*.yaml`` the
-generator no longer makes is removed, and ``--check`` lists both and fails without writing.
+One rule for every generator: a file is stale when missing or different, a file of the folder's
+suffix (``.yaml`` unless told) the generator no longer makes is removed, and ``--check`` lists
+both and fails without writing.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 
-def sync_folder(directory: Path, wanted: Mapping[str, str], *, check: bool, command: str, what: str) -> int:
+def sync_folder(
+    directory: Path, wanted: Mapping[str, str], *, check: bool, command: str, what: str, suffix: str = ".yaml"
+) -> int:
     """Make ``directory`` hold exactly ``wanted`` (file name -> text); the exit status of the tool."""
-    present = {p.name for p in directory.glob("*.yaml")} if directory.exists() else set()
+    present = {p.name for p in directory.glob(f"*{suffix}")} if directory.exists() else set()
     stale = sorted(n for n, text in wanted.items() if n not in present or (directory / n).read_text() != text)
     extra = sorted(present - set(wanted))
     if check:

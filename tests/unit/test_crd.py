@@ -10,20 +10,31 @@ import yaml
 
 from nvcre.crd.__main__ import main as crd_main
 from nvcre.crd.generate import generate_all
+from nvcre.validation.manifests import _schema as check_schema
 
 CRD_DIR = Path(__file__).parents[2] / "config" / "crd"
 CRDS = {manifest["spec"]["names"]["kind"]: manifest for manifest in generate_all().values()}
 
 
 def test_committed_crds_match_the_models() -> None:
-    assert crd_main(["--check", str(CRD_DIR)]) == 0, "run `python -m nvcre.crd` and commit config/crd"
+    assert crd_main(["--check", str(CRD_DIR)]) == 0, (
+        "run `python -m nvcre.crd` and commit config/crd and src/nvcre/validation/schemas"
+    )
 
 
-def test_check_fails_on_a_stale_file(tmp_path: Path) -> None:
-    assert crd_main([str(tmp_path)]) == 0
-    stale = tmp_path / "nvcre.nvidia.com_jobs.yaml"
-    stale.write_text(stale.read_text().replace("workload is immutable", "workload is mutable"))
-    assert crd_main(["--check", str(tmp_path)]) == 1
+@pytest.mark.parametrize("stale", ["crds/nvcre.nvidia.com_jobs.yaml", "schemas/Job.json"])
+def test_check_fails_on_a_stale_file(tmp_path: Path, stale: str) -> None:
+    folders = [str(tmp_path / "crds"), "--schemas", str(tmp_path / "schemas")]
+    assert crd_main(folders) == 0
+    path = tmp_path / stale
+    path.write_text(path.read_text().replace("workload is immutable", "workload is mutable"))
+    assert crd_main(["--check", *folders]) == 1
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_the_shipped_schema_is_the_crds(kind: str) -> None:
+    """What ``nvcrectl validate`` checks a manifest against is what the API server would."""
+    assert check_schema(kind) == _schema(kind)
 
 
 def _walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:

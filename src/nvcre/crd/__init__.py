@@ -1,6 +1,7 @@
 """CustomResourceDefinitions generated from the API models.
 
-``python -m nvcre.crd`` rewrites ``config/crd/``; ``python -m nvcre.crd --check`` fails when the
+``python -m nvcre.crd`` rewrites ``config/crd/`` and the structural schemas shipped for
+validation (``nvcre/validation/schemas/``); ``python -m nvcre.crd --check`` fails when the
 committed files differ from what the models generate.
 """
 
