@@ -804,7 +804,7 @@ def run_sandbox(args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]
     rows: list[tuple[str, str]] = []
     t0 = time.monotonic()
     runner: Process | None = None
-    with Cluster(control_plane) as cluster:
+    with Cluster(control_plane, nodes=args.nodes) as cluster:
         try:
             rows.append(
                 ("sandbox cluster started (control plane, kwok, chain)", f"{time.monotonic() - t0:.1f} s")

@@ -18,6 +18,7 @@ from nvcre.testing.cluster import (
     scheduler_configuration,
     trainer_configuration,
 )
+from nvcre.testing.kwok import LEASE_RENEWALS_PER_SECOND, node_lease_seconds, node_monitor_grace_seconds
 
 MUTATING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
@@ -157,3 +158,13 @@ def test_chain_binaries_are_fingerprinted_by_their_own_wrapper(tmp_path: Path) -
     assert bins.fingerprint(bins.KUBE_CONTROLLER_MANAGER, versions, tmp_path) != manager
     assert bins.fingerprint(bins.KUBE_APISERVER, versions, tmp_path) == apiserver
     assert "gitVersion=" + versions.kubernetes in bins.ldflags_for(bins.KUBE_SCHEDULER, versions)
+
+
+def test_node_leases_last_longer_as_the_fleet_grows() -> None:
+    # the kubelet's lease and kube-controller-manager's grace period up to 1,000 nodes
+    assert (node_lease_seconds(8), node_monitor_grace_seconds(8)) == (40, 50)
+    assert (node_lease_seconds(1000), node_monitor_grace_seconds(1000)) == (40, 50)
+    # 4,096 leases renewed every quarter of 164 s: 100 writes a second, not ~410
+    assert node_lease_seconds(4096) == 164
+    assert 4 * 4096 / node_lease_seconds(4096) <= LEASE_RENEWALS_PER_SECOND
+    assert node_monitor_grace_seconds(4096) == 174

@@ -91,7 +91,10 @@ def serve(state: StateDir) -> int:
     state.write(record)
     workdir = state.cluster_dir
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(ControlPlane(binaries=bins.ensure((*bins.REQUIRED, *bins.CHAIN)), workdir=workdir))
+    cluster = Cluster(
+        ControlPlane(binaries=bins.ensure((*bins.REQUIRED, *bins.CHAIN)), workdir=workdir),
+        nodes=options.nodes,
+    )
     manager: ManagerProcess | None = None
     runner: Process | None = None
     try:

@@ -54,7 +54,7 @@ from nvcre.controllers import resources
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane, crd_files, load_crds
-from nvcre.testing.kwok import Kwok
+from nvcre.testing.kwok import Kwok, node_monitor_grace_seconds
 from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
 
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
@@ -253,9 +253,12 @@ def _rejected_by_webhook(create: Callable[[], object], message: str) -> bool:
 class WorkloadChain(Service):
     """kube-controller-manager, kube-scheduler, JobSet and Trainer against one control plane."""
 
-    def __init__(self, control_plane: ControlPlane, *, start_timeout: float = 120.0) -> None:
+    def __init__(self, control_plane: ControlPlane, *, start_timeout: float = 120.0, nodes: int = 0) -> None:
+        """``nodes``: the fleet's size (the node lifecycle controller waits as long as kwok's
+        leases last for it)."""
         self.control_plane = control_plane
         self.start_timeout = start_timeout
+        self.nodes = nodes
         self.components: list[Component] = []
         self.webhooks: list[dict[str, Any]] = []
         self.workdir = Path()
@@ -323,6 +326,7 @@ class WorkloadChain(Service):
                 "--leader-elect=false",
                 # the garbage collector and the namespace controller react within a second
                 "--concurrent-gc-syncs=5",
+                f"--node-monitor-grace-period={node_monitor_grace_seconds(self.nodes)}s",
             ],
         )
 
@@ -510,12 +514,16 @@ def _trainer_webhook_answers(client: Client) -> bool:
 class Cluster(Service):
     """A control plane, kwok and (with ``chain``) the workload chain, started and stopped as one."""
 
-    def __init__(self, control_plane: ControlPlane | None = None, *, chain: bool = True) -> None:
+    def __init__(
+        self, control_plane: ControlPlane | None = None, *, chain: bool = True, nodes: int = 0
+    ) -> None:
+        """``nodes``: how many nodes the fleet will have (kwok's leases, and how long the node
+        lifecycle controller waits for them, grow with it)."""
         self.control_plane = control_plane or ControlPlane(
             binaries=bins.ensure((*bins.REQUIRED, *bins.CHAIN))
         )
-        self.kwok = Kwok(self.control_plane)
-        self.chain = WorkloadChain(self.control_plane) if chain else None
+        self.kwok = Kwok(self.control_plane, nodes=nodes)
+        self.chain = WorkloadChain(self.control_plane, nodes=nodes) if chain else None
         self.timings: dict[str, float] = {}
 
     def _start(self) -> None:

@@ -17,6 +17,7 @@ log files were registered with :meth:`Kwok.write_pod_logs` (CRI log format, kwok
 from __future__ import annotations
 
 import datetime
+import math
 import ssl
 import tempfile
 import urllib.request
@@ -37,6 +38,26 @@ PHASE_ANNOTATION = "nvcre.test/phase"
 EXIT_CODE_ANNOTATION = "nvcre.test/exit-code"
 REASON_ANNOTATION = "nvcre.test/reason"
 POD_CIDR = "10.244.0.0/16"
+
+#: The kubelet's node lease, renewed every quarter of it; kwok does the same for every node.
+KUBELET_LEASE_SECONDS = 40
+#: The most lease renewals a second kwok is asked for: at 4,096 nodes the kubelet's lease means
+#: ~410 writes a second, which a 2-core control plane does not keep up with, and the node
+#: lifecycle controller then marks the nodes whose lease lapsed ``Ready=Unknown``.
+LEASE_RENEWALS_PER_SECOND = 100
+
+
+def node_lease_seconds(nodes: int) -> int:
+    """How long kwok's node leases last for a fleet of ``nodes``: the kubelet's 40 s, longer where
+    renewing each lease every quarter of it would exceed :data:`LEASE_RENEWALS_PER_SECOND`."""
+    return max(KUBELET_LEASE_SECONDS, math.ceil(4 * nodes / LEASE_RENEWALS_PER_SECOND))
+
+
+def node_monitor_grace_seconds(nodes: int) -> int:
+    """kube-controller-manager's ``--node-monitor-grace-period`` for such a fleet: its default
+    (50 s) at the kubelet's lease, as much longer as the lease is."""
+    return node_lease_seconds(nodes) + 10
+
 
 #: kwok's per-pod log configuration (namespaced, same name as the pod).
 KwokLogs = create_namespaced_resource("kwok.x-k8s.io", "v1alpha1", "Logs", "logs")
@@ -75,8 +96,11 @@ class Kwok(Service):
         workdir: Path | None = None,
         extra_args: Iterable[str] = (),
         start_timeout: float = 60.0,
+        nodes: int = 0,
     ) -> None:
+        """``nodes``: how many nodes the fleet will have (their leases last longer at scale)."""
         self.control_plane = control_plane
+        self.nodes = nodes
         self._requested_workdir = workdir
         self.workdir: Path | None = None
         self.extra_args = list(extra_args)
@@ -113,6 +137,7 @@ class Kwok(Service):
                 f"--tls-private-key-file={cp.certs.serving_key}",
                 f"--cidr={POD_CIDR}",
                 "--enable-crds=Logs,ClusterLogs",
+                f"--node-lease-duration-seconds={node_lease_seconds(self.nodes)}",
                 *self.extra_args,
             ],
             self.workdir / "kwok.log",
