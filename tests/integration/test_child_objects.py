@@ -163,3 +163,40 @@ def test_a_foreign_trainjob_holding_the_workload_name_fails_the_job_and_is_left_
         "Failed to build workload: TrainJob/taken-job-workload already exists and is not controlled by Job taken-job",
     )
     assert kube.get(resources.TrainJob, "taken-job-workload", namespace=namespace).metadata.uid == uid
+
+
+def test_a_refused_copy_fails_the_workflow_and_takes_its_job_with_it(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """A Job-scoped copy is created after its Job (whose UID it carries as owner). When the API
+    server refuses one, the Workflow fails naming it, and the Job created for it is deleted
+    rather than left waiting for a runtime that will never exist."""
+    pool = pool_name()
+    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    spec = workflow("refused", namespace, pool, 1)
+    runtime = spec["spec"]["dependencies"][0]
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "settings", "configMap": {"name": "settings"}}]
+    # a key the API server refuses in a ConfigMap's data (the Workflow's schema does not look inside)
+    bad = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"not a key": "x"},
+    }
+    spec["spec"]["dependencies"].append(bad)
+    kube.create(resources.Workflow.from_dict(spec))
+    reason, message = true_condition(wait_true(kube, resources.Workflow, "refused", namespace, "Failed"))[1:]
+    assert reason == "DependencyCreationError"
+    assert message.startswith("Failed to create dependency: ConfigMap/settings-"), message
+    assert "not a key" in message
+    wait_for(
+        lambda: not jobs_of(kube, namespace, "refused"),
+        30,
+        what="the Job created for the refused copy to be deleted",
+    )
+    assert not [
+        r
+        for r in kube.list(resources.TrainingRuntime, namespace=namespace, labels={Label.WORKFLOW: "refused"})
+        if r.metadata and not r.metadata.deletionTimestamp
+    ]

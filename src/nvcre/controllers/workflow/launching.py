@@ -198,7 +198,14 @@ async def _create_job_for_group(
         ) from error
     if not created.adopted:
         state.caches.created.add(state.namespace, name)
-    await _create_copies(state, group, iteration, copies, created.obj)
+    try:
+        await _create_copies(state, group, iteration, copies, created.obj)
+    except DependencyError:
+        # The Workflow fails on this refusal; the Job created for these copies would otherwise
+        # wait for its runtime forever. Its controller releases it (the copies made so far
+        # are its own: the garbage collector takes them with it).
+        await delete_if_present(client, resources.Job, name, state.namespace)
+        raise
     group.update(
         phase="Running",
         jobRef={"apiVersion": API_VERSION, "kind": Kind.JOB, "name": name, "namespace": state.namespace},
