@@ -18,7 +18,12 @@ from nvcre.testing.cluster import (
     scheduler_configuration,
     trainer_configuration,
 )
-from nvcre.testing.kwok import LEASE_RENEWALS_PER_SECOND, node_lease_seconds, node_monitor_grace_seconds
+from nvcre.testing.kwok import (
+    HEARTBEATS_PER_SECOND,
+    node_lease_seconds,
+    node_monitor_grace_seconds,
+    node_status_heartbeat_seconds,
+)
 
 MUTATING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
@@ -160,11 +165,15 @@ def test_chain_binaries_are_fingerprinted_by_their_own_wrapper(tmp_path: Path) -
     assert "gitVersion=" + versions.kubernetes in bins.ldflags_for(bins.KUBE_SCHEDULER, versions)
 
 
-def test_node_leases_last_longer_as_the_fleet_grows() -> None:
-    # the kubelet's lease and kube-controller-manager's grace period up to 1,000 nodes
-    assert (node_lease_seconds(8), node_monitor_grace_seconds(8)) == (40, 50)
-    assert (node_lease_seconds(1000), node_monitor_grace_seconds(1000)) == (40, 50)
-    # 4,096 leases renewed every quarter of 164 s: 100 writes a second, not ~410
-    assert node_lease_seconds(4096) == 164
-    assert 4 * 4096 / node_lease_seconds(4096) <= LEASE_RENEWALS_PER_SECOND
-    assert node_monitor_grace_seconds(4096) == 174
+def test_node_heartbeats_slow_down_as_the_fleet_grows() -> None:
+    # the kubelet's lease, kube-controller-manager's grace period and the stage's 20 s up to 200 nodes
+    assert (node_lease_seconds(200), node_monitor_grace_seconds(200), node_status_heartbeat_seconds(200)) == (
+        40,
+        50,
+        20,
+    )
+    # 4,096 nodes: each heartbeat at most 20 writes a second, not ~410 leases and ~180 statuses
+    assert node_lease_seconds(4096) == 820
+    assert 4 * 4096 / node_lease_seconds(4096) <= HEARTBEATS_PER_SECOND
+    assert node_status_heartbeat_seconds(4096) == 205
+    assert node_monitor_grace_seconds(4096) == 830

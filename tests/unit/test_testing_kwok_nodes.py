@@ -171,3 +171,13 @@ def test_nvl72_nodes_have_four_gpus_and_a_clique_per_domain() -> None:
     assert {n.metadata.labels[GPU_COUNT] for n in nodes} == {"4"}  # type: ignore[index,union-attr]
     detection = detect_nic_resource([n.to_dict() for n in nodes], mlnx_per_node=8)
     assert detection.resource_name == RDMA_RESOURCE, "nvcre's NIC detection finds the advertised resource"
+
+
+def test_the_heartbeat_stage_is_paced_for_the_fleet() -> None:
+    def delay(nodes: int) -> dict[str, int]:
+        docs = yaml.safe_load_all(stage_documents(nodes))
+        return dict(next(d for d in docs if d["metadata"]["name"] == "nvcre-node-heartbeat")["spec"]["delay"])
+
+    assert delay(8) == {"durationMilliseconds": 20000, "jitterDurationMilliseconds": 25000}
+    assert delay(4096) == {"durationMilliseconds": 205000, "jitterDurationMilliseconds": 256250}
+    assert stage_documents(8) == stage_documents()

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
+import yaml
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
@@ -41,16 +42,27 @@ POD_CIDR = "10.244.0.0/16"
 
 #: The kubelet's node lease, renewed every quarter of it; kwok does the same for every node.
 KUBELET_LEASE_SECONDS = 40
-#: The most lease renewals a second kwok is asked for: at 4,096 nodes the kubelet's lease means
-#: ~410 writes a second, which a 2-core control plane does not keep up with, and the node
-#: lifecycle controller then marks the nodes whose lease lapsed ``Ready=Unknown``.
-LEASE_RENEWALS_PER_SECOND = 100
+#: How often the ``nvcre-node-heartbeat`` stage rewrites a Ready node's conditions (its shipped
+#: delay; the jitter stretches each wait by up to a quarter more).
+STATUS_HEARTBEAT_SECONDS = 20
+HEARTBEAT_STAGE = "nvcre-node-heartbeat"
+#: The most writes a second each of kwok's two heartbeats is asked for: at 4,096 nodes the
+#: kubelet's lease and the stage's delay mean ~590 node writes a second (and as many watch events
+#: to every node informer), which a 2-core control plane does not keep up with: the leases lapse
+#: and the node lifecycle controller marks those nodes ``Ready=Unknown``.
+HEARTBEATS_PER_SECOND = 20
 
 
 def node_lease_seconds(nodes: int) -> int:
     """How long kwok's node leases last for a fleet of ``nodes``: the kubelet's 40 s, longer where
-    renewing each lease every quarter of it would exceed :data:`LEASE_RENEWALS_PER_SECOND`."""
-    return max(KUBELET_LEASE_SECONDS, math.ceil(4 * nodes / LEASE_RENEWALS_PER_SECOND))
+    renewing each lease every quarter of it would exceed :data:`HEARTBEATS_PER_SECOND`."""
+    return max(KUBELET_LEASE_SECONDS, math.ceil(4 * nodes / HEARTBEATS_PER_SECOND))
+
+
+def node_status_heartbeat_seconds(nodes: int) -> int:
+    """The ``nvcre-node-heartbeat`` stage's delay for such a fleet: its own 20 s, longer where
+    that would exceed :data:`HEARTBEATS_PER_SECOND`."""
+    return max(STATUS_HEARTBEAT_SECONDS, math.ceil(nodes / HEARTBEATS_PER_SECOND))
 
 
 def node_monitor_grace_seconds(nodes: int) -> int:
@@ -63,15 +75,28 @@ def node_monitor_grace_seconds(nodes: int) -> int:
 KwokLogs = create_namespaced_resource("kwok.x-k8s.io", "v1alpha1", "Logs", "logs")
 
 
-def stage_documents() -> str:
-    """All stage YAML shipped in ``nvcre.testing.kwok_stages``, as one multi-document string."""
+def stage_documents(nodes: int = 0) -> str:
+    """All stage YAML shipped in ``nvcre.testing.kwok_stages``, as one multi-document string, the
+    heartbeat paced for a fleet of ``nodes`` (:func:`node_status_heartbeat_seconds`)."""
     folder = resources.files("nvcre.testing").joinpath("kwok_stages")
     docs = [
-        entry.read_text()
+        _paced(entry.read_text(), nodes)
         for entry in sorted(folder.iterdir(), key=lambda e: e.name)
         if entry.name.endswith(".yaml")
     ]
     return "\n---\n".join(docs)
+
+
+def _paced(stage: str, nodes: int) -> str:
+    seconds = node_status_heartbeat_seconds(nodes)
+    doc = yaml.safe_load(stage)
+    if doc["metadata"]["name"] != HEARTBEAT_STAGE or seconds == STATUS_HEARTBEAT_SECONDS:
+        return stage
+    doc["spec"]["delay"] = {
+        "durationMilliseconds": seconds * 1000,
+        "jitterDurationMilliseconds": seconds * 1250,
+    }
+    return str(yaml.safe_dump(doc, sort_keys=False))
 
 
 def cri_log_lines(
@@ -120,7 +145,7 @@ class Kwok(Service):
         self.workdir = base / "kwok" if base == cp.workdir else base
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "stages.yaml"
-        config.write_text(stage_documents())
+        config.write_text(stage_documents(self.nodes))
         self.port = free_port()
         self.process = Process(
             "kwok",
