@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lightkube import AsyncClient
+from lightkube import ApiError, AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod
@@ -293,13 +293,29 @@ def bare(obj: Any) -> dict[str, Any]:
     return dict(data)
 
 
+#: Trainer's webhook refuses a TrainJob whose runtime its cache does not hold yet (nvcre's Job
+#: waits for its own cache instead); under load the plain client meets that and tries again.
+RUNTIME_NOT_SEEN = "specified trainingRuntime must be created before the TrainJob is created"
+
+
+async def create_once_admitted(client: AsyncClient, obj: Any) -> None:
+    while True:
+        try:
+            await client.create(obj)
+            return
+        except ApiError as error:
+            if RUNTIME_NOT_SEEN not in (error.status.message or ""):
+                raise
+        await asyncio.sleep(0.05)
+
+
 async def plain_create(
     client: AsyncClient, namespace: str, bodies: list[dict[str, Any]], limit: int
 ) -> float:
     await client.create(Namespace(metadata=ObjectMeta(name=namespace)))
     objects = [from_dict({**b, "metadata": {**b["metadata"], "namespace": namespace}}) for b in bodies]
     started = time.monotonic()
-    await bounded([lambda o=o: client.create(o) for o in objects], limit)  # type: ignore[misc]
+    await bounded([lambda o=o: create_once_admitted(client, o) for o in objects], limit)  # type: ignore[misc]
     return time.monotonic() - started
 
 
