@@ -506,8 +506,10 @@ def execute(kube: Client, request: RunRequest, *, live: bool | None = None) -> s
         if not request.wait:
             note(f"\nTo check status:\n  kubectl get {kind.name.lower()} {name} -n {namespace}")
             return "CREATED"
-        note(f"\nWaiting for completion (timeout: {duration_text(request.timeout)})...")
         try:
+            # Inside the try: a Ctrl-C that lands while this line is still being written (as
+            # soon as a reader sees it) is the same detach as one during the wait.
+            note(f"\nWaiting for completion (timeout: {duration_text(request.timeout)})...")
             outcome = follow(
                 kube, kind, name, namespace, request.timeout, stderr_is_terminal() if live is None else live
             )
