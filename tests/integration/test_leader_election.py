@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.resources.coordination_v1 import Lease
 
 from nvcre.controllers import resources
@@ -197,13 +197,24 @@ def test_a_leader_that_cannot_renew_exits_instead_of_writing_as_a_follower(
 ) -> None:
     renew_deadline = 2.0
     leader = replicas("replica-a", *timing(6, renew_deadline, 0.5))
-    held = wait_holder(kube, namespace, leader.name, 30)
+    wait_holder(kube, namespace, leader.name, 30)
 
-    # Someone else holds the Lease now (as after a partition): renewals fail until the deadline.
-    held.spec.holderIdentity = "intruder"
-    held.spec.renewTime = datetime.now(UTC)
-    held.spec.leaseDurationSeconds = 300
-    kube.replace(held)
+    def intrude() -> bool:
+        """Someone else holds the Lease now (as after a partition): renewals fail until the
+        deadline. False on a 409: the leader renewed between the read and this write."""
+        held = lease(kube, namespace)
+        held.spec.holderIdentity = "intruder"
+        held.spec.renewTime = datetime.now(UTC)
+        held.spec.leaseDurationSeconds = 300
+        try:
+            kube.replace(held)
+        except ApiError as error:
+            if error.status.code == 409:
+                return False
+            raise
+        return True
+
+    wait_for(intrude, 30, what="the Lease taken over by another holder")
 
     assert leader.process is not None
     wait_for(lambda: not leader.running(), 30 + renew_deadline, what=f"{leader.name} to exit")
