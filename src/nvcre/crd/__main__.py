@@ -8,11 +8,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from nvcre.api.v1alpha1 import KIND_MODULES, kind_model
-from nvcre.crd.generate import generate_all, openapi_schema
+from nvcre.crd.generate import generate_all
 from nvcre.generated import sync_folder
 from nvcre.validation.manifests import SCHEMAS
 
@@ -27,12 +27,14 @@ def render(manifest: dict[str, object]) -> str:
     return HEADER + "---\n" + yaml.dump(manifest, Dumper=_Dumper, sort_keys=True, width=100)
 
 
-def schema_files() -> dict[str, str]:
-    """``<Kind>.json`` -> the kind's structural schema, as its CRD carries it."""
+def schema_files(crds: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``<Kind>.json`` -> the kind's structural schema, taken from its generated CRD."""
     return {
-        f"{kind}.json": json.dumps(openapi_schema(kind_model(kind)), sort_keys=True, separators=(",", ":"))
+        f"{crd['spec']['names']['kind']}.json": json.dumps(
+            crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], sort_keys=True, separators=(",", ":")
+        )
         + "\n"
-        for kind in KIND_MODULES
+        for crd in crds.values()
     }
 
 
@@ -42,10 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schemas", default=SCHEMAS, type=Path, help="where the structural schemas go")
     parser.add_argument("--check", action="store_true", help="fail when the files are not up to date")
     args = parser.parse_args(argv)
-    wanted = {name: render(manifest) for name, manifest in generate_all().items()}
+    crds = generate_all()
+    wanted = {name: render(manifest) for name, manifest in crds.items()}
     status = sync_folder(args.directory, wanted, check=args.check, command=COMMAND, what="CRDs")
     status |= sync_folder(
-        args.schemas, schema_files(), check=args.check, command=COMMAND, what="schemas", suffix=".json"
+        args.schemas, schema_files(crds), check=args.check, command=COMMAND, what="schemas", suffix=".json"
     )
     return status
 

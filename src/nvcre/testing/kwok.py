@@ -89,8 +89,10 @@ def stage_documents(nodes: int = 0) -> str:
 
 def _paced(stage: str, nodes: int) -> str:
     seconds = node_status_heartbeat_seconds(nodes)
+    if seconds == STATUS_HEARTBEAT_SECONDS:
+        return stage  # the shipped delay
     doc = yaml.safe_load(stage)
-    if doc["metadata"]["name"] != HEARTBEAT_STAGE or seconds == STATUS_HEARTBEAT_SECONDS:
+    if doc["metadata"]["name"] != HEARTBEAT_STAGE:
         return stage
     doc["spec"]["delay"] = {
         "durationMilliseconds": seconds * 1000,
@@ -123,7 +125,7 @@ class Kwok(Service):
         start_timeout: float = 60.0,
         nodes: int = 0,
     ) -> None:
-        """``nodes``: how many nodes the fleet will have (their leases last longer at scale)."""
+        """``nodes``: how many nodes the fleet will have (both heartbeats slow down at scale)."""
         self.control_plane = control_plane
         self.nodes = nodes
         self._requested_workdir = workdir
