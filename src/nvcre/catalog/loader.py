@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
+from nvcre import yamlio
 from nvcre.catalog.errors import CatalogError, CategoryNotFound
 from nvcre.catalog.template_data import TemplateData
-from nvcre.catalog.templating import LIB_DIR, TemplateError, Templates, load_yaml
+from nvcre.catalog.templating import LIB_DIR, TemplateError, Templates
 
 ENTRIES_DIR = Path(__file__).parent / "entries"
 
@@ -112,7 +113,7 @@ class Entry:
         except TemplateError as exc:
             raise CatalogError(f"executing template {self.key}: {exc}") from exc
         try:
-            spec = load_yaml(text)
+            spec = yamlio.load(text)
         except yaml.YAMLError as exc:
             raise CatalogError(f"parsing rendered {self.key}: {exc}") from exc
         if not isinstance(spec, dict):
@@ -172,7 +173,7 @@ def _read_meta(root: Path, domain: str, variant: str) -> EntryMeta:
     if not path.is_file():
         return EntryMeta()
     try:
-        raw = load_yaml(path.read_text())
+        raw = yamlio.load(path.read_text())
     except yaml.YAMLError as exc:
         raise CatalogError(f"{domain}/{variant}/meta.yaml: {exc}") from exc
     return EntryMeta.parse(raw, f"{domain}/{variant}/meta.yaml")

@@ -32,14 +32,9 @@ from typing import Any
 import jinja2
 import yaml
 
+from nvcre import yamlio
+
 LIB_DIR = "_lib"
-
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` through libyaml when it is available (the same result, much faster)."""
-    return yaml.load(text, Loader=_Loader)
 
 
 class TemplateError(Exception):
@@ -62,7 +57,7 @@ def _quote(value: Any) -> str:
 def parse_env(text: str) -> list[dict[str, str]]:
     """Parse an env fragment (a YAML list of ``{name, value}``) into a list of plain pairs."""
     try:
-        items = load_yaml(text) or []
+        items = yamlio.load(text) or []
     except yaml.YAMLError as exc:
         raise TemplateError(f"env fragment is not YAML: {exc}") from exc
     if not isinstance(items, list):

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
-from nvcre import __version__
+from nvcre import __version__, yamlio
 from nvcre.cli.common import UserError, output_option, user_errors
 from nvcre.cli.connection import api_error, kubeconfig_options
 from nvcre.setup import plan
@@ -280,7 +279,7 @@ def observe(client: Client, helm: Helm | None) -> plan.Observed:
 
 
 def supported_trainer_version() -> str:
-    return str(yaml.safe_load((TRAINER_CHART / "Chart.yaml").read_text())["version"])
+    return str(yamlio.load((TRAINER_CHART / "Chart.yaml").read_text())["version"])
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -316,7 +315,7 @@ def chart_crds(helm: Helm, chart: str, version: str | None) -> list[dict[str, An
     done = helm.run(args)
     if done.returncode != 0:
         raise UserError(f"[helm] helm show crds {chart} failed: {done.output}")
-    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    docs = [d for d in yamlio.load_all(done.stdout) if d]
     if not docs or any(d.get("kind") != "CustomResourceDefinition" for d in docs):
         raise UserError(f"[helm] chart {chart} has no valid CRD documents")
     return docs
@@ -553,7 +552,7 @@ def _chart_version(helm: Helm, chart: str, version: str | None) -> str:
     done = helm.run(["show", "chart", chart] + (["--version", version] if version else []))
     if done.returncode != 0:
         raise UserError(f"[helm] helm show chart {chart} failed: {done.output}")
-    return str(yaml.safe_load(done.stdout)["version"])
+    return str(yamlio.load(done.stdout)["version"])
 
 
 def install_trainer(target: Target, chart: str, version: str, wait: bool, auto_approve: bool) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import yaml
 
+from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import EventReason
 from nvcre.platform.detect import UNKNOWN_ARCHITECTURE
 from nvcre.platform.events import Event
@@ -50,7 +51,7 @@ def _entry(where: str, raw: Any, *, complete: bool) -> dict[str, Any]:
 def parse_table(text: str) -> _Table:
     """Parse and check the table; ``GPUDefaultsDataError`` names the first problem."""
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlio.load(text)
     except yaml.YAMLError as error:
         raise GPUDefaultsDataError(f"gpu_defaults.yaml: not valid YAML: {error}") from error
     if not isinstance(raw, dict) or not isinstance(raw.get("architectures"), dict):

@@ -17,9 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nvcre import __version__
+from nvcre import __version__, yamlio
 from nvcre.crd.__main__ import render as render_crd
 from nvcre.crd.generate import generate_all
 from nvcre.generated import sync_folder
@@ -47,8 +45,6 @@ WRITTEN = {
     "rbac/role_binding.yaml": (("ClusterRoleBinding", "nvcre-manager"),),
 }
 """config/ files written from the rendered chart: file -> the (kind, name) of its objects."""
-
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def role_templates() -> dict[str, str]:
@@ -81,7 +77,7 @@ def sync_chart(chart: Path, *, check: bool) -> int:
             status = 1
         else:
             path.write_text(text)
-    meta = yaml.safe_load((chart / "Chart.yaml").read_text())
+    meta = yamlio.load((chart / "Chart.yaml").read_text())
     for key in ("version", "appVersion"):
         if str(meta.get(key)) != __version__:
             print(
@@ -100,7 +96,7 @@ def render_chart(helm: Helm, chart: Path, values: Iterable[str] = ()) -> list[di
     done = helm.run(args)
     if done.returncode != 0:
         raise RuntimeError(f"helm template {chart} failed: {done.output}")
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    return [doc for doc in yamlio.load_all(done.stdout) if doc]
 
 
 def without_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
@@ -118,9 +114,7 @@ def _key(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def _dump(objects: Iterable[dict[str, Any]]) -> str:
-    return CONFIG_HEADER + "".join(
-        "---\n" + yaml.dump(o, Dumper=_Dumper, sort_keys=True, width=100) for o in objects
-    )
+    return CONFIG_HEADER + "".join("---\n" + yamlio.dump(o, sort_keys=True, width=100) for o in objects)
 
 
 def sync_config(rendered: list[dict[str, Any]], config: Path, *, check: bool) -> int:
@@ -144,7 +138,7 @@ def sync_config(rendered: list[dict[str, Any]], config: Path, *, check: bool) ->
     for path in sorted(config.rglob("*.yaml")):
         if path.relative_to(config).as_posix() in WRITTEN:
             continue
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in yamlio.load_all(path.read_text()):
             if not doc:
                 continue
             key = _key(doc)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from nvcre import yamlio
 from nvcre.testing import binaries
 
 DESTINATION = Path(__file__).parent / "charts" / "kubeflow-trainer"
@@ -41,7 +42,7 @@ def build(dest: Path) -> None:
     jobset = binaries.module_dir(binaries.JOBSET_MODULE, versions.jobset) / "charts" / "jobset"
     _copy(trainer, dest)
     chart_file = dest / "Chart.yaml"
-    chart = yaml.safe_load(chart_file.read_text())
+    chart = yamlio.load(chart_file.read_text())
     kept = [d for d in chart.get("dependencies", []) if d["name"] not in DROPPED_DEPENDENCIES]
     (jobset_dep,) = [d for d in kept if d["name"] == "jobset"]
     if f"v{jobset_dep['version']}" != versions.jobset:

@@ -20,6 +20,7 @@ from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ServiceAccount
 
+from nvcre import yamlio
 from nvcre.testing.controlplane import CONTEXT, FIELD_MANAGER, ControlPlane
 
 
@@ -27,7 +28,7 @@ def load_manifests(paths: Iterable[Path]) -> list[dict[str, Any]]:
     """The documents of YAML files, in file order (empty documents skipped)."""
     documents: list[dict[str, Any]] = []
     for path in paths:
-        documents += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+        documents += [d for d in yamlio.load_all(path.read_text()) if isinstance(d, dict)]
     return documents
 
 

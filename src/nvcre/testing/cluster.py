@@ -49,6 +49,7 @@ from lightkube.resources.admissionregistration_v1 import (
     ValidatingWebhookConfiguration,
 )
 
+from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import TRAINER_API_VERSION
 from nvcre.controllers import resources
 from nvcre.testing import binaries as bins
@@ -127,15 +128,15 @@ def kustomized_webhooks(directory: Path) -> list[dict[str, Any]]:
     Only what the upstream webhook kustomizations use is understood: ``resources`` files and
     ``patches`` with a ``path`` and a ``target`` (kind and optional name).
     """
-    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text()) or {}
+    kustomization = yamlio.load((directory / "kustomization.yaml").read_text()) or {}
     documents = [
         doc
         for resource in kustomization.get("resources") or ()
-        for doc in yaml.safe_load_all((directory / resource).read_text())
+        for doc in yamlio.load_all((directory / resource).read_text())
         if isinstance(doc, dict) and doc.get("kind") in _WEBHOOK_KINDS
     ]
     for patch in kustomization.get("patches") or ():
-        operations = yaml.safe_load((directory / patch["path"]).read_text())
+        operations = yamlio.load((directory / patch["path"]).read_text())
         target = patch.get("target") or {}
         documents = [json_patch(d, operations) if _target_matches(target, d) else d for d in documents]
     return documents

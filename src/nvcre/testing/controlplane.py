@@ -45,6 +45,7 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
+from nvcre import yamlio
 from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.testing import audit
@@ -89,8 +90,7 @@ def _parse_yaml_cached(file: Path) -> list[Any]:
         return cached
     except (OSError, ValueError):
         pass
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    docs = list(yaml.load_all(data, Loader=loader))
+    docs = yamlio.load_all(data)
     try:
         memo.parent.mkdir(parents=True, exist_ok=True)
         tmp = memo.with_suffix(f".{os.getpid()}.tmp")

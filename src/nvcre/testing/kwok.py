@@ -30,6 +30,7 @@ from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
+from nvcre import yamlio
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
 from nvcre.testing.processes import Process, Service, free_port, wait_until
 
@@ -91,7 +92,7 @@ def _paced(stage: str, nodes: int) -> str:
     seconds = node_status_heartbeat_seconds(nodes)
     if seconds == STATUS_HEARTBEAT_SECONDS:
         return stage  # the shipped delay
-    doc = yaml.safe_load(stage)
+    doc = yamlio.load(stage)
     if doc["metadata"]["name"] != HEARTBEAT_STAGE:
         return stage
     doc["spec"]["delay"] = {

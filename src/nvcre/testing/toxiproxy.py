@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from nvcre import yamlio
 from nvcre.testing import binaries as bins
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.processes import Process, free_port, wait_until
@@ -115,7 +116,7 @@ class FaultProxy:
 
     def write_kubeconfig(self, source: Path, path: Path) -> Path:
         """Copy kubeconfig ``source`` to ``path`` with every cluster's server moved to the proxy."""
-        config = yaml.safe_load(source.read_text())
+        config = yamlio.load(source.read_text())
         for cluster in config["clusters"]:
             cluster["cluster"]["server"] = self.server
         path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from nvcre import yamlio
 from nvcre.api.v1alpha1 import API_VERSION, KIND_MODULES, kind_model
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.validation.schema import validate
@@ -114,7 +115,7 @@ def validate_file(path: Path) -> list[ObjectReport]:
     """Every object of a YAML file; a file that is not YAML gives one report saying so."""
     source = str(path)
     try:
-        documents = list(yaml.safe_load_all(path.read_text()))
+        documents = yamlio.load_all(path.read_text())
     except OSError as error:
         return [ObjectReport(source, 0, findings=[Finding("", f"cannot read file: {error.strerror}")])]
     except yaml.YAMLError as error:

@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 import yaml
 
+from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import JobReason, MeasurementReason
 from nvcre.cli.common import emit
 from nvcre.measure.builtin import builtin_profiles
@@ -55,7 +56,7 @@ def load_profile(spec: str, needs: str) -> CompiledProfile:
         manifest: Any = builtin[spec]
     elif Path(spec).is_file():
         try:
-            manifest = yaml.safe_load(Path(spec).read_text())
+            manifest = yamlio.load(Path(spec).read_text())
         except (OSError, yaml.YAMLError) as error:
             bad_input(f"{spec}: not a readable LogProfile: {error}")
         if not isinstance(manifest, dict) or manifest.get("kind") != "LogProfile":

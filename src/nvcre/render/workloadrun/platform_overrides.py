@@ -9,8 +9,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from nvcre import yamlio
 from nvcre.render.workloadrun.env import EnvVar, env_to_mpi_args, replace_in_place
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)(\|str)?\}")
@@ -20,12 +19,9 @@ _DROP = object()
 @lru_cache(maxsize=1)
 def _table() -> tuple[list[dict[str, Any]], dict[str, list[EnvVar]]]:
     pkg = resources.files(__package__)
-    rows = yaml.load(pkg.joinpath("platform_overrides.yaml").read_text(), Loader=_Loader)
-    env = yaml.load(pkg.joinpath("nccl_env.yaml").read_text(), Loader=_Loader)
+    rows = yamlio.load(pkg.joinpath("platform_overrides.yaml").read_text())
+    env = yamlio.load(pkg.joinpath("nccl_env.yaml").read_text())
     return rows, env
-
-
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
