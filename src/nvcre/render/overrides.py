@@ -14,13 +14,13 @@ import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
 from nvcre.api.v1alpha1.common import OverrideSpec, StringMatchSpec, WhenSpec
 from nvcre.api.v1alpha1.constants import EventReason, TrainerKind, WorkflowReason
-from nvcre.api.v1alpha1.workflow import JobTemplate, WorkflowSpec
+from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.platform.detect import topology_domain_count
 from nvcre.platform.events import Event
 from nvcre.render.merge import (
@@ -31,6 +31,9 @@ from nvcre.render.merge import (
     merge_dependencies,
     strategic_merge,
 )
+
+if TYPE_CHECKING:
+    from nvcre.api.v1alpha1.workflow import WorkflowSpec
 
 TOPOLOGY_MODE_SIMPLE: Final = "simple"
 TOPOLOGY_MODE_TOPOLOGY: Final = "topology"
@@ -314,6 +317,10 @@ def _canonical(spec: Mapping[str, Any]) -> str:
 
 
 def _job_template_problems(job_template: Any) -> list[tuple[str, str]]:
+    # Imported here: the Workflow kind's models are only needed once an override patches a job
+    # template, and an offline WorkloadRun render (a cold start) never builds them otherwise.
+    from nvcre.api.v1alpha1.workflow import JobTemplate
+
     try:
         JobTemplate.model_validate(job_template)
     except ValidationError as error:
@@ -330,8 +337,8 @@ def _check_job_template(before: Any, after: Any, path: str) -> None:
 
 
 def _split_spec(spec: Mapping[str, Any] | WorkflowSpec) -> tuple[dict[str, Any], list[Any]]:
-    if isinstance(spec, WorkflowSpec):
-        return spec.to_dict(), list(spec.overrides or [])
+    if isinstance(spec, NvcreModel):  # a WorkflowSpec
+        return spec.to_dict(), list(getattr(spec, "overrides", None) or [])
     if not isinstance(spec, Mapping):
         raise TypeError(f"spec must be a mapping or a WorkflowSpec, got {type(spec).__name__}")
     raw = spec.get("overrides")

@@ -10,12 +10,12 @@ import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from nvcre.api.v1alpha1.constants import Annotation
-from nvcre.api.v1alpha1.workflow import Workflow
+from nvcre.api.v1alpha1 import kind_model
+from nvcre.api.v1alpha1.constants import Annotation, Kind
 from nvcre.orchestration.dependencies import check_namespaces
 from nvcre.platform.detect import (
     GPUArchitectureDetection,
@@ -26,6 +26,9 @@ from nvcre.platform.detect import (
 from nvcre.platform.events import Event
 from nvcre.render.gang import GangCheck, enforce_gang_contract
 from nvcre.render.overrides import OverrideContext, OverrideResult, apply_overrides, select_dependencies
+
+if TYPE_CHECKING:
+    from nvcre.api.v1alpha1.workflow import Workflow
 
 
 class WorkflowResolveError(ValueError):
@@ -63,15 +66,19 @@ class ResolvedWorkflow:
         return json.dumps([record.to_summary() for record in self.overrides.applied], ensure_ascii=False)
 
 
-def _split(workflow: Workflow | Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+def _split(
+    workflow: Workflow | Mapping[str, Any], *, validated: bool
+) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
     """(object without spec/status, spec dict without overrides, overrides as given), once the
-    object is valid and every dependency, its own or an override's, is in its namespace."""
-    if isinstance(workflow, Workflow):
+    object is valid (checked here unless ``validated``) and every dependency, its own or an
+    override's, is in its namespace."""
+    if not isinstance(workflow, Mapping):  # a Workflow
         raw = workflow.to_dict()
         overrides: list[Any] = list(workflow.spec.overrides or [])
     else:
         try:
-            Workflow.model_validate(workflow)
+            if not validated:
+                kind_model(Kind.WORKFLOW).model_validate(workflow)
         except ValidationError as error:
             item = error.errors()[0]
             loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"]).lstrip(".")
@@ -93,16 +100,19 @@ def resolve_workflow(
     platform: str | None = None,
     gpu_architecture: str | None = None,
     annotate: bool = True,
+    validated: bool = False,
 ) -> ResolvedWorkflow:
     """Detect platform and architecture from ``nodes``, apply overrides, enforce the gang contract.
 
     ``platform`` / ``gpu_architecture`` replace detection when given (e.g. cached detection).
+    ``validated``: the caller built ``workflow`` itself from an object already checked (a
+    WorkloadRun), so the Workflow model is not built and run again (a tenth of a cold render).
     Raises ``HeterogeneousPlatformError``, ``OverrideError``, ``GangSchedulingConflict``,
     ``DependencyScopeError`` or ``WorkflowResolveError`` (all ``ValueError``), each with a one-line
     message.
     """
     node_list = list(nodes)
-    head, base_spec, overrides = _split(workflow)
+    head, base_spec, overrides = _split(workflow, validated=validated)
     platform_detection = detect_platform(node_list)
     detected_platform = platform if platform is not None else platform_detection.require_consistent()
     gpu = detect_gpu_architecture(node_list)

@@ -7,8 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvcre.api.trainer.v1alpha1 import TrainJob
-from nvcre.api.v1alpha1.constants import API_VERSION, MANAGED_BY_VALUE, Default, Kind, Label, NodeLabel
+from nvcre.api.v1alpha1.constants import (
+    API_VERSION,
+    MANAGED_BY_VALUE,
+    Default,
+    Kind,
+    Label,
+    NodeLabel,
+    TrainerKind,
+)
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun, WorkloadRunSpec
 from nvcre.naming import workload_run_workflow_name
 from nvcre.orchestration.dependencies import DependencyScopeError, check_namespaces
@@ -89,7 +96,7 @@ def _matcher(det: Detection) -> Any:
     if not det.platform:
         return lambda when: False
     ctx = OverrideContext(
-        platform=det.platform, gpu_architecture=det.gpu_architecture, workload_kind=TrainJob.KIND
+        platform=det.platform, gpu_architecture=det.gpu_architecture, workload_kind=TrainerKind.TRAIN_JOB
     )
     return lambda when: when_matches(when, ctx)
 
@@ -232,7 +239,12 @@ def resolve_workflow_overrides(
     """Resolve the Workflow as the Workflow controller would: overrides, then the gang contract."""
     try:
         resolved = resolve_workflow(
-            workflow, nodes, platform=det.platform, gpu_architecture=det.gpu_architecture, annotate=False
+            workflow,
+            nodes,
+            platform=det.platform,
+            gpu_architecture=det.gpu_architecture,
+            annotate=False,
+            validated=True,
         )
     except ValueError as error:
         raise BuildError(str(error)) from error
