@@ -298,13 +298,14 @@ def bare(obj: Any) -> dict[str, Any]:
 RUNTIME_NOT_SEEN = "specified trainingRuntime must be created before the TrainJob is created"
 
 
-async def create_once_admitted(client: AsyncClient, obj: Any) -> None:
+async def create_once_admitted(client: AsyncClient, obj: Any, patience: float = 120) -> None:
+    deadline = time.monotonic() + patience
     while True:
         try:
             await client.create(obj)
             return
         except ApiError as error:
-            if RUNTIME_NOT_SEEN not in (error.status.message or ""):
+            if RUNTIME_NOT_SEEN not in (error.status.message or "") or time.monotonic() > deadline:
                 raise
         await asyncio.sleep(0.05)
 
@@ -357,17 +358,32 @@ async def wait_gone(client: AsyncClient, resource: Any, namespace: str, timeout:
 
 
 async def fan_out_result(
-    client: AsyncClient, namespace: str, marks: dict[str, float], created: float, per_job: float
+    client: AsyncClient,
+    namespace: str,
+    marks: dict[str, float],
+    created: float,
+    per_job: float,
+    runtimes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What a fan-out leaves for the plain client's rows: its time, requests per Job, and bare
-    copies of the objects it created (to create again without owners or status)."""
+    copies of the objects it created (to create again without owners or status). ``runtimes``:
+    the TrainingRuntime copies as they were created, where a Job that finished has deleted its own."""
+    if runtimes is None:
+        runtimes = [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)]
     return {
         "trainjobs": marks["all TrainJobs"] - created if "all TrainJobs" in marks else None,
         "per_job": per_job,
         "jobs": [bare(j) async for j in client.list(resources.Job, namespace=namespace)],
         "trainjob_bodies": [bare(t) async for t in client.list(resources.TrainJob, namespace=namespace)],
-        "runtimes": [bare(r) async for r in client.list(resources.TrainingRuntime, namespace=namespace)],
+        "runtimes": runtimes,
     }
+
+
+async def record_created(client: AsyncClient, resource: Any, namespace: str, into: dict[str, Any]) -> None:
+    """Bare copies of every ``resource`` created in ``namespace``, by name, until cancelled."""
+    async for event, obj in client.watch(resource, namespace=namespace):
+        if event == "ADDED":
+            into[str(obj.metadata.name)] = bare(obj)
 
 
 def peak_with_pods(tag: str, row: str, pid: int, manager: ManagerProcess) -> list[tuple[str, str]]:
@@ -673,6 +689,8 @@ async def sandbox_fan_out(
         body = sandbox_workflow(nodes, namespace, args.num_nodes)
         pods = groups * pods_per_group(body, args.num_nodes)
         follow = asyncio.create_task(follow_sandbox(client, namespace, groups, pods, marks, counts))
+        runtimes: dict[str, Any] = {}
+        record = asyncio.create_task(record_created(client, resources.TrainingRuntime, namespace, runtimes))
         await asyncio.sleep(1)  # let the watches start before the clock does
         before_ids = audit_ids(cp)
         before_all = api_requests(cp)
@@ -694,6 +712,7 @@ async def sandbox_fan_out(
             await asyncio.sleep(0.2)
         else:
             follow.result()
+        record.cancel()
         until_running = manager_requests(cp, before_ids)
         cpu = cpu_seconds(pid) - cpu_before
         runner_cpu = cpu_seconds(runner) - runner_before
@@ -747,7 +766,9 @@ async def sandbox_fan_out(
         )
         await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
         rows += peak_with_pods(tag, f"manager peak RSS, {pods} pods Running (VmHWM)", pid, manager)
-        measured = await fan_out_result(client, namespace, marks, created, total / groups)
+        measured = await fan_out_result(
+            client, namespace, marks, created, total / groups, list(runtimes.values())
+        )
         if args.baseline:  # the next manager must start on a sandbox without this workload
             await client.delete(resources.Workflow, "scale", namespace=namespace)
             if not await wait_gone(client, Pod, namespace, args.timeout):
