@@ -9,9 +9,17 @@ import pytest
 from lightkube import ApiError
 from lightkube.models.meta_v1 import Status, StatusDetails
 
-from nvcre.runtime.controller import Controller, Result, TerminalError
-from nvcre.runtime.errors import Disposition, classify, is_invalid, retry_after, server_message
+from nvcre.runtime.controller import THROTTLED_MAX_DELAY, Controller, Result, TerminalError
+from nvcre.runtime.errors import (
+    Disposition,
+    classify,
+    is_invalid,
+    is_throttled,
+    retry_after,
+    server_message,
+)
 from nvcre.runtime.objects import ObjectKey
+from nvcre.runtime.queue import WorkQueue
 
 
 def api_error(code: int, message: str = "boom", retry: int | None = None) -> ApiError:
@@ -71,8 +79,26 @@ def test_server_message_and_retry_after() -> None:
     assert retry_after(ValueError("x")) is None
 
 
-async def _run_once(raised: BaseException) -> list[float]:
-    """Run a controller whose reconcile raises ``raised`` once; the backoffs it asked for."""
+def plain_text_429(retry: str | None = "1") -> httpx.HTTPStatusError:
+    """What API Priority and Fairness answers: a 429 in plain text, which lightkube does not
+    turn into an ``ApiError``."""
+    request = httpx.Request("POST", "https://127.0.0.1/apis/nvcre.nvidia.com/v1alpha1/namespaces/ns/jobs")
+    headers = {"Content-Type": "text/plain; charset=utf-8", **({"Retry-After": retry} if retry else {})}
+    response = httpx.Response(429, headers=headers, text="Too many requests, please try again later.\n")
+    return httpx.HTTPStatusError("429 Too Many Requests", request=request, response=response)
+
+
+def test_a_plain_text_429_is_throttling_with_its_retry_after() -> None:
+    assert classify(plain_text_429()) is Disposition.TRANSIENT
+    assert is_throttled(plain_text_429()) and is_throttled(api_error(429))
+    assert not is_throttled(api_error(503)) and not is_throttled(ValueError("x"))
+    assert retry_after(plain_text_429("2")) == 2.0
+    assert retry_after(plain_text_429(None)) is None
+
+
+async def _run_once(raised: BaseException, base_delay: float | None = None) -> list[float]:
+    """Run a controller whose reconcile raises ``raised`` once; the backoffs it asked for.
+    ``base_delay``: the queue's first backoff (as if the object had already failed often)."""
     ran = asyncio.Event()
     backoffs: list[float] = []
 
@@ -81,10 +107,12 @@ async def _run_once(raised: BaseException) -> list[float]:
         raise raised
 
     controller = Controller("t", reconcile)
+    if base_delay is not None:
+        controller.queue = WorkQueue(base_delay=base_delay)
     rate_limited = controller.queue.add_rate_limited
 
-    def spy(key: ObjectKey, *, at_least: float = 0.0) -> float:
-        backoffs.append(rate_limited(key, at_least=at_least))
+    def spy(key: ObjectKey, *, at_least: float = 0.0, at_most: float | None = None) -> float:
+        backoffs.append(rate_limited(key, at_least=at_least, at_most=at_most))
         return backoffs[-1]
 
     controller.queue.add_rate_limited = spy  # type: ignore[method-assign]
@@ -108,3 +136,12 @@ async def test_a_transient_error_backs_off_no_sooner_than_retry_after() -> None:
     assert await _run_once(api_error(429, "too many requests", retry=30)) == [30.0]
     (backoff,) = await _run_once(api_error(503, "unavailable"))
     assert 0 < backoff < 1
+
+
+@pytest.mark.asyncio
+async def test_throttling_does_not_escalate_an_objects_backoff_past_its_cap() -> None:
+    # An object that already failed often enough for a 200 s backoff:
+    assert await _run_once(api_error(503, "unavailable"), base_delay=200) == [200.0]
+    assert await _run_once(api_error(429, "too many requests"), base_delay=200) == [THROTTLED_MAX_DELAY]
+    assert await _run_once(api_error(429, "too many requests", retry=30), base_delay=200) == [30.0]
+    assert await _run_once(plain_text_429(), base_delay=200) == [THROTTLED_MAX_DELAY]

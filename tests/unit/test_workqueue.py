@@ -61,6 +61,14 @@ async def test_rate_limited_backoff_doubles_until_forgotten() -> None:
     assert queue.add_rate_limited("a") == 0.001
 
 
+async def test_a_capped_backoff_stops_growing_but_keeps_its_floor() -> None:
+    queue: WorkQueue[str] = WorkQueue(base_delay=1.0, max_delay=300.0)
+    delays = [queue.add_rate_limited("a", at_most=3.0) for _ in range(4)]
+    assert delays == [1.0, 2.0, 3.0, 3.0]
+    assert queue.add_rate_limited("a", at_most=3.0, at_least=7.0) == 7.0
+    assert queue.add_rate_limited("a") == 32.0  # the count went on: an uncapped failure escalates
+
+
 async def test_waiting_worker_wakes_on_add_and_on_shutdown() -> None:
     queue: WorkQueue[str] = WorkQueue()
     waiter = asyncio.create_task(queue.get())

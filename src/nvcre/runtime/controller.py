@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from nvcre.runtime.errors import retry_after
+from nvcre.runtime.errors import is_throttled, retry_after
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.metrics import QUEUE_DEPTH, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from nvcre.runtime.objects import Obj, ObjectKey, controller_owner, key_of
@@ -16,6 +16,11 @@ from nvcre.runtime.queue import ShutDown, WorkQueue
 from nvcre.runtime.writes import Conflict
 
 log = logging.getLogger(__name__)
+
+THROTTLED_MAX_DELAY = 10.0
+"""The longest backoff a 429 adds (its Retry-After can ask for longer). Throttling paces every
+client of the server and says nothing about the object, yet an object's failures escalate its
+backoff: a minute of throttling used to leave it waiting five more after the server recovered."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,11 @@ class Controller:
             except Exception as error:
                 # Errors the server says are transient (and our own) retry with backoff,
                 # no sooner than a Retry-After the server sent.
-                delay = self.queue.add_rate_limited(key, at_least=retry_after(error) or 0.0)
+                delay = self.queue.add_rate_limited(
+                    key,
+                    at_least=retry_after(error) or 0.0,
+                    at_most=THROTTLED_MAX_DELAY if is_throttled(error) else None,
+                )
                 RECONCILE_ERRORS.labels(self.name).inc()
                 RECONCILE_TOTAL.labels(self.name, "error").inc()
                 log.exception("%s: reconcile of %s failed; retrying in %.3fs", self.name, key, delay)

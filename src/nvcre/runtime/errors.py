@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 
+import httpx2
 from lightkube import ApiError
 
 
@@ -57,6 +58,16 @@ def disposition_of_code(code: int | None) -> Disposition:
     return Disposition.TRANSIENT
 
 
+def _code(error: BaseException) -> int | None:
+    """The HTTP status of a server's answer: lightkube raises ``ApiError`` for a JSON Status and
+    httpx's ``HTTPStatusError`` for any other body (API Priority and Fairness answers its 429s in
+    plain text)."""
+    if isinstance(error, ApiError) and error.status.code:
+        return int(error.status.code)
+    response = getattr(error, "response", None) if isinstance(error, httpx2.HTTPStatusError) else None
+    return response.status_code if response is not None else None
+
+
 def classify(error: BaseException) -> Disposition:
     """The disposition of an error raised by an API call.
 
@@ -65,8 +76,8 @@ def classify(error: BaseException) -> Disposition:
     classified transient too, so that it keeps the controller's retry-with-backoff rather than
     failing the object for nvcre's own fault.
     """
-    if isinstance(error, ApiError):
-        return disposition_of_code(error.status.code)
+    if isinstance(error, httpx2.HTTPStatusError):
+        return disposition_of_code(_code(error))
     return Disposition.TRANSIENT
 
 
@@ -79,6 +90,11 @@ def is_transient(error: BaseException) -> bool:
     return classify(error) is Disposition.TRANSIENT
 
 
+def is_throttled(error: BaseException) -> bool:
+    """True for a 429: the server (its API Priority and Fairness) pacing its clients."""
+    return _code(error) == 429
+
+
 def server_message(error: BaseException) -> str:
     """The server's own words for an error (its Status message), else the exception's text."""
     if isinstance(error, ApiError) and error.status.message:
@@ -88,9 +104,9 @@ def server_message(error: BaseException) -> str:
 
 def retry_after(error: BaseException) -> float | None:
     """Seconds the server asked us to wait (429/503 ``Retry-After``), or None."""
-    if not isinstance(error, ApiError):
+    if not isinstance(error, httpx2.HTTPStatusError):
         return None
-    details = error.status.details
+    details = error.status.details if isinstance(error, ApiError) else None
     if details is not None and details.retryAfterSeconds:
         return float(details.retryAfterSeconds)
     response = getattr(error, "response", None)

@@ -66,12 +66,14 @@ class WorkQueue(Generic[K]):
         self._timers.pop(key, None)
         self.add(key)
 
-    def add_rate_limited(self, key: K, *, at_least: float = 0.0) -> float:
-        """Add ``key`` after its exponential backoff (or ``at_least`` seconds, if longer, e.g. a
-        server's Retry-After); returns the delay used."""
+    def add_rate_limited(self, key: K, *, at_least: float = 0.0, at_most: float | None = None) -> float:
+        """Add ``key`` after its exponential backoff, capped at ``at_most`` when given (else the
+        queue's maximum), or ``at_least`` seconds if longer (a server's Retry-After); returns the
+        delay used."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay: float = max(min(self._base_delay * 2.0**failures, self._max_delay), at_least)
+        cap = self._max_delay if at_most is None else min(at_most, self._max_delay)
+        delay: float = max(min(self._base_delay * 2.0**failures, cap), at_least)
         self.add_after(key, delay)
         return delay
 
