@@ -338,7 +338,7 @@ def _check_job_template(before: Any, after: Any, path: str) -> None:
 
 def _split_spec(spec: Mapping[str, Any] | WorkflowSpec) -> tuple[dict[str, Any], list[Any]]:
     if isinstance(spec, NvcreModel):  # a WorkflowSpec
-        return spec.to_dict(), list(getattr(spec, "overrides", None) or [])
+        return spec.to_dict(), list(spec.overrides or [])
     if not isinstance(spec, Mapping):
         raise TypeError(f"spec must be a mapping or a WorkflowSpec, got {type(spec).__name__}")
     raw = spec.get("overrides")

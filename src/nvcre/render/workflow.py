@@ -66,6 +66,17 @@ class ResolvedWorkflow:
         return json.dumps([record.to_summary() for record in self.overrides.applied], ensure_ascii=False)
 
 
+def _validate(workflow: Mapping[str, Any]) -> None:
+    """``WorkflowResolveError`` naming the first invalid field of a Workflow given as a dict."""
+    try:
+        kind_model(Kind.WORKFLOW).model_validate(workflow)
+    except ValidationError as error:
+        item = error.errors()[0]
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"]).lstrip(".")
+        message = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
+        raise WorkflowResolveError(f"{loc}: {message}" if loc else str(message)) from error
+
+
 def _split(
     workflow: Workflow | Mapping[str, Any], *, validated: bool
 ) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
@@ -76,14 +87,8 @@ def _split(
         raw = workflow.to_dict()
         overrides: list[Any] = list(workflow.spec.overrides or [])
     else:
-        try:
-            if not validated:
-                kind_model(Kind.WORKFLOW).model_validate(workflow)
-        except ValidationError as error:
-            item = error.errors()[0]
-            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"]).lstrip(".")
-            message = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
-            raise WorkflowResolveError(f"{loc}: {message}" if loc else str(message)) from error
+        if not validated:
+            _validate(workflow)
         raw = copy.deepcopy(dict(workflow))
         overrides = list(raw.get("spec", {}).get("overrides") or [])
     check_namespaces(raw.get("spec") or {}, str((raw.get("metadata") or {}).get("namespace") or ""))
