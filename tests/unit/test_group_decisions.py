@@ -47,6 +47,11 @@ VALIDATION = job(
 )
 
 
+def entry(name: str, reason: str, message: str, *, cause: str | None = None) -> dict[str, str]:
+    """A failed-node entry as the record spells it: the reference reason and nvcre's cause."""
+    return {"name": name, "reason": reason, "cause": cause or reason, "message": message}
+
+
 @pytest.mark.parametrize(
     ("name", "the_job", "retries", "limit", "expected"),
     [
@@ -61,8 +66,8 @@ VALIDATION = job(
             Completion(
                 "Failed",
                 (
-                    {"name": "a", "reason": "WorkloadFailed", "message": "rank 1 died"},
-                    {"name": "b", "reason": "WorkloadFailed", "message": 'Job "wf-job" failed: rank 1 died'},
+                    entry("a", "WorkloadFailed", "rank 1 died"),
+                    entry("b", "WorkloadFailed", 'Job "wf-job" failed: rank 1 died'),
                 ),
             ),
         ),
@@ -74,8 +79,8 @@ VALIDATION = job(
             Completion(
                 "Failed",
                 (
-                    {"name": "a", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob"},
-                    {"name": "b", "reason": "JobTimedOut", "message": "Job exceeded timeoutPerJob"},
+                    entry("a", "WorkloadFailed", "Job exceeded timeoutPerJob", cause="JobTimedOut"),
+                    entry("b", "WorkloadFailed", "Job exceeded timeoutPerJob", cause="JobTimedOut"),
                 ),
             ),
         ),
@@ -87,12 +92,12 @@ VALIDATION = job(
             Completion(
                 "Failed",
                 (
-                    {"name": "b", "reason": "HardwareFailureDetected", "message": "by node health check"},
-                    {
-                        "name": "a",
-                        "reason": "WorkloadFailed",
-                        "message": 'Job "wf-job" failed: Hardware failure detected on node(s): [b]',
-                    },
+                    entry("b", "HardwareFailureDetected", "by node health check"),
+                    entry(
+                        "a",
+                        "WorkloadFailed",
+                        'Job "wf-job" failed: Hardware failure detected on node(s): [b]',
+                    ),
                 ),
             ),
         ),
@@ -104,11 +109,12 @@ VALIDATION = job(
             Completion(
                 "Failed",
                 tuple(
-                    {
-                        "name": n,
-                        "reason": "WorkloadFailed",
-                        "message": 'Job "wf-job" failed: busBandwidthGBps 10 < 100',
-                    }
+                    entry(
+                        n,
+                        "ThresholdViolation",
+                        'Job "wf-job" failed: busBandwidthGBps 10 < 100',
+                        cause="ThresholdViolated",
+                    )
                     for n in "ab"
                 ),
             ),
@@ -123,7 +129,7 @@ def test_a_vanished_job_fails_its_group_and_lists_every_node() -> None:
     assert vanished(GROUP, "wf-job") == Completion(
         "Failed",
         tuple(
-            {"name": n, "reason": "JobDeleted", "message": 'Job "wf-job" was deleted before it finished'}
+            entry(n, "WorkloadFailed", 'Job "wf-job" was deleted before it finished', cause="JobDeleted")
             for n in "ab"
         ),
     )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre import failednodes
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.placement import node_affinity, tolerations
@@ -202,6 +205,31 @@ def test_node_result_payloads_merge_and_sort() -> None:
         ],
     )
     assert decode_failed(failed) == [
-        {"name": "n1", "reason": "HardwareFailureDetected", "message": ""},
-        {"name": "n2", "reason": "WorkloadFailed", "message": "boom"},
+        {
+            "name": "n1",
+            "reason": "HardwareFailureDetected",
+            "cause": "HardwareFailureDetected",
+            "message": "",
+        },
+        {"name": "n2", "reason": "WorkloadFailed", "cause": "WorkloadFailed", "message": "boom"},
     ]
+
+
+def test_a_failed_nodes_record_speaks_the_reference_reasons() -> None:
+    """Consumers match ``reason`` against the reference's three values; nvcre's cause goes beside
+    it, and an entry stored before ``cause`` existed reads with its cause recovered."""
+    payload = merge_failed(
+        None,
+        [
+            failednodes.entry("n1", "BandwidthOutlier", "bus bandwidth 144.00 GB/s is below 0.8 ..."),
+            failednodes.entry("n2", "JobTimedOut", "Job exceeded timeoutPerJob"),
+            {"name": "n3", "reason": "JobDeleted", "message": "old form"},
+        ],
+    )
+    decoded = json.loads(gzip.decompress(payload))
+    assert [(e["name"], e["reason"], e["cause"]) for e in decoded] == [
+        ("n1", "ThresholdViolation", "BandwidthOutlier"),
+        ("n2", "WorkloadFailed", "JobTimedOut"),
+        ("n3", "WorkloadFailed", "JobDeleted"),
+    ]
+    assert {e["reason"] for e in decoded} <= set(failednodes.REASONS)

@@ -133,8 +133,8 @@ def test_case_7_first_violation_by_key_and_the_group_nodes() -> None:
     message = 'Threshold "avgStepTimeSec" violated: measured 5.0000, expression: value <= 3.0'
     assert decided == Verdict(True, "ThresholdViolated", message)
     assert verdicts.failed_nodes(j, decided) == [
-        {"name": "n1", "reason": "ThresholdViolation", "message": message},
-        {"name": "n2", "reason": "ThresholdViolation", "message": message},
+        {"name": "n1", "reason": "ThresholdViolation", "cause": "ThresholdViolated", "message": message},
+        {"name": "n2", "reason": "ThresholdViolation", "cause": "ThresholdViolated", "message": message},
     ]
 
 

@@ -259,7 +259,14 @@ async def test_result_config_maps_are_written_through_any_number_of_conflicts() 
     assert len(conflicts) == 12
     assert h.results() == (
         ["node-1"],
-        [{"name": "node-0", "reason": "WorkloadFailed", "message": "rank 0 exited with code 1"}],
+        [
+            {
+                "name": "node-0",
+                "reason": "WorkloadFailed",
+                "cause": "WorkloadFailed",
+                "message": "rank 0 exited with code 1",
+            }
+        ],
     )
     h.assert_every_node_in_exactly_one_list()
 
@@ -304,15 +311,15 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
     h.assert_every_node_in_exactly_one_list()
     succeeded, failed = h.results()
     assert succeeded == ["node-0", "node-1"]
-    assert {(e["name"], e["reason"]) for e in failed} == {
-        ("node-2", "WorkloadFailed"),
-        ("node-3", "WorkloadFailed"),
-        ("node-4", "JobDeleted"),
-        ("node-5", "JobDeleted"),
-        ("node-6", "WorkloadFailed"),
-        ("node-7", "HardwareFailureDetected"),
-        ("node-8", "JobTimedOut"),
-        ("node-9", "JobTimedOut"),
+    assert {(e["name"], e["reason"], e["cause"]) for e in failed} == {
+        ("node-2", "WorkloadFailed", "WorkloadFailed"),
+        ("node-3", "WorkloadFailed", "WorkloadFailed"),
+        ("node-4", "WorkloadFailed", "JobDeleted"),
+        ("node-5", "WorkloadFailed", "JobDeleted"),
+        ("node-6", "WorkloadFailed", "WorkloadFailed"),
+        ("node-7", "HardwareFailureDetected", "HardwareFailureDetected"),
+        ("node-8", "WorkloadFailed", "JobTimedOut"),
+        ("node-9", "WorkloadFailed", "JobTimedOut"),
     }
     deleted = next(e for e in failed if e["name"] == "node-4")
     assert deleted["message"] == f'Job "{names[2]}" was deleted before it finished'

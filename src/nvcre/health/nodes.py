@@ -74,15 +74,3 @@ def unhealthy_nodes(expression: str, nodes: Iterable[Mapping[str, Any]]) -> Heal
         except CELError as error:
             errors[name] = str(error)
     return HealthVerdict(sorted(failing), errors)
-
-
-def merge_failed_nodes(
-    existing: Iterable[Mapping[str, Any]], names: Iterable[str], reason: str, message: str
-) -> list[dict[str, Any]]:
-    """Add ``(name, reason)`` entries without removing any; sorted by name then reason."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {
-        (str(e["name"]), str(e["reason"])): dict(e) for e in existing
-    }
-    for name in names:
-        merged.setdefault((name, reason), {"name": name, "reason": reason, "message": message})
-    return [merged[k] for k in sorted(merged)]

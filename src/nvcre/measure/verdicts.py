@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import (
     Annotation,
     ConditionStatus,
     ConditionType,
     Default,
-    FailedNodeReason,
     JobReason,
     Label,
 )
@@ -206,7 +206,4 @@ def failed_nodes(job: Mapping[str, Any], verdict: Verdict) -> list[dict[str, str
     """The ``failedNodes`` a failing verdict records (only when the Job names none yet)."""
     if not verdict.failed or ((job.get("status") or {}).get("failedNodes")):
         return None
-    return [
-        {"name": n, "reason": FailedNodeReason.THRESHOLD_VIOLATION, "message": verdict.message}
-        for n in group_nodes(job)
-    ]
+    return failednodes.entries(group_nodes(job), verdict.reason, verdict.message)

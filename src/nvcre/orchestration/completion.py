@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason, WorkflowReason
+from nvcre import failednodes
+from nvcre.api.v1alpha1.constants import ConditionType, FailureCause, WorkflowReason
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.workflow import GroupPhase
 from nvcre.conditions import condition_of, condition_true
@@ -25,8 +26,7 @@ TERMINAL_FOR_WORKFLOW = (ConditionType.HARDWARE_FAILED, ConditionType.FAILED, Co
 """A hardware failure ends the group although the Job's own trio may still say InProgress."""
 FAILURES = (ConditionType.FAILED, ConditionType.HARDWARE_FAILED, ConditionType.VALIDATION_FAILED)
 
-Entry = dict[str, str]
-"""A failed-nodes entry: ``{"name", "reason", "message"}``."""
+Entry = failednodes.Entry
 
 
 def job_terminal(job: Mapping[str, Any]) -> bool:
@@ -90,22 +90,25 @@ class Completion:
 
 
 def _every_node(
-    nodes: Sequence[str], reported: Sequence[Mapping[str, Any]], reason: str, message: str
+    nodes: Sequence[str], reported: Sequence[Mapping[str, Any]], cause: str, message: str
 ) -> tuple[Entry, ...]:
-    entries = [
-        {"name": str(e["name"]), "reason": str(e["reason"]), "message": str(e.get("message") or "")}
-        for e in reported
-    ]
+    entries = [failednodes.normalise(e) for e in reported]
     named = {e["name"] for e in entries}
-    entries += [{"name": n, "reason": reason, "message": message} for n in nodes if n not in named]
+    entries += failednodes.entries([n for n in nodes if n not in named], cause, message)
     return tuple(entries)
 
 
-def _failure_message(job: Mapping[str, Any]) -> str:
+def _failure(job: Mapping[str, Any]) -> tuple[str, str]:
+    """(cause, message) for the nodes the Job did not name: the reason of the condition that
+    failed it (a verdict's ``ThresholdViolated``, a ``WorkloadStalled``...); a hardware report
+    names its own nodes, so the rest of the group is failed with the workload."""
     for cond_type in FAILURES:
         if condition_true(job, cond_type):
-            return str((condition_of(job, cond_type) or {}).get("message") or cond_type)
-    return "failed"
+            cond = condition_of(job, cond_type) or {}
+            reason = str(cond.get("reason") or "")
+            known = reason in failednodes.CAUSE_REASONS and cond_type != ConditionType.HARDWARE_FAILED
+            return (reason if known else FailureCause.WORKLOAD_FAILED), str(cond.get("message") or cond_type)
+    return FailureCause.WORKLOAD_FAILED, "failed"
 
 
 def complete(group: Mapping[str, Any], job: Mapping[str, Any], retry_limit: int) -> Completion:
@@ -118,16 +121,17 @@ def complete(group: Mapping[str, Any], job: Mapping[str, Any], retry_limit: int)
     nodes = list(group.get("nodes") or ())
     reported = (job.get("status") or {}).get("failedNodes") or ()
     if timed_out(job):
-        reason, message = FailedNodeReason.JOB_TIMED_OUT, "Job exceeded timeoutPerJob"
+        cause, message = FailureCause.JOB_TIMED_OUT, "Job exceeded timeoutPerJob"
     else:
         name = (job.get("metadata") or {}).get("name", "")
-        reason, message = FailedNodeReason.WORKLOAD_FAILED, f'Job "{name}" failed: {_failure_message(job)}'
-    return Completion("Failed", _every_node(nodes, reported, reason, message))
+        cause, why = _failure(job)
+        message = f'Job "{name}" failed: {why}'
+    return Completion("Failed", _every_node(nodes, reported, cause, message))
 
 
 def vanished(group: Mapping[str, Any], job_name: str) -> Completion:
     """A group whose Job is gone (or going, with no pod left) before it ended: ``Failed``."""
     message = f'Job "{job_name}" was deleted before it finished'
     return Completion(
-        "Failed", _every_node(list(group.get("nodes") or ()), (), FailedNodeReason.JOB_DELETED, message)
+        "Failed", _every_node(list(group.get("nodes") or ()), (), FailureCause.JOB_DELETED, message)
     )

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from nvcre.api.v1alpha1.constants import FailedNodeReason
+from nvcre import failednodes
+from nvcre.api.v1alpha1.constants import FailureCause
 
 MNNVL_ENV: Final = "NCCL_MNNVL_ENABLE"
 _MNNVL_SETTING = re.compile(rf"\b{MNNVL_ENV}=(\S*)")
@@ -283,12 +284,11 @@ class _Machine:
             if faults:
                 message += f"; {len(faults)} infrastructure faults detected"
             failed = tuple(
-                {
-                    "name": n,
-                    "reason": FailedNodeReason.WORKLOAD_FAILED,
-                    "message": "Confirmed faulty by diagnosis: failed together with a healthy reference node",
-                }
-                for n in faulty
+                failednodes.entries(
+                    faulty,
+                    FailureCause.CONFIRMED_FAULTY,
+                    "Confirmed faulty by diagnosis: failed together with a healthy reference node",
+                )
             )
             return Step(self.status, verdict=Verdict(False, message, failed, healthy))
         if faults:
@@ -428,9 +428,7 @@ class _Machine:
             suspects = self.state.nodes("suspectNodes")
             self.status.update(stage="complete", outcome="Faulty", faultyNodes=suspects, suspectNodes=[])
             message = f"No healthy reference node; {len(suspects)} suspects marked failed"
-            failed = tuple(
-                {"name": n, "reason": FailedNodeReason.WORKLOAD_FAILED, "message": message} for n in suspects
-            )
+            failed = tuple(failednodes.entries(suspects, FailureCause.WORKLOAD_FAILED, message))
             return Step(self.status, verdict=Verdict(False, message, failed))
         return self.next_round("confirmation", _confirmation(self.state), "Confirmation")
 

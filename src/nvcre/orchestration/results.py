@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
 
 __all__ = ["FAILED_NODES_KEY", "SUCCEEDED_NODES_KEY", "merge_failed", "merge_succeeded"]
@@ -22,11 +23,11 @@ def decode_succeeded(payload: bytes | None) -> list[str]:
     return [n.strip() for n in gzip.decompress(payload).decode().split(",") if n.strip()]
 
 
-def decode_failed(payload: bytes | None) -> list[dict[str, str]]:
+def decode_failed(payload: bytes | None) -> list[failednodes.Entry]:
+    """The entries of ``failed-nodes.json.gz``, each with a ``cause`` (derived for old entries)."""
     if not payload:
         return []
-    entries: list[dict[str, str]] = json.loads(gzip.decompress(payload))
-    return entries
+    return [failednodes.normalise(e) for e in json.loads(gzip.decompress(payload))]
 
 
 def merge_succeeded(existing: bytes | None, nodes: Iterable[str]) -> bytes:
@@ -35,10 +36,6 @@ def merge_succeeded(existing: bytes | None, nodes: Iterable[str]) -> bytes:
 
 
 def merge_failed(existing: bytes | None, entries: Iterable[Mapping[str, Any]]) -> bytes:
-    seen: dict[tuple[str, str], dict[str, str]] = {}
-    for entry in [*decode_failed(existing), *entries]:
-        key = (str(entry["name"]), str(entry["reason"]))
-        if key not in seen:
-            seen[key] = {"name": key[0], "reason": key[1], "message": str(entry.get("message") or "")}
-    ordered = sorted(seen.values(), key=lambda e: (e["name"], e["reason"]))
-    return _gzip(json.dumps(ordered, separators=(",", ":")).encode())
+    """A JSON list of ``{name, reason, cause, message}``, one per (name, reason), the first kept."""
+    merged = failednodes.merge(decode_failed(existing), entries)
+    return _gzip(json.dumps(merged, separators=(",", ":")).encode())

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import (
     FAILED_NODES_KEY,
     SUCCEEDED_NODES_KEY,
@@ -24,6 +25,7 @@ from nvcre.api.v1alpha1.constants import (
     ConditionType,
     Default,
     FailedNodeReason,
+    FailureCause,
     JobReason,
     Label,
     WorkflowReason,
@@ -290,8 +292,8 @@ def _failure_log(job: Obj | None) -> FailureLog | None:
     )
 
 
-_MEASURED_REASONS: Final = (FailedNodeReason.BANDWIDTH_OUTLIER, FailedNodeReason.STEP_TIME_OUTLIER)
-"""Failed-node reasons whose message names the measured value (against the peers' median)."""
+_MEASURED_CAUSES: Final = (FailureCause.BANDWIDTH_OUTLIER, FailureCause.STEP_TIME_OUTLIER)
+"""Failed-node causes whose message names the measured value (against the peers' median)."""
 
 
 def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFinding]:
@@ -299,29 +301,35 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
     Jobs' ``failedNodes``; a threshold violation names the measured value against its limit. A
     diagnosis blames only the nodes it confirmed (the record): its rounds' Jobs name whole
     groups, suspects included."""
-    entries: dict[tuple[str, str], str] = {}
+    entries: dict[tuple[str, str], failednodes.Entry] = {}
     for entry in failed_entries(objects.failed_nodes):
-        entries.setdefault((entry["name"], entry["reason"]), entry.get("message", ""))
+        entries.setdefault((entry["name"], entry["reason"]), entry)
     diagnosing = bool(_orchestration(objects.workflow).get("diagnose"))
     for group in () if diagnosing else groups:
-        for entry in _status(group.job).get("failedNodes") or ():
-            entries.setdefault((str(entry["name"]), str(entry["reason"])), str(entry.get("message") or ""))
+        for raw in _status(group.job).get("failedNodes") or ():
+            entry = failednodes.normalise(raw)
+            entries.setdefault((entry["name"], entry["reason"]), entry)
     group_of: dict[str, _Group] = {}
     for group in groups:
         for node in group.nodes:
             if node not in group_of or group.phase == "Failed":
                 group_of[node] = group
     out = []
-    for (node, reason), message in sorted(entries.items()):
+    for (node, reason), entry in sorted(entries.items()):
         home = group_of.get(node)
-        detail = ""
-        if reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
-            detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
-        elif reason in _MEASURED_REASONS:
+        detail, cause, message = "", entry["cause"], entry["message"]
+        if cause in _MEASURED_CAUSES:
             detail = message
+        elif reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
+            detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
         out.append(
             NodeFinding(
-                node=node, reason=reason, group=home.name if home else "", detail=detail, message=message
+                node=node,
+                reason=reason,
+                group=home.name if home else "",
+                detail=detail,
+                message=message,
+                cause=cause,
             )
         )
     return out

@@ -20,6 +20,7 @@ def _finding(finding: NodeFinding) -> dict[str, Any]:
             "name": finding.node,
             "group": finding.group,
             "reason": finding.reason,
+            "cause": finding.cause,
             "measured": finding.detail,
             "message": finding.message,
         }

@@ -22,7 +22,7 @@ def _failure_text(category: CategoryReport) -> str:
         findings = {f.node: f for f in group.findings}
         for node in group.nodes:
             finding = findings.get(node)
-            lines.append(f"  - {node}  {finding.detail or finding.reason}" if finding else f"  - {node}")
+            lines.append(f"  - {node}  {finding.summary}" if finding else f"  - {node}")
     return "\n".join(lines)
 
 

@@ -39,6 +39,13 @@ class NodeFinding:
     """The measured value against its threshold (or its peers); empty when the reason says it all."""
     message: str = ""
     """The failed-nodes record's message."""
+    cause: str = ""
+    """The record's finer cause (``BandwidthOutlier``, ``JobTimedOut``...); the reason when it has none."""
+
+    @property
+    def summary(self) -> str:
+        """What a reader sees beside the node: the measured value, else the cause."""
+        return self.detail or self.cause or self.reason
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def _log_lines(log: FailureLog, indent: str) -> list[str]:
 
 
 def _finding_text(finding: NodeFinding) -> str:
-    return f"{finding.node}  {finding.detail or finding.reason}"
+    return f"{finding.node}  {finding.summary}"
 
 
 def _failed_groups(groups: Iterable[FailedGroup]) -> list[str]:

@@ -347,6 +347,9 @@ class JobReason:
     """nccl-tests counted wrong values (``BandwidthMeasurement.status.wrongValues`` > 0)."""
     UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
     """NCCL did not use ``bandwidthMeasurement.expectedTransport`` (e.g. fell back to sockets)."""
+    MEASUREMENT_UNAVAILABLE: Final = "MeasurementUnavailable"
+    """A measurement the Job asked for has no final data (log unreadable, no row, a table cut
+    short, a launcher that printed failures); ``allowMissingData`` makes it informational."""
     BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
     """Written by the Workflow: bus bandwidth below ``outlierFraction`` of the peer groups' median."""
     STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
@@ -354,27 +357,48 @@ class JobReason:
 
 
 class FailedNodeReason:
-    """Reasons of failed-nodes ConfigMap entries; the first five are also the enum of
-    ``Job.status.failedNodes[].reason`` (:data:`FAILED_NODE_REASONS`)."""
+    """``reason`` of a failed-node entry (a Job's ``status.failedNodes``, the failed-nodes
+    ConfigMap): the reference's three values, which consumers of the ConfigMap match on. The
+    specific cause goes in ``cause`` (:class:`FailureCause`, :mod:`nvcre.failednodes`)."""
 
     HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     WORKLOAD_FAILED: Final = "WorkloadFailed"
-    BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
-    STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
-    JOB_TIMED_OUT: Final = "JobTimedOut"
-    """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
-    JOB_DELETED: Final = "JobDeleted"
-    """Written by the Workflow for a group whose Job was deleted before it finished."""
 
 
 FAILED_NODE_REASONS: Final = (
     FailedNodeReason.HARDWARE_FAILURE_DETECTED,
     FailedNodeReason.THRESHOLD_VIOLATION,
     FailedNodeReason.WORKLOAD_FAILED,
-    FailedNodeReason.BANDWIDTH_OUTLIER,
-    FailedNodeReason.STEP_TIME_OUTLIER,
 )
+
+
+class FailureCause:
+    """``cause`` of a failed-node entry: why nvcre failed the node, finer than its ``reason``.
+    Mostly the reason of the Job condition that failed the group."""
+
+    HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
+    """The node-health expression matched the node while the workload ran."""
+    THRESHOLD_VIOLATED: Final = "ThresholdViolated"
+    """A user's threshold was not met."""
+    BELOW_EXPECTED: Final = "BelowExpected"
+    """No threshold given: the measured value is below the default floor of the expected value."""
+    BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
+    STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
+    UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
+    DATA_CORRUPTION: Final = "DataCorruption"
+    MEASUREMENT_UNAVAILABLE: Final = "MeasurementUnavailable"
+    MEASUREMENT_TIMEOUT: Final = "MeasurementTimeout"
+    UNKNOWN_THRESHOLD_KEY: Final = "UnknownThresholdKey"
+    INVALID_THRESHOLD_EXPRESSION: Final = "InvalidThresholdExpression"
+    WORKLOAD_FAILED: Final = "WorkloadFailed"
+    WORKLOAD_STALLED: Final = "WorkloadStalled"
+    JOB_TIMED_OUT: Final = "JobTimedOut"
+    """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
+    JOB_DELETED: Final = "JobDeleted"
+    """Written by the Workflow for a group whose Job was deleted before it finished."""
+    CONFIRMED_FAULTY: Final = "ConfirmedFaulty"
+    """Diagnosis: the node failed again beside a healthy reference node."""
 
 
 class NodeHealthReason:

@@ -83,14 +83,19 @@ class JobSpec(NvcreModel):
     measurement_timeout: str | None = Field(default=None, description="Duration; 5m when unset.")
 
 
-FailedNodeReason = Literal[
-    "HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed", "BandwidthOutlier", "StepTimeOutlier"
-]
+FailedNodeReason = Literal["HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"]
 
 
 class FailedNode(NvcreModel):
     name: str
-    reason: FailedNodeReason
+    reason: FailedNodeReason = Field(
+        description="The reference's failed-node reason, which consumers of the results match on."
+    )
+    cause: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Why nvcre failed the node, finer than reason (e.g. BandwidthOutlier, JobTimedOut).",
+    )
     message: str | None = None
 
 

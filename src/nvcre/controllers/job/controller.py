@@ -9,13 +9,13 @@ from typing import Any, NoReturn
 
 from lightkube import ApiError
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import (
     GROUP,
     TRAINER_API_VERSION,
     Annotation,
     ConditionType,
     Default,
-    FailedNodeReason,
     Finalizer,
     JobReason,
     Kind,
@@ -39,7 +39,6 @@ from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
 from nvcre.controllers.status import StatusChange, conditions_of, now
-from nvcre.health.nodes import merge_failed_nodes
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
@@ -407,9 +406,7 @@ class JobController:
         def record(status: dict[str, Any]) -> None:
             status["failureLog"] = entry
             if not status.get("failedNodes"):
-                status["failedNodes"] = merge_failed_nodes(
-                    [], group_nodes, FailedNodeReason.WORKLOAD_FAILED, decision.message
-                )
+                status["failedNodes"] = failednodes.entries(group_nodes, decision.reason, decision.message)
 
         await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
 

@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason
+from nvcre import failednodes
+from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason, FailureCause
 from nvcre.controllers.status import StatusChange, condition_true
-from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, merge_failed_nodes, monitored_nodes, unhealthy_nodes
+from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, monitored_nodes, unhealthy_nodes
 from nvcre.runtime.objects import Obj
 
 NodeLookup = Callable[[str], Obj | None]
@@ -47,8 +48,9 @@ def check(job: Obj, pods: list[Obj], node: NodeLookup) -> HealthCheck:
     failing = verdict.failing
 
     def change(status: dict[str, Any]) -> None:
-        status["failedNodes"] = merge_failed_nodes(
-            status.get("failedNodes") or [], failing, reason, HARDWARE_FAILURE_MESSAGE
+        status["failedNodes"] = failednodes.merge(
+            status.get("failedNodes") or [],
+            failednodes.entries(failing, FailureCause.HARDWARE_FAILURE_DETECTED, HARDWARE_FAILURE_MESSAGE),
         )
 
     message = f"Hardware failure detected on node(s): [{' '.join(every)}]"

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import (
     ConditionStatus,
     ConditionType,
-    FailedNodeReason,
-    JobReason,
     MeasurementReason,
 )
 from nvcre.conditions import condition_of
@@ -25,15 +24,9 @@ from nvcre.controllers import resources, verdict
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState
-from nvcre.health.nodes import merge_failed_nodes
 from nvcre.measure import outliers, thresholds, verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
 from nvcre.runtime.objects import Obj
-
-_NODE_REASON = {
-    JobReason.BANDWIDTH_OUTLIER: FailedNodeReason.BANDWIDTH_OUTLIER,
-    JobReason.STEP_TIME_OUTLIER: FailedNodeReason.STEP_TIME_OUTLIER,
-}
 
 
 def _step_time(goodput: Obj | None) -> float | None:
@@ -82,7 +75,6 @@ async def _samples(
 
 async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> Obj:
     """The Job's ``ValidationFailed`` and failedNodes say why (one write; a no-op once done)."""
-    node_reason = _NODE_REASON[found.reason]
     first: list[bool] = []
 
     def change(status: dict[str, Any]) -> None:
@@ -90,8 +82,9 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
         current = condition_of({"status": status}, ConditionType.VALIDATION_FAILED) or {}
         if current.get("status") == ConditionStatus.TRUE and current.get("reason") == found.reason:
             return
-        status["failedNodes"] = merge_failed_nodes(
-            status.get("failedNodes") or (), verdicts.group_nodes(job), node_reason, found.message
+        status["failedNodes"] = failednodes.merge(
+            status.get("failedNodes") or (),
+            failednodes.entries(verdicts.group_nodes(job), found.reason, found.message),
         )
         verdict.set_validation(status, job, True, found.reason, found.message)
         first.append(True)
@@ -120,10 +113,8 @@ async def fail_outliers(state: WorkflowState) -> dict[str, Obj]:
         job = await _fail_job(state, jobs[outlier.group], outlier)
         written[outlier.group] = job
         group = by_name[outlier.group]
-        reason = _NODE_REASON[outlier.reason]
         await record_failed(
-            state,
-            [{"name": n, "reason": reason, "message": outlier.message} for n in group.get("nodes") or ()],
+            state, failednodes.entries(group.get("nodes") or (), outlier.reason, outlier.message)
         )
         group["phase"] = "Failed"
     return written
