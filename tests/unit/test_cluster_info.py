@@ -46,6 +46,21 @@ def node(
     }
 
 
+def clique_nodes(*names: str) -> list[dict[str, Any]]:
+    """On-prem GB200 nodes of one NVLink clique with their InfiniBand NICs."""
+    return [
+        node(
+            name,
+            4,
+            provider="",
+            product="NVIDIA-GB200",
+            allocatable={"rdma/ib": "8"},
+            labels={"nvidia.com/gpu.clique": "c0"},
+        )
+        for name in names
+    ]
+
+
 def case10() -> list[dict[str, Any]]:
     """Acceptance case 10: two Ready AWS H100 nodes with 8 and 2 GPUs in rack-a (and the EFA
     interfaces of a p5 instance, which the catalog's AWS overrides request)."""
@@ -210,17 +225,7 @@ def test_a_category_whose_pods_request_a_resource_the_nodes_lack_does_not_fit() 
 
 
 def test_nic_resources_and_on_prem_detection() -> None:
-    nodes = [
-        node(
-            name,
-            4,
-            provider="",
-            product="NVIDIA-GB200",
-            allocatable={"rdma/ib": "8"},
-            labels={"nvidia.com/gpu.clique": "c0"},
-        )
-        for name in ("g1", "g2")
-    ]
+    nodes = clique_nodes("g1", "g2")
     out = to_dict(cluster_info(nodes))
     assert out["nicResources"] == [{"name": "rdma/ib", "nodes": 2, "minPerNode": "8", "maxPerNode": "8"}]
     assert out["nicDetection"] == "requests rdma/ib (8 per node, detected on every node)"
@@ -346,17 +351,7 @@ def test_a_group_across_network_blocks_has_no_published_figure_on_aws() -> None:
 
 
 def test_a_gb200_group_inside_one_clique_expects_multi_node_nvlink() -> None:
-    nodes = [
-        node(
-            name,
-            4,
-            provider="",
-            product="NVIDIA-GB200",
-            allocatable={"rdma/ib": "8"},
-            labels={"nvidia.com/gpu.clique": "c0"},
-        )
-        for name in ("g1", "g2", "g3")
-    ]
+    nodes = clique_nodes("g1", "g2", "g3")
     allreduce = expected_of(to_dict(cluster_info(nodes)))["communication/nccl-all-reduce"]
     assert allreduce["groupShape"] == {
         "nodes": 3,
