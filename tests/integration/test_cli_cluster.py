@@ -198,3 +198,43 @@ def test_kubectl_nvcre_namespace_flag(control_plane: ControlPlane, kube: Client,
     missing = run(kubectl(), "nvcre", "workloadrun", "cancel", "missing", "-n", namespace, env=env)
     assert (missing.returncode, missing.stdout) == (0, "")
     assert missing.stderr == f'WorkloadRun "missing" not found in namespace "{namespace}"\n'
+
+
+def test_expected_performance_of_the_detected_hardware(
+    control_plane: ControlPlane, kube: Client, gpu_nodes: Any
+) -> None:
+    """Two AWS p5 nodes in one network block: each category's group, the figure it should reach
+    with its published source, and "no published figure" where the table has none."""
+    pool = pool_name()
+    ready_nodes(kube, gpu_nodes, pool, [8, 8])
+    config = control_plane.kubeconfig_path
+
+    done = nvcrectl("cluster", "info", "-o", "json", "-l", f"{POOL_LABEL}={pool}", "--kubeconfig", config)
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout)["expectedPerformance"]
+    assert (expected["gpuArchitecture"], expected["platform"]) == ("h100", "aws")
+    categories = {c["category"]: c for c in expected["categories"]}
+    allreduce = categories["communication/nccl-all-reduce"]
+    assert allreduce["groupShape"]["text"] == "2 nodes in one domain"
+    assert allreduce["expected"] == [
+        {
+            "key": "busBandwidthGBps",
+            "value": 487.09,
+            "source": "AWS p5 EFA, awsome-distributed-training nccl-tests README",
+            "row": "h100/aws/all_reduce/2-nodes",
+        }
+    ]
+    assert categories["communication/nccl-all-gather"]["message"] == "no published figure"
+    assert categories["communication/nccl-alltoall"]["expected"][0]["value"] == 79.25
+
+    done = nvcrectl("cluster", "info", "-l", f"{POOL_LABEL}={pool}", "--kubeconfig", config)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    row = next(
+        line for line in lines if line.startswith("  communication/nccl-all-reduce ") and "GB/s" in line
+    )
+    assert row.split()[1:7] == ["2", "nodes", "in", "one", "domain", "487.09"]
+    assert row.endswith(
+        "AWS p5 EFA, awsome-distributed-training nccl-tests README (h100/aws/all_reduce/2-nodes)"
+    )
+    assert "EXPECTED BUS BANDWIDTH BY GROUP SHAPE (h100 on aws):" in lines

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from nvcre.clusterinfo import ClusterInfoError, cluster_info, render_table, to_dict
+from nvcre.expected import TABLE_VERSION
 
 AWS_RACK = "topology.k8s.aws/network-node-layer-1"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -43,6 +44,21 @@ def node(
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
+
+
+def clique_nodes(*names: str) -> list[dict[str, Any]]:
+    """On-prem GB200 nodes of one NVLink clique with their InfiniBand NICs."""
+    return [
+        node(
+            name,
+            4,
+            provider="",
+            product="NVIDIA-GB200",
+            allocatable={"rdma/ib": "8"},
+            labels={"nvidia.com/gpu.clique": "c0"},
+        )
+        for name in names
+    ]
 
 
 def case10() -> list[dict[str, Any]]:
@@ -209,17 +225,7 @@ def test_a_category_whose_pods_request_a_resource_the_nodes_lack_does_not_fit() 
 
 
 def test_nic_resources_and_on_prem_detection() -> None:
-    nodes = [
-        node(
-            name,
-            4,
-            provider="",
-            product="NVIDIA-GB200",
-            allocatable={"rdma/ib": "8"},
-            labels={"nvidia.com/gpu.clique": "c0"},
-        )
-        for name in ("g1", "g2")
-    ]
+    nodes = clique_nodes("g1", "g2")
     out = to_dict(cluster_info(nodes))
     assert out["nicResources"] == [{"name": "rdma/ib", "nodes": 2, "minPerNode": "8", "maxPerNode": "8"}]
     assert out["nicDetection"] == "requests rdma/ib (8 per node, detected on every node)"
@@ -249,3 +255,110 @@ def test_heterogeneous_platforms_are_shown_and_no_category_fits() -> None:
 def test_no_usable_gpu_node_is_an_error(nodes: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(ClusterInfoError, match=message.replace("(", r"\(").replace(")", r"\)")):
         cluster_info(nodes)
+
+
+# --- expected performance ---------------------------------------------------------------------------
+
+
+def expected_of(out: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["category"]: c for c in out["expectedPerformance"]["categories"]}
+
+
+def test_expected_figures_for_one_group_of_each_category_with_their_source() -> None:
+    """The seed example's fleet: 16 AWS H100 nodes with EFA, one all-reduce group of all of them."""
+    efa = {"vpc.amazonaws.com/efa": "32"}
+    info = cluster_info([node(f"gpu-node-{i:03d}", allocatable=efa) for i in range(16)])
+    out = to_dict(info)
+    assert (out["expectedPerformance"]["gpuArchitecture"], out["expectedPerformance"]["platform"]) == (
+        "h100",
+        "aws",
+    )
+    assert out["expectedPerformance"]["tableVersion"] == TABLE_VERSION
+    categories = expected_of(out)
+    allreduce = categories["communication/nccl-all-reduce"]
+    assert allreduce["measures"] == "all_reduce"
+    assert allreduce["groupShape"] == {
+        "nodes": 16,
+        "domains": 1,
+        "mnnvl": False,
+        "text": "16 nodes in one domain",
+    }
+    assert allreduce["expected"] == [
+        {
+            "key": "busBandwidthGBps",
+            "value": 356.27,
+            "source": "AWS p5 EFA, HyperPod nccl-tests at 16 nodes",
+            "row": "h100/aws/all_reduce/9-16-nodes",
+        }
+    ]
+    # the loopback entries run on one node each: NVSwitch has a figure, the NIC loopback path none
+    nvswitch = categories["communication/nccl-loopback-nvswitch"]
+    assert (nvswitch["groupShape"]["nodes"], nvswitch["expected"][0]["value"]) == (1, 479.9)
+    loopback = categories["communication/nccl-loopback"]
+    assert (loopback["measures"], loopback["expected"], loopback["message"]) == (
+        "nic_loopback_all_reduce",
+        [],
+        "no published figure",
+    )
+    assert categories["training/nemotron5-8b"]["message"] == "no published figure"
+    assert "diagnostics/dcgm-level3" not in categories  # measures nothing
+
+    text = render_table(info)
+    lines = text.splitlines()
+    assert "EXPECTED PERFORMANCE (h100 on aws, one group of each category; table 1):" in lines
+    assert (
+        "  communication/nccl-all-reduce         16 nodes in one domain  356.27 GB/s          "
+        "AWS p5 EFA, HyperPod nccl-tests at 16 nodes (h100/aws/all_reduce/9-16-nodes)"
+    ) in lines
+    assert any(
+        line.split()[:2] == ["communication/nccl-loopback", "1"] and "no published figure" in line
+        for line in lines
+    )
+
+
+def test_every_row_for_the_hardware_by_collective_and_none_for_the_rest() -> None:
+    efa = {"vpc.amazonaws.com/efa": "32"}
+    info = cluster_info([node("a", allocatable=efa), node("b", allocatable=efa)])
+    collectives = {c["collective"]: c for c in to_dict(info)["expectedPerformance"]["collectives"]}
+    assert list(collectives) == ["all_gather", "all_reduce", "alltoall", "nic_loopback_all_reduce"]
+    assert collectives["all_gather"] == {
+        "collective": "all_gather",
+        "rows": [],
+        "message": "no published figure",
+    }
+    allreduce = [(r["row"], r["value"]) for r in collectives["all_reduce"]["rows"]]
+    assert allreduce[:2] == [("h100/any/all_reduce/1-node", 479.9), ("h100/aws/all_reduce/2-nodes", 487.09)]
+    assert all("/aws/" in row or "/any/" in row for row, _ in allreduce)
+    first = collectives["all_reduce"]["rows"][1]
+    assert first["groupShape"] == "2 nodes in one domain"
+    assert "487.09 GB/s at 17179869184 B" in first["source"] and first["source"].count("https://") == 1
+    text = render_table(info)
+    assert "EXPECTED BUS BANDWIDTH BY GROUP SHAPE (h100 on aws):" in text
+    assert "  all_gather               any                        no published figure  -" in text
+    assert "  all_reduce               2 nodes in one domain      487.09 GB/s          AWS p5 EFA" in text
+
+
+def test_a_group_across_network_blocks_has_no_published_figure_on_aws() -> None:
+    efa = {"vpc.amazonaws.com/efa": "32"}
+    nodes = [
+        node("a", labels={AWS_RACK: "r1"}, allocatable=efa),
+        node("b", labels={AWS_RACK: "r1"}, allocatable=efa),
+        node("c", labels={AWS_RACK: "r2"}, allocatable=efa),
+    ]
+    allreduce = expected_of(to_dict(cluster_info(nodes)))["communication/nccl-all-reduce"]
+    assert allreduce["groupShape"]["text"] == "3 nodes across 2 domains"
+    assert (allreduce["expected"], allreduce["message"]) == ([], "no published figure")
+
+
+def test_a_gb200_group_inside_one_clique_expects_multi_node_nvlink() -> None:
+    nodes = clique_nodes("g1", "g2", "g3")
+    allreduce = expected_of(to_dict(cluster_info(nodes)))["communication/nccl-all-reduce"]
+    assert allreduce["groupShape"] == {
+        "nodes": 3,
+        "domains": 1,
+        "mnnvl": True,
+        "text": "3 nodes in one NVLink clique (MNNVL)",
+    }
+    assert [(e["value"], e["row"]) for e in allreduce["expected"]] == [
+        (834.57, "gb200/any/all_reduce/mnnvl-2-18-nodes")
+    ]

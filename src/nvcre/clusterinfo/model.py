@@ -16,6 +16,19 @@ from typing import Any, Final
 from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.catalog import BuildError, Catalog, Entry, load_catalog, render_category
+from nvcre.expected import (
+    ANY_PLATFORM,
+    COLLECTIVES,
+    NIC_LOOPBACK,
+    TABLE_VERSION,
+    ExpectedFigure,
+    GroupShape,
+    Row,
+    collective_name,
+    expected_bandwidth,
+    expected_training,
+    rows,
+)
 from nvcre.orchestration.capacity import GPU, allocatable_gpus, filter_capacity, requested_counts
 from nvcre.orchestration.discovery import discover
 from nvcre.platform import (
@@ -100,10 +113,41 @@ class CategoryFit:
     gpus_per_node: int = 0
     message: str = ""
     """Why it does not fit, or what the controller would exclude for it."""
+    members: tuple[str, ...] = ()
+    """The nodes it would run on."""
+    measures: str = ""
+    """What its workload measures: a collective (``all_reduce``...), ``training``, or ``""``."""
+    workload_nodes: int = 0
+    """Nodes one workload spans (its TrainJob's ``numNodes``): 1 for the per-node loopback entries."""
 
     @property
     def key(self) -> str:
         return f"{self.domain}/{self.variant}"
+
+
+TRAINING: Final = "training"
+
+
+@dataclass(frozen=True)
+class ExpectedCategory:
+    """What one fitting catalog category should measure on a group of this cluster."""
+
+    key: str
+    measures: str
+    shape: GroupShape
+    figures: tuple[ExpectedFigure, ...]
+    """Empty: no published figure for this hardware and shape."""
+
+
+@dataclass(frozen=True)
+class ExpectedPerformance:
+    """The expected-performance table as it applies to the detected architecture and platform."""
+
+    version: str
+    categories: tuple[ExpectedCategory, ...]
+    collectives: tuple[tuple[str, tuple[Row, ...]], ...]
+    """Each collective the catalog's NCCL categories measure, with the table's rows for this
+    architecture and platform (empty: no published figure)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +170,7 @@ class ClusterInfo:
     """Which NIC resource nvcre requests on this platform and architecture, and why."""
     exclusions: tuple[Exclusion, ...]
     categories: tuple[CategoryFit, ...]
+    expected: ExpectedPerformance
 
     @property
     def total_nodes(self) -> int:
@@ -224,6 +269,24 @@ def _unsupplied(render_nodes: Sequence[Mapping[str, Any]], requests: Mapping[str
     return "; ".join(problems)
 
 
+def _measures(entry: Entry, job: Mapping[str, Any]) -> str:
+    """What the rendered category measures: its collective (the variant tells the two loopback
+    entries apart, whose testType is the same), ``training``, or ``""``."""
+    bandwidth = job.get("bandwidthMeasurement")
+    if bandwidth:
+        by_variant = collective_name(entry.variant)
+        if by_variant in (*COLLECTIVES, NIC_LOOPBACK):
+            return by_variant
+        return collective_name(str(bandwidth.get("testType") or ""))
+    return TRAINING if job.get("goodputMeasurement") else ""
+
+
+def _workload_nodes(job: Mapping[str, Any]) -> int:
+    """The rendered TrainJob's ``numNodes`` (0 when absent)."""
+    trainer = ((job.get("workload") or {}).get("trainJob") or {}).get("trainer") or {}
+    return int(trainer.get("numNodes") or 0)
+
+
 def category_fit(
     entry: Entry, nodes: Sequence[Mapping[str, Any]], product: str, catalog: Catalog
 ) -> CategoryFit:
@@ -235,9 +298,16 @@ def category_fit(
         return CategoryFit(entry.domain, entry.variant, False, message=str(error))
     used = [node for node in nodes if node_name(node) in set(render.nodes)]
     spec = render.workflow["spec"]
+    job = (spec.get("jobTemplate") or {}).get("spec") or {}
     missing = _unsupplied(used, requested_counts(spec.get("jobTemplate"), spec.get("dependencies")))
     if missing:
-        return CategoryFit(entry.domain, entry.variant, False, message=f"{entry.key}: {missing}")
+        return CategoryFit(
+            entry.domain,
+            entry.variant,
+            False,
+            message=f"{entry.key}: {missing}",
+            measures=_measures(entry, job),
+        )
     message = ""
     if render.excluded_nodes:
         message = f"runs without {', '.join(render.excluded_nodes)}"
@@ -249,7 +319,50 @@ def category_fit(
         nodes_per_job=render.nodes_per_job,
         gpus_per_node=render.gpus_per_node,
         message=message,
+        members=render.nodes,
+        measures=_measures(entry, job),
+        workload_nodes=_workload_nodes(job) or render.nodes_per_job,
     )
+
+
+def group_shape(fit: CategoryFit, nodes: Sequence[NodeInfo], mnnvl: bool) -> GroupShape:
+    """The shape of one workload of ``fit`` on these nodes: its TrainJob's node count. A workload
+    that takes every node the category runs on spans the topology domains of those nodes (NVLink
+    cliques where ``mnnvl``, else network blocks); a smaller one is taken to fit one domain.
+    ``mnnvl``: the architecture runs multi-node NVLink, which a group gets inside one clique."""
+    size = fit.workload_nodes
+    members = set(fit.members)
+    used = [node for node in nodes if node.name in members]
+    spanned = {node.nvlink_domain if mnnvl else node.rack for node in used} - {""}
+    domains = len(spanned) if size >= len(used) else 1
+    in_clique = mnnvl and bool(spanned) and domains <= 1
+    return GroupShape(nodes=size, domains=max(domains, 1), mnnvl=in_clique)
+
+
+def expected_performance(
+    architecture: str, platform: str, fits: Sequence[CategoryFit], nodes: Sequence[NodeInfo], mnnvl: bool
+) -> ExpectedPerformance:
+    """The table's figures for each fitting category that measures something, and the table's rows
+    for each collective the catalog measures, on this architecture and platform."""
+    categories = []
+    for fit in fits:
+        if not fit.fits or not fit.measures:
+            continue
+        shape = group_shape(fit, nodes, mnnvl)
+        if fit.measures == TRAINING:
+            figures = tuple(expected_training(architecture, platform, fit.variant, shape.nodes))
+        else:
+            figure = expected_bandwidth(architecture, platform, fit.measures, shape)
+            figures = (figure,) if figure else ()
+        categories.append(ExpectedCategory(fit.key, fit.measures, shape, figures))
+    measured = dict.fromkeys(fit.measures for fit in fits if fit.measures and fit.measures != TRAINING)
+    applicable = [
+        row for row in rows() if row.arch == architecture and row.platform in (platform, ANY_PLATFORM)
+    ]
+    collectives = tuple(
+        (name, tuple(row for row in applicable if row.subject == name)) for name in sorted(measured)
+    )
+    return ExpectedPerformance(TABLE_VERSION, tuple(categories), collectives)
 
 
 def cluster_info(
@@ -339,6 +452,7 @@ def cluster_info(
         for name, count in filter_capacity(kept, defaults.gpus_per_node).excluded
     ]
     catalog = catalog or load_catalog()
+    fits = tuple(category_fit(entry, kept, product, catalog) for entry in catalog.list())
     return ClusterInfo(
         platform=platform.platform,
         platforms=dict(platform.counts),
@@ -353,5 +467,8 @@ def cluster_info(
         nic_resources=_nic_resources(kept),
         nic_message=nic_message,
         exclusions=tuple(sorted(exclusions, key=lambda e: e.node)),
-        categories=tuple(category_fit(entry, kept, product, catalog) for entry in catalog.list()),
+        categories=fits,
+        expected=expected_performance(
+            architecture.architecture, platform.platform, fits, infos, defaults.enable_mnnvl
+        ),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nvcre.clusterinfo.model import ClusterInfo, Topology
+from nvcre.clusterinfo.model import ClusterInfo, ExpectedPerformance, Topology
+from nvcre.expected import NO_PUBLISHED_FIGURE, ExpectedFigure, GroupShape, Row
 from nvcre.orchestration.capacity import GPU
 
 RACK_NAME_LIMIT = 24
@@ -73,7 +74,60 @@ def to_dict(info: ClusterInfo) -> dict[str, Any]:
             category["message"] = fit.message
         categories.append(category)
     out["categories"] = categories
+    out["expectedPerformance"] = _expected_dict(info)
     return out
+
+
+def _figure_dict(figure: ExpectedFigure) -> dict[str, Any]:
+    return {"key": figure.key, "value": figure.value, "source": figure.source, "row": figure.row}
+
+
+def _shape_dict(shape: GroupShape) -> dict[str, Any]:
+    return {"nodes": shape.nodes, "domains": shape.domains, "mnnvl": shape.mnnvl, "text": str(shape)}
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "row": row.id,
+        "platform": row.platform,
+        "groupShape": row.shape,
+        "key": row.key,
+        "value": row.value,
+        "interconnect": row.interconnect,
+        "cite": row.cite,
+        "source": row.source,
+    }
+    if row.derived:
+        out["derived"] = row.derived
+    return out
+
+
+def _expected_dict(info: ClusterInfo) -> dict[str, Any]:
+    expected = info.expected
+    categories = []
+    for category in expected.categories:
+        entry: dict[str, Any] = {
+            "category": category.key,
+            "measures": category.measures,
+            "groupShape": _shape_dict(category.shape),
+            "expected": [_figure_dict(figure) for figure in category.figures],
+        }
+        if not category.figures:
+            entry["message"] = NO_PUBLISHED_FIGURE
+        categories.append(entry)
+    collectives = []
+    for name, rows in expected.collectives:
+        item: dict[str, Any] = {"collective": name, "rows": [_row_dict(row) for row in rows]}
+        if not rows:
+            item["message"] = NO_PUBLISHED_FIGURE
+        collectives.append(item)
+    return {
+        "tableVersion": expected.version,
+        "gpuArchitecture": info.gpu_architecture,
+        "platform": info.platform,
+        "categories": categories,
+        "collectives": collectives,
+    }
 
 
 def _columns(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
@@ -102,6 +156,45 @@ def _platform_line(info: ClusterInfo) -> str:
     if not info.heterogeneous_platform:
         return info.platform
     return ", ".join(f"{name} ({_plural(count, 'node')})" for name, count in sorted(info.platforms.items()))
+
+
+def _value(figure_key: str, value: float) -> str:
+    return f"{value:g} GB/s" if figure_key == "busBandwidthGBps" else f"{value:g} {figure_key}"
+
+
+def _expected_blocks(info: ClusterInfo) -> list[list[str]]:
+    expected: ExpectedPerformance = info.expected
+    hardware = f"{info.gpu_architecture} on {info.platform}"
+    blocks: list[list[str]] = []
+    if expected.categories:
+        category_rows = [("CATEGORY", "GROUP", "EXPECTED", "SOURCE")]
+        for category in expected.categories:
+            if not category.figures:
+                category_rows.append((category.key, str(category.shape), NO_PUBLISHED_FIGURE, "-"))
+            for figure in category.figures:
+                category_rows.append(
+                    (
+                        category.key,
+                        str(category.shape),
+                        _value(figure.key, figure.value),
+                        f"{figure.source} ({figure.row})",
+                    )
+                )
+        blocks.append(
+            [
+                f"EXPECTED PERFORMANCE ({hardware}, one group of each category; table {expected.version}):",
+                *_columns(category_rows),
+            ]
+        )
+    if expected.collectives:
+        table_rows = [("COLLECTIVE", "GROUP", "BUS BANDWIDTH", "SOURCE")]
+        for name, rows in expected.collectives:
+            if not rows:
+                table_rows.append((name, "any", NO_PUBLISHED_FIGURE, "-"))
+            for row in rows:
+                table_rows.append((name, row.shape, _value(row.key, row.value), row.cite))
+        blocks.append([f"EXPECTED BUS BANDWIDTH BY GROUP SHAPE ({hardware}):", *_columns(table_rows)])
+    return blocks
 
 
 def render_table(info: ClusterInfo) -> str:
@@ -196,6 +289,7 @@ def render_table(info: ClusterInfo) -> str:
         for fit in info.categories
     ]
     blocks.append(["CATALOG CATEGORIES:", *_columns(category_rows)])
+    blocks += _expected_blocks(info)
     if info.exclusions:
         rows = [("NODE", "REASON", "WHY")] + [(e.node, e.reason, e.message) for e in info.exclusions]
         blocks.append(["EXCLUDED (nvcre would not run on these nodes):", *_columns(rows)])
