@@ -229,6 +229,20 @@ def test_a_load_timer_with_nothing_loaded_is_no_load() -> None:
     assert parse(lines("bigscience-megatron-2021-gpt2-n4-old-timers-cancelled.log")).restore is None
 
 
+def test_nemos_load_time() -> None:
+    # Lightning's "Restoring states from the checkpoint path at {path}" (its format string), then
+    # NeMo 2's line as NVIDIA/dgxc-benchmarking nemotron4-15b/README.md shows it
+    w = parse(
+        [
+            "Restoring states from the checkpoint path at /ckpt/last.ckpt",
+            "[NeMo I 2025-04-11 14:46:18 nemo_logging:393] Global Checkpoint Load : Rank : 0 : "
+            "Start time : 1744407969.270s : Time spent in load_checkpoint: 9.712s",
+        ],
+        "nemo-training",
+    )
+    assert w.restore is not None and (w.restore.path, w.restore.load_duration) == ("/ckpt/last.ckpt", 9.712)
+
+
 def test_the_distributed_checkpoint_load_wording() -> None:
     # megatron/training/checkpointing.py: f" loading {dist_infix}checkpoint from {load_dir} at
     # iteration {iteration}" with dist_infix "distributed " for torch_dist checkpoints
