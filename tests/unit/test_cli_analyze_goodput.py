@@ -11,10 +11,12 @@ from click.testing import CliRunner
 
 from nvcre.cli.main import cli
 from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.goodput.sampling import NO_STEP_TIME
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="the log corpus (../shared/corpus) is not here")
 N6 = str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.log")
+DATA = Path(__file__).resolve().parents[1] / "data" / "training"
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -46,18 +48,78 @@ def test_stdin_a_profile_file_and_yaml_output(tmp_path: Path) -> None:
     assert yaml.safe_load(out)["avgStepTimeSec"] == "5.000000"  # step 2 only: 5000.0 ms
 
 
-def test_nemo_table_and_a_log_without_times_fails_cleanly() -> None:
+def test_nemo_table_and_a_log_without_times() -> None:
     code, out, _ = run(
         "--profile", "nemo-training", str(CORPUS / "nemo" / "cre-fixture-n4-training-steps-k8s-ts.log")
     )
     assert code == 0
-    assert "avgStepTimeSec         1.100000\n" in out  # global_step 101 (step 100 is warm-up)
-    assert "trainingTimeSec        1.376544\n" in out  # 18:00:05.123456 -> 18:00:06.500000
+    assert "avgStepTimeSec              1.100000\n" in out  # global_step 101 (step 100 is warm-up)
+    assert "trainingTimeSec             1.376544\n" in out  # 18:00:05.123456 -> 18:00:06.500000
+    assert "goodputMeasurable           true\n" in out
     code, out, err = run(
         "--profile", "nemo-training", str(CORPUS / "nemo" / "awsome-nemo2-sky-logs-l40s.log")
     )
-    assert code == 1 and "currentStep            48\n" in out
-    assert err == "Error: no goodput computed: no timed training step recognised with profile nemo-training\n"
+    # step times are measured, goodput is not: no time anywhere in the lines
+    assert (
+        code == 0
+        and "currentStep                 48\n" in out
+        and "avgStepTimeSec              46.980000\n" in out
+    )
+    assert "goodputMeasurable           false\n" in out
+    assert "checkpoints                 step=48\n" in out
+    assert err == f"Warning: goodput is not measurable from this log: {NO_STEP_TIME}\n"
+
+
+def test_a_log_without_wall_clock_time_is_judged_on_what_it_measures() -> None:
+    """BLOOM's log (Megatron-DeepSpeed, 2022) prints step times and TFLOP/s and no time of day."""
+    bloom = str(DATA / "bigscience-bloom176b-default7-seconds-tflops.log")
+    code, out, err = run(
+        "-o",
+        "json",
+        "--threshold",
+        "avgTFLOPsPerGPU=value >= 140",
+        "--threshold",
+        "avgStepTimeSec=value < 120",
+        bloom,
+    )
+    status = json.loads(out)
+    assert code == 0 and err == f"Warning: goodput is not measurable from this log: {NO_STEP_TIME}\n"
+    assert status["verdict"] == {
+        "failed": False,
+        "reason": "ThresholdsMet",
+        "message": "All performance thresholds satisfied",
+    }
+    assert (status["avgStepTimeSec"], status["avgTFLOPSPerGPU"]) == ("106.412222", "147.412727")
+    assert status["goodputMeasurable"] is False and status["goodputNotMeasurableReason"] == NO_STEP_TIME
+    assert "result" not in status and "trainingTimeSec" not in status
+    code, out, err = run("-o", "json", "--threshold", "goodputRatio=value >= 0.9", bloom)
+    message = f"goodput is not measurable from this log: {NO_STEP_TIME}"
+    assert code == 1 and json.loads(out)["verdict"] == {
+        "failed": True,
+        "reason": "NoDataCollected",
+        "message": message,
+    }
+    assert err == f"Error: {message}\n"
+    code, _, err = run("--threshold", "avgStepTimeSec=value < 100", bloom)  # 106.41 s
+    assert code == 1
+    assert err.endswith(
+        'Error: Threshold "avgStepTimeSec" violated: measured 106.4122, expression: value < 100\n'
+    )
+
+
+def test_a_log_without_a_training_step_measures_nothing() -> None:
+    code, out, err = run(
+        "-o", "json", str(DATA / "nolebase-megatron-gpt2-1gpu-old-wording-timers-no-steps.log")
+    )
+    status = json.loads(out)
+    assert code == 1
+    assert (
+        err
+        == "Error: nothing measured: no training step with a step time or TFLOP/s recognised with profile megatron-training\n"
+    )
+    assert status["goodputNotMeasurableReason"] == "no training step was recognised"
+    assert status["checkpoints"] == [{"step": 1, "saveTimeSec": "21.027080"}]  # its save-checkpoint timer
+    assert status["checkpointSaveTimeSec"] == "21.027080" and status["stepCount"] == 0
 
 
 def test_bad_input_is_one_line() -> None:

@@ -22,7 +22,9 @@ PATTERN_KEYS = (
     "checkpointDone",
     "checkpointRestore",
     "checkpointLoaded",
+    "checkpointTime",
     "applicationStart",
+    "wallClock",
     "warmupStep",
     "bandwidthResult",
     "networkTransport",
@@ -31,7 +33,7 @@ REQUIRED_CAPTURES: Mapping[str, tuple[str, ...]] = {
     "bandwidthResult": ("size", "algBW", "busBW"),
     "networkTransport": ("transport",),
 }
-DURATION_CAPTURES = frozenset({"stepTiming", "elapsedTime", "saveDuration"})
+DURATION_CAPTURES = frozenset({"stepTiming", "elapsedTime", "saveDuration", "loadDuration"})
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 
 

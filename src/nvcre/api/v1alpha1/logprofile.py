@@ -26,7 +26,18 @@ class LogPatterns(NvcreModel):
     checkpoint_done: EventPattern | None = None
     checkpoint_restore: EventPattern | None = None
     checkpoint_loaded: EventPattern | None = None
+    checkpoint_time: EventPattern | None = Field(
+        default=None,
+        description="A line stating how long a checkpoint save (`saveDuration`) or load (`loadDuration`) "
+        "took, e.g. Megatron's `save-checkpoint ...: (min, max)` timer; it times a save whose lines "
+        "show no time.",
+    )
     application_start: EventPattern | None = None
+    wall_clock: EventPattern | None = Field(
+        default=None,
+        description="A line whose only use is the wall-clock `timestamp` it shows (Megatron's "
+        "`[after training is done] datetime: ...`): the end of a log read without kubelet timestamps.",
+    )
     warmup_step: EventPattern | None = None
     bandwidth_result: EventPattern | None = None
     network_transport: EventPattern | None = Field(

@@ -94,8 +94,13 @@ def threshold_option(func: F) -> F:
     )(func)
 
 
-def verdict_of(thresholds: Mapping[str, str], values: Mapping[str, float]) -> Verdict | None:
-    """The verdict the Job controller would reach on these final values (None: no thresholds)."""
+def verdict_of(
+    thresholds: Mapping[str, str],
+    values: Mapping[str, float],
+    unavailable: Mapping[str, str] | None = None,
+) -> Verdict | None:
+    """The verdict the Job controller would reach on these final values (None: no thresholds).
+    ``unavailable``: keys the log cannot give a value for, with why (the verdict's message)."""
     if not thresholds:
         return None
     unknown = unknown_keys(thresholds)
@@ -103,11 +108,11 @@ def verdict_of(thresholds: Mapping[str, str], values: Mapping[str, float]) -> Ve
         return unknown
     missing = missing_keys(thresholds, values)
     if missing:
-        return Verdict(
-            True,
-            MeasurementReason.NO_DATA_COLLECTED,
-            f"no measured value in the log for keys: [{' '.join(missing)}]",
-        )
+        why = [(unavailable or {}).get(key) for key in missing]
+        message = f"no measured value in the log for keys: [{' '.join(missing)}]"
+        if all(why):
+            message = "; ".join(w for w in why if w)
+        return Verdict(True, MeasurementReason.NO_DATA_COLLECTED, message)
     return evaluate(thresholds, values)
 
 
@@ -120,9 +125,10 @@ def report(
     no_data: str,
     thresholds: Mapping[str, str],
     values: Mapping[str, float],
+    unavailable: Mapping[str, str] | None = None,
 ) -> NoReturn:
     """Print ``status`` (with the verdict when thresholds were given) and exit with its code."""
-    verdict = verdict_of(thresholds, values)
+    verdict = verdict_of(thresholds, values, unavailable)
     if verdict is not None:
         status = {
             **status,

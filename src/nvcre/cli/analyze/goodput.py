@@ -3,7 +3,9 @@ controller's own parser and calculator, printed as the status it would write.
 
 The logs are read in the order given as one stream (``-`` is stdin); the run ends at the last
 time a line shows (the kubelet prefix of ``kubectl logs --timestamps``, else the log's own
-stamps), as if the Job had succeeded then.
+stamps), as if the Job had succeeded then. Beyond the status it adds what only a whole log shows:
+whether goodput is measurable from it (and why not), the step lines recognised, each checkpoint
+save with its time, and the checkpoint load.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import click
 
 from nvcre.cli.analyze.common import load_profile, log_lines, report, threshold_option
 from nvcre.cli.common import output_option
-from nvcre.measure.goodput import GoodputParser, finish, no_data, observe
+from nvcre.measure.goodput import GoodputParser, Window, finish, fmt, observe, unmeasurable
+from nvcre.measure.goodput.sampling import stamp
 from nvcre.measure.profile import CompiledProfile
-from nvcre.measure.thresholds import goodput_status_values
+from nvcre.measure.thresholds import GOODPUT_RATIO, goodput_status_values
 
 DEFAULT_PROFILE = "megatron-training"
 NO_TIME = datetime.min.replace(tzinfo=UTC)
@@ -42,10 +45,18 @@ FIELDS = (
     "nonWarmupTimeSec",
     "logInterval",
 )
+EXTRA = (
+    "goodputMeasurable",
+    "goodputNotMeasurableReason",
+    "stepCount",
+    "checkpoints",
+    "checkpointLoad",
+)
 
 
 def analyze(paths: tuple[str, ...], profile: CompiledProfile) -> dict[str, Any]:
-    """The status fields the controller would write for these logs, ended at their last time."""
+    """The status fields the controller would write for these logs, ended at their last time, and
+    the whole-log extras (:data:`EXTRA`)."""
     window = GoodputParser(profile).feed_all(log_lines(paths))
     end = window.last_time
     if end is None:  # no time anywhere: the steps and averages, no time terms
@@ -53,12 +64,45 @@ def analyze(paths: tuple[str, ...], profile: CompiledProfile) -> dict[str, Any]:
     else:
         status = observe({}, window, now=end, log_interval=profile.log_interval)
         status = finish(status, "Succeeded", anchor=end)
-    return {key: status[key] for key in FIELDS if key in status}
+    out = {key: status[key] for key in FIELDS if key in status}
+    reason = unmeasurable(status)
+    out["goodputMeasurable"] = reason is None
+    if reason is not None:
+        out["goodputNotMeasurableReason"] = reason
+    return {**out, **_whole_log(window)}
+
+
+def _whole_log(window: Window) -> dict[str, Any]:
+    out: dict[str, Any] = {"stepCount": window.step_count, "checkpoints": []}
+    for c in window.checkpoints:
+        entry: dict[str, Any] = {"step": c.step}
+        if c.timed:
+            entry["saveTimeSec"] = fmt(c.save_duration)
+        if c.timestamp is not None:
+            entry["time"] = stamp(c.timestamp)
+        out["checkpoints"].append(entry)
+    restore = window.restore
+    if restore is not None:
+        load: dict[str, Any] = {"step": restore.step}
+        if restore.load_duration:
+            load["loadTimeSec"] = fmt(restore.load_duration)
+        out["checkpointLoad"] = load
+    return out
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_cell(v) for v in value) or "none"
+    return str(value)
 
 
 def table(status: dict[str, Any]) -> str:
-    width = max(len(k) for k in FIELDS)
-    return "".join(f"{key:<{width}}  {status[key]}\n" for key in FIELDS if key in status)
+    width = max(len(k) for k in (*FIELDS, *EXTRA))
+    return "".join(f"{key:<{width}}  {_cell(status[key])}\n" for key in (*FIELDS, *EXTRA) if key in status)
 
 
 @click.command("goodput")
@@ -74,17 +118,22 @@ def table(status: dict[str, Any]) -> str:
 @output_option(default="table", formats=("table", "json", "yaml"))
 def goodput_command(logs: tuple[str, ...], profile_ref: str, thresholds: dict[str, str], output: str) -> None:
     """Goodput of a saved training log (LOG: a file, or - for stdin), as the GoodputMeasurement
-    controller would compute it. Exit 1 when no training step was recognised or a threshold is
-    violated, 2 for bad input."""
+    controller would compute it. Exit 1 when no training step with a step time or TFLOP/s was
+    recognised, or a threshold is violated or needs goodput the log cannot give; 2 for bad input."""
     profile = load_profile(profile_ref, needs="trainingStep")
     status = analyze(logs, profile)
     values = goodput_status_values(status)
+    reason = status.get("goodputNotMeasurableReason")
+    unavailable = {GOODPUT_RATIO: f"goodput is not measurable from this log: {reason}"} if reason else {}
+    if reason and values and GOODPUT_RATIO not in thresholds:
+        click.echo(f"Warning: goodput is not measurable from this log: {reason}", err=True)
     report(
         status,
         output,
         table,
-        measured=not no_data(status),
-        no_data=f"no goodput computed: no timed training step recognised with profile {profile.name}",
+        measured=bool(values),
+        no_data=f"nothing measured: no training step with a step time or TFLOP/s recognised with profile {profile.name}",
         thresholds=thresholds,
         values=values,
+        unavailable=unavailable,
     )

@@ -6,7 +6,7 @@ tests.
 
 from nvcre.measure.goodput.calculator import fmt, goodput, number
 from nvcre.measure.goodput.parser import GoodputParser, PendingSave, Step, Window, kubelet_time
-from nvcre.measure.goodput.sampling import finish, interrupt, no_data, observe, restart_seen
+from nvcre.measure.goodput.sampling import finish, interrupt, no_data, observe, restart_seen, unmeasurable
 
 __all__ = [
     "GoodputParser",
@@ -22,4 +22,5 @@ __all__ = [
     "number",
     "observe",
     "restart_seen",
+    "unmeasurable",
 ]

@@ -4,6 +4,12 @@ A :class:`GoodputParser` reads one window of a pod's log (a ``sinceTime`` read) 
 :class:`Window`: the application start, the training steps (the last :data:`MAX_STEPS`), the
 checkpoints, the first restore and the save still open at its end. What must survive from one
 window to the next (the warm-up base step, an open two-line save) is passed in.
+
+A save's duration is, in order of preference: the one its line states (NeMo's ``Global Checkpoint
+Save ... Save duration``), the time between its start and done lines, or, when those lines carry
+no time (stock Megatron-LM prints them without one), the save's own timer line that follows
+(Megatron's ``save-checkpoint ...: (min, max)`` in ms). Lines that only confirm a save already
+counted (an async save finalised later, NeMo's second message for the same file) add no time.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from nvcre.measure.profile import (
@@ -50,14 +56,17 @@ class Checkpoint:
     timestamp: datetime | None
     path: str
     save_duration: float
+    timed: bool = True
+    """The duration is known: stated by the log or measured between two stamped lines."""
 
 
 @dataclass(frozen=True)
 class PendingSave:
-    """A two-line save whose done line has not been seen yet."""
+    """A two-line save whose done line has not been seen yet (``timestamp`` None: its start line
+    showed no time)."""
 
     step: int
-    timestamp: datetime
+    timestamp: datetime | None
     path: str
 
 
@@ -66,6 +75,8 @@ class Restore:
     step: int
     timestamp: datetime | None
     path: str
+    load_duration: float = 0.0
+    """Seconds the load took, as the log's own timer states it (0: not stated)."""
 
 
 @dataclass
@@ -85,6 +96,8 @@ class Window:
     last_time: datetime | None = None
     """The latest time any line showed (kubelet prefix or an event's own stamp): the end of a
     log read offline."""
+    step_count: int = 0
+    """Training step lines recognised in the read (all of them, not only the last MAX_STEPS)."""
 
     def with_lifecycle(self, lifecycle: Window) -> Window:
         """This window's steps with ``lifecycle``'s start, checkpoints and restore (the ``Multi``
@@ -101,6 +114,7 @@ class Window:
             restore=lifecycle.restore,
             pending_save=lifecycle.pending_save,
             warmup_base=self.warmup_base,
+            step_count=self.step_count,
         )
         return merged
 
@@ -136,7 +150,10 @@ class GoodputParser:
         self.until = until
         self.window = Window(warmup_base=warmup_base, pending_save=pending_save)
         self._warmup_pending = warmup_base is None
-        self._save_completed = False
+        self._closed = False
+        """A save closed since the last step line: a timer line that follows is its own."""
+        self._untimed = False
+        """That save's lines showed no time: its timer line gives its duration."""
         p = profile.patterns
         self._start = p.get("applicationStart")
         self._step = p.get("trainingStep")
@@ -144,6 +161,8 @@ class GoodputParser:
         self._save = p.get("checkpointSave")
         self._restore = p.get("checkpointRestore")
         self._loaded = p.get("checkpointLoaded")
+        self._timer = p.get("checkpointTime")
+        self._clock = p.get("wallClock")
         self._warmup = p.get("warmupStep")
 
     def feed_all(self, lines: Iterable[str]) -> Window:
@@ -180,22 +199,25 @@ class GoodputParser:
             self._on_step(self._step, m, prefix, line)
             return
         if self._done is not None and (m := self._done.search(line)) is not None:
-            self._on_done(self._done, m, prefix)
-            return
-        if self._save is not None and (m := self._save.search(line)) is not None:
+            self._on_done(m, prefix)
+        elif self._save is not None and (m := self._save.search(line)) is not None:
             self._on_save(self._save, m, prefix)
-            return
-        if self._restore is not None and (m := self._restore.search(line)) is not None:
+        elif self._restore is not None and (m := self._restore.search(line)) is not None:
             moment = self._time(m, prefix)
             if w.restore is None and not self._late(moment):
                 w.restore = Restore(capture_int(m, "step"), moment, capture_text(m, "path"))
             self._warmup_pending = True
             w.warmup_base = None
-            return
-        m = self._loaded.search(line) if self._loaded is not None else None
-        if m is not None and w.restore is not None and self._time(m, prefix) is not None:
-            step, path = capture_int(m, "step"), capture_text(m, "path")
-            w.restore = Restore(step or w.restore.step, w.restore.timestamp, path or w.restore.path)
+        elif self._loaded is not None and (m := self._loaded.search(line)) is not None:
+            self._time(m, prefix)
+            if w.restore is not None:
+                step, path = capture_int(m, "step"), capture_text(m, "path")
+                w.restore = replace(w.restore, step=step or w.restore.step, path=path or w.restore.path)
+        # A timer may share its line with the done line it follows (a log joined by its author).
+        if self._timer is not None and (m := self._timer.search(line)) is not None:
+            self._on_timer(self._timer, m)
+        if self._clock is not None and (m := self._clock.search(line)) is not None:
+            self._time(m, prefix)
 
     def _on_step(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None, line: str) -> None:
         w = self.window
@@ -226,42 +248,90 @@ class GoodputParser:
             warmup=warmup,
         )
         w.steps.append(step)
+        w.step_count += 1
+        self._closed = False
         if w.first_step is None:
             w.first_step = step
         w.last_step = step
 
-    def _on_done(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None) -> None:
-        w = self.window
+    def _on_done(self, m: re.Match[str], prefix: datetime | None) -> None:
         moment = self._time(m, prefix)
         if self._late(moment):
             return
+        w = self.window
         step, path = capture_int(m, "step"), capture_text(m, "path")
-        if self._save_completed and w.checkpoints:
-            last = w.checkpoints[-1]
-            if path and not last.path:
-                w.checkpoints[-1] = Checkpoint(last.step, last.timestamp, path, last.save_duration)
-        else:
-            pending = w.pending_save
-            duration = capture_seconds(pattern, m, "saveDuration")
-            if not duration and pending is not None and moment is not None:
-                duration = max((moment - pending.timestamp).total_seconds(), 0.0)
-            if pending is not None:
-                step, path = step or pending.step, path or pending.path
-            w.checkpoints.append(Checkpoint(step, moment, path, duration))
-        w.pending_save = None
-        self._save_completed = False
+        pending = w.pending_save
+        if pending is not None and (not step or not pending.step or step == pending.step):
+            started, duration = pending.timestamp, 0.0
+            if moment is not None and started is not None:
+                duration = max((moment - started).total_seconds(), 0.0)
+            w.pending_save = None
+            timed = moment is not None and started is not None
+            self._record(pending.step or step, moment or started, path or pending.path, duration, timed=timed)
+            return
+        last = w.checkpoints[-1] if w.checkpoints else None
+        if last is not None and (
+            (step and step == last.step) or (path and path == last.path and step <= last.step + 1)
+        ):
+            # a confirmation of the save just counted: an async save finalised, or Lightning's
+            # "Async checkpoint save for step N+1 (FILE)" after NeMo's "... iteration N to FILE"
+            w.checkpoints[-1] = replace(last, path=path or last.path)
+            return
+        self._record(step, moment, path, 0.0, timed=False)
 
     def _on_save(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None) -> None:
-        w = self.window
         moment = self._time(m, prefix)
         if self._late(moment):
             return
+        w = self.window
         step, path = capture_int(m, "step"), capture_text(m, "path")
         duration = capture_seconds(pattern, m, "saveDuration")
+        pending = w.pending_save
         if duration:
-            w.checkpoints.append(Checkpoint(step, moment, path, duration))
             w.pending_save = None
-            self._save_completed = True
-        elif moment is not None:
+            self._record(step, moment, path, duration, timed=True)
+        elif pending is not None and step and step == pending.step:
+            # the same save announced again (DeepSpeed's "Saving model checkpoint" inside Megatron's)
+            w.pending_save = replace(
+                pending, timestamp=pending.timestamp or moment, path=pending.path or path
+            )
+        else:
             w.pending_save = PendingSave(step, moment, path)
-            self._save_completed = False
+
+    def _on_timer(self, pattern: Pattern, m: re.Match[str]) -> None:
+        """A timer line: how long the save just closed (or the checkpoint load) took."""
+        w = self.window
+        load = capture_seconds(pattern, m, "loadDuration")
+        if load and w.restore is not None and not w.restore.load_duration:
+            w.restore = replace(w.restore, load_duration=load)
+        save = capture_seconds(pattern, m, "saveDuration")
+        if not save:
+            return
+        pending = w.pending_save
+        if pending is not None:
+            w.pending_save = None
+            self._record(pending.step, pending.timestamp, pending.path, save, timed=True)
+        elif self._closed:
+            if self._untimed and w.checkpoints:
+                last = w.checkpoints[-1]
+                w.checkpoints[-1] = replace(last, save_duration=last.save_duration + save, timed=True)
+                self._untimed = False
+        elif w.last_step is not None:  # the save lines are in another rank's log
+            self._record(w.last_step.global_step, None, "", save, timed=True)
+
+    def _record(self, step: int, moment: datetime | None, path: str, duration: float, *, timed: bool) -> None:
+        """A save closed: a new checkpoint, or one more save of the step just saved."""
+        w = self.window
+        last = w.checkpoints[-1] if w.checkpoints else None
+        if last is not None and step and step == last.step:
+            w.checkpoints[-1] = Checkpoint(
+                step,
+                moment or last.timestamp,
+                path or last.path,
+                last.save_duration + duration,
+                last.timed or timed,
+            )
+        else:
+            w.checkpoints.append(Checkpoint(step, moment, path, duration, timed))
+        self._closed = True
+        self._untimed = not timed

@@ -296,3 +296,23 @@ def finish(
 def no_data(status: Mapping[str, Any]) -> bool:
     """No goodput was computed: the result is empty or 0."""
     return number(status.get("result")) == 0
+
+
+NO_STEP = "no training step was recognised"
+NO_STEP_TIME = (
+    "its training steps carry no wall-clock time (no kubelet timestamp and no time in the step lines); "
+    "read the pod's log with `kubectl logs --timestamps`"
+)
+NO_SPAN = "it shows no time after its first training step"
+
+
+def unmeasurable(status: Mapping[str, Any]) -> str | None:
+    """Why no goodput can be computed from what this status measured (None: it can be). Step time
+    and TFLOP/s need no wall clock; goodput needs the time from the first step to the end."""
+    if "currentStep" not in status:
+        return NO_STEP
+    if not status.get("trainingStartTime"):
+        return NO_STEP_TIME
+    if number(status.get("trainingTimeSec")) <= 0:
+        return NO_SPAN
+    return None

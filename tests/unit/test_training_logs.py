@@ -1,0 +1,310 @@
+"""Every real training log (../shared/corpus and tests/data/training) read with the figures it states.
+
+Each row was written from the log text by hand: the step numbers and the per-step times and
+TFLOP/s as printed, each checkpoint save with the time its own line or timer states (None: the
+log states none), the checkpoint load and its timer, and whether the log carries the wall-clock
+time goodput needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from nvcre.cli.analyze.goodput import analyze
+from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.goodput import GoodputParser, Window
+from nvcre.measure.profile import CompiledProfile, compile_profile
+
+HERE = Path(__file__).resolve().parents[1] / "data" / "training"
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+MEGATRON, NEMO = "megatron-training", "nemo-training"
+
+
+def ms(pairs: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Steps as Megatron prints them, in milliseconds."""
+    return [(step, value / 1000) for step, value in pairs]
+
+
+@dataclass(frozen=True)
+class Log:
+    path: Path
+    profile: str
+    steps: list[tuple[int, float]] = field(default_factory=list)
+    """(step, seconds per step) of every step line."""
+    tflops: list[float] = field(default_factory=list)
+    saves: list[tuple[int, float | None]] = field(default_factory=list)
+    """(step, seconds) of every checkpoint save; saves of one step are one checkpoint."""
+    load: tuple[int, float | None] | None = None
+    measurable: bool = False
+    """The steps carry wall-clock time and the log goes on after the first: goodput is measurable."""
+
+
+LOGS = [
+    # --- ../shared/corpus/megatron --------------------------------------------------------------
+    Log(
+        CORPUS / "megatron/awsome-megatron-gpt3-slurm-srun-label.log",
+        MEGATRON,
+        ms([(25, 87.0), (26, 86.5), (27, 88.4)]),
+    ),
+    Log(
+        CORPUS / "megatron/awsome-megatron-gpt3-startup-abbrev-skipped.log",
+        MEGATRON,
+        ms([(1, 255940.5), (2, 243438.3), (3, 243344.4)]),
+    ),
+    Log(
+        CORPUS / "megatron/cre-fixture-n6-full-sequence-k8s-ts-checkpoint.log",
+        MEGATRON,
+        ms([(1, 132563.1), (2, 5000.0)]),
+        [138.5, 140.0],
+        saves=[(100, 361.44602)],  # save [17:07:36.379347] to done [17:13:37.825367]
+        measurable=True,
+    ),
+    Log(
+        CORPUS / "megatron/nemo-mcore-rtxa1000-5iter-all-skipped.log",
+        MEGATRON,
+        ms([(1, 3902.7), (2, 689.4), (3, 645.4), (4, 613.5), (5, 624.4)]),
+        [0.2, 1.0, 1.1, 1.2, 1.2],
+        measurable=True,
+    ),
+    # --- ../shared/corpus/nemo -------------------------------------------------------------------
+    Log(CORPUS / "nemo/awsome-nemo1-eks-tqdm-progress-bar.log", NEMO, [(2000, 1.9)]),
+    Log(
+        CORPUS / "nemo/awsome-nemo2-nemorun-logs-l40s.log",
+        NEMO,
+        [(19, 46.86), (29, 46.84)],
+        saves=[(19, None)],  # an async save finalised: the log states no blocking time
+    ),
+    Log(CORPUS / "nemo/awsome-nemo2-performance-wrapped-line.log", NEMO, [(29, 46.84)]),
+    Log(
+        CORPUS / "nemo/awsome-nemo2-sky-logs-l40s.log",
+        NEMO,
+        [(45, 47.12), (46, 47.15), (48, 46.81)],
+        saves=[(48, None)],
+    ),
+    Log(
+        CORPUS / "nemo/cre-fixture-n4-training-steps-k8s-ts.log",
+        NEMO,
+        [(100, 1.234), (101, 1.1)],
+        [36.27, 1145.0],
+        measurable=True,
+    ),
+    Log(
+        CORPUS / "nemo/nemo2-llama-nemotron-nano4b-retraining-default0-prefix.log",
+        NEMO,
+        [(0, 5.276), (1, 2.008)],
+    ),
+    Log(
+        CORPUS / "nemo/nemo2-llama3-8b-iso8601-offset-prefix.log",
+        NEMO,
+        [(97, 12.22), (98, 12.21), (99, 12.21)],
+        measurable=True,
+    ),
+    # --- tests/data/training ---------------------------------------------------------------------
+    Log(
+        HERE / "hyperpod-megatron-srun-label-old-wording-save-timer.log",
+        MEGATRON,
+        ms([(1, 440352.6)]),
+        saves=[(1, 81.61182)],  # "save-checkpoint ...: (81611.24, 81611.82)": the max
+    ),
+    Log(
+        HERE / "nolebase-megatron-gpt2-1gpu-old-wording-timers-no-steps.log",
+        MEGATRON,
+        saves=[(1, 21.02708)],  # the save at 2 has no done line
+    ),
+    Log(
+        HERE / "nolebase-megatron-gpt2-1gpu-resume-load-timer.log",
+        MEGATRON,
+        load=(3, 2.08604),  # "load-checkpoint ...: (2086.04, 2086.04)"
+    ),
+    Log(
+        HERE / "rocm-megablocks-gpt2-mi300x-glued-timer-line.log",
+        MEGATRON,
+        ms([(100, 660.6), (1000, 657.0), (2000, 657.1)]),
+        saves=[(2000, 1.65885)],  # the timer of the first save; the re-save at the end states none
+    ),
+    Log(
+        HERE / "rocm-megablocks-moe-gpt2-mi300x-save-timer.log",
+        MEGATRON,
+        ms([(200, 580.2), (1100, 820.3), (2000, 582.8)]),
+        saves=[(2000, 293.63873)],
+    ),
+    Log(HERE / "dgxc-llama31-save-done-and-timer-one-line.log", MEGATRON, saves=[(50, 24.89513)]),
+    Log(
+        HERE / "dgxc-llama31-bridge-resume-1iter-glued-params.log",
+        MEGATRON,
+        ms([(1, 20289.1)]),
+        measurable=True,  # [10:49:15] iteration 1, [after training is done] 10:49:16
+    ),
+    Log(
+        HERE / "qwen30b-sft-megatron-untimed-save-logger-timer.log",
+        MEGATRON,
+        ms([(35, 3649.8)]),
+        saves=[(35, 109.33257)],
+        measurable=True,
+    ),
+    Log(
+        HERE / "bigscience-tr1-13b-interval10-empty-timers.log",
+        MEGATRON,
+        ms(
+            [
+                (29020, 22306.6),
+                (29030, 22336.4),
+                (29040, 22332.6),
+                (29050, 22148.5),
+                (29060, 22181.7),
+                (29070, 22107.1),
+                (29080, 22131.2),
+                (29090, 22119.2),
+            ]
+        ),
+    ),
+    Log(
+        HERE / "bigscience-tr1-13b-deepspeed-save-old-timer-exit.log",
+        MEGATRON,
+        ms([(33240, 23491.4)]),
+        saves=[(33241, 57.51453)],  # "time (ms) | save-checkpoint: 57514.53"
+    ),
+    Log(
+        HERE / "bigscience-bloom176b-default7-seconds-tflops.log",
+        MEGATRON,
+        [
+            (31214, 106.46),
+            (31215, 105.90),
+            (31216, 106.40),
+            (31217, 106.33),
+            (31218, 107.53),
+            (31219, 106.36),
+            (31220, 106.30),
+            (31221, 106.13),
+            (31222, 106.44),
+            (31250, 106.09),
+            (31251, 106.13),
+        ],
+        [147.29, 148.06, 147.37, 147.46, 145.82, 147.43, 147.51, 147.74, 147.31, 147.80, 147.75],
+    ),
+    Log(
+        HERE / "bigscience-megatron-2021-gpt2-n4-old-timers-cancelled.log",
+        MEGATRON,
+        ms(
+            [
+                (10, 2152.2),
+                (20, 1354.9),
+                (30, 1376.1),
+                (40, 1379.8),
+                (50, 1377.4),
+                (60, 1378.0),
+                (70, 1380.0),
+                (80, 1380.6),
+                (90, 1378.9),
+                (100, 1379.8),
+                (110, 1564.1),
+                (120, 1380.4),
+                (130, 1380.6),
+                (140, 1380.9),
+                (150, 1382.0),
+                (160, 1383.3),
+                (170, 1381.9),
+                (180, 1382.1),
+                (190, 1381.7),
+                (200, 1382.2),
+            ]
+        ),
+    ),
+    Log(HERE / "dgxc-nemotron4-15b-nemo2-global-checkpoint-save.log", NEMO, saves=[(50, 4.389)]),
+    Log(HERE / "dgxc-llama31-nemo2-grep-step-line.log", NEMO, [(49, 12.39)]),
+    Log(
+        HERE / "gpu-recipes-nemo2-async-checkpoint-fixture.log",
+        NEMO,
+        saves=[(24, 25.537), (49, 5.33)],  # each file's later messages only confirm it
+    ),
+    Log(HERE / "gpu-recipes-a4x-worker-prefix-save-done.log", MEGATRON, saves=[(40, None)]),
+    Log(
+        HERE / "bionemo-evo2-nemo2-indented-async-saves-excerpt.log",
+        NEMO,
+        [
+            (59, 0.4548),
+            (60, 0.4651),
+            (61, 0.479),
+            (62, 0.4226),
+            (63, 0.2902),
+            (64, 0.2374),
+            (65, 0.2455),
+            (66, 0.2503),
+            (67, 0.2569),
+            (68, 0.2526),
+            (69, 0.2423),
+            (70, 0.2459),
+            (71, 0.2419),
+            (72, 0.2557),
+            (73, 0.2385),
+            (74, 0.245),
+            (75, 0.2687),
+            (76, 0.2488),
+            (77, 0.2331),
+            (78, 0.2372),
+            (79, 0.2702),
+            (80, 0.2481),
+            (81, 0.2361),
+            (82, 0.2447),
+            (83, 0.2405),
+            (84, 0.2574),
+            (85, 0.2498),
+            (86, 0.2515),
+            (87, 0.2456),
+            (88, 0.2315),
+            (89, 0.2256),
+            (90, 0.2389),
+            (91, 0.2343),
+            (92, 0.2349),
+            (93, 0.2382),
+            (94, 0.2584),
+            (95, 0.2356),
+            (96, 0.2629),
+            (97, 0.2319),
+            (98, 0.24),
+            (99, 0.261),
+        ],
+        # the iteration-49 save finalised (no blocking time stated); at 99 two saves (top-k and
+        # -last) blocked 1.718 s and 1.136 s
+        saves=[(49, None), (99, 2.854)],
+    ),
+]
+
+
+def profile(name: str) -> CompiledProfile:
+    return next(compile_profile(p) for p in builtin_profiles() if p["metadata"]["name"] == name)
+
+
+def parse(log: Log) -> Window:
+    return GoodputParser(profile(log.profile)).feed_all(log.path.read_text().splitlines())
+
+
+def test_every_log_has_a_row() -> None:
+    rows = {log.path.resolve() for log in LOGS}
+    logs = sorted(HERE.glob("*.log"))
+    if CORPUS.exists():
+        logs += sorted(p for d in ("megatron", "nemo") for p in (CORPUS / d).glob("*.log"))
+    assert [p.name for p in logs if p.resolve() not in rows] == []
+    assert len(list(HERE.glob("*.log"))) == 17
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda log: log.path.name)
+def test_each_log_parses_with_the_figures_it_states(log: Log) -> None:
+    if not log.path.exists():
+        pytest.skip("the log corpus (../shared/corpus) is not here")
+    w = parse(log)
+    assert [(s.global_step, s.step_timing) for s in w.steps] == [
+        (step, pytest.approx(seconds, abs=1e-9)) for step, seconds in log.steps
+    ]
+    assert [s.tflops for s in w.steps if s.tflops] == log.tflops
+    saves = [(c.step, c.save_duration if c.timed else None) for c in w.checkpoints]
+    assert saves == [(step, None if t is None else pytest.approx(t, abs=1e-6)) for step, t in log.saves]
+    load = (w.restore.step, w.restore.load_duration or None) if w.restore else None
+    assert load == (None if log.load is None else (log.load[0], pytest.approx(log.load[1], abs=1e-6)))
+    status = analyze((str(log.path),), profile(log.profile))
+    assert status["stepCount"] == len(log.steps)
+    assert status["goodputMeasurable"] is log.measurable
+    assert [c["step"] for c in status["checkpoints"]] == [step for step, _ in log.saves]
