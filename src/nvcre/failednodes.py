@@ -30,6 +30,7 @@ CAUSE_REASONS: Final[Mapping[str, str]] = {
     FailureCause.STEP_TIME_OUTLIER: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.UNEXPECTED_TRANSPORT: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.DATA_CORRUPTION: FailedNodeReason.WORKLOAD_FAILED,
+    FailureCause.FAILURES_LOGGED: FailedNodeReason.WORKLOAD_FAILED,
     FailureCause.MEASUREMENT_UNAVAILABLE: FailedNodeReason.WORKLOAD_FAILED,
     FailureCause.MEASUREMENT_TIMEOUT: FailedNodeReason.WORKLOAD_FAILED,
     FailureCause.UNKNOWN_THRESHOLD_KEY: FailedNodeReason.WORKLOAD_FAILED,

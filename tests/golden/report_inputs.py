@@ -46,7 +46,7 @@ from nvcre.controllers.job.lifecycle import Fail, Succeed, follow
 from nvcre.controllers.workloadrun import outcome
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
-from nvcre.measure.nccl import Parser, read
+from nvcre.measure.nccl import Parser, final_reason, read
 from nvcre.measure.profile import compile_profile
 from nvcre.naming import (
     bandwidth_measurement_name,
@@ -155,7 +155,7 @@ def _bandwidth(
     status: Obj = {}
     if run.finished:
         final = read(lines, _parser())
-        reason, message = bandwidth_lifecycle.succeeded(final, f"{NAMESPACE}/{name}-workload-launcher-0-0")
+        reason, message = final_reason(final, f"pod {NAMESPACE}/{name}-workload-launcher-0-0")
         bandwidth_lifecycle.complete(reason, message, at(ended), final, START + timedelta(seconds=ended))(
             status
         )

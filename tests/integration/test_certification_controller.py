@@ -8,7 +8,6 @@ cluster-wide.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -21,6 +20,7 @@ from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
+    failed_nodes_record,
     finish_workflow_jobs,
     get,
     jobs_of,
@@ -235,7 +235,7 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
     ], "the third category ran although the second failed"
     ref = final[1]["failedNodesRef"]
     assert ref == failed_wf["status"]["failedNodesRef"]
-    entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
+    entries = failed_nodes_record(kube, namespace, ref["name"])
     assert [e["name"] for e in entries] == [victim]
     assert entries[0]["reason"] == "WorkloadFailed" and entries[0]["message"]
     survivors = config_map_payload(
@@ -389,9 +389,7 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
     assert true_condition(cert) == ("Failed", "WorkflowFailed", "One or more certification categories failed")
     final = cert["status"]["categoryStatuses"]
     assert [s["status"] for s in final] == ["Failed", "Succeeded", "Succeeded"]
-    entries = json.loads(
-        config_map_payload(kube, namespace, final[0]["failedNodesRef"]["name"], "failed-nodes.json.gz")
-    )
+    entries = failed_nodes_record(kube, namespace, final[0]["failedNodesRef"]["name"])
     assert [(e["name"], e["reason"]) for e in entries] == [(nodes[2], "WorkloadFailed")]
 
     # nothing was created twice

@@ -8,7 +8,6 @@ chooses which Jobs (by name, and by attempt for a re-test) fail.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,14 @@ from lightkube.types import PatchType
 from nvcre.controllers import resources
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, true_condition, wait_true
+from nvcre.testing.inspect import (
+    config_map_payload,
+    failed_nodes_record,
+    get,
+    jobs_of,
+    true_condition,
+    wait_true,
+)
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
@@ -70,11 +76,7 @@ def run_until_terminal(kube: Client, namespace: str, name: str, driver: Driver) 
 def node_results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
     uid8 = wf["metadata"]["uid"][:8]
     failed = wf["status"].get("failedNodesRef")
-    entries = (
-        json.loads(config_map_payload(kube, namespace, f"failed-nodes-{uid8}", "failed-nodes.json.gz"))
-        if failed
-        else []
-    )
+    entries = failed_nodes_record(kube, namespace, f"failed-nodes-{uid8}") if failed else []
     succeeded = config_map_payload(kube, namespace, f"succeeded-nodes-{uid8}", "succeeded-nodes.csv.gz")
     return [(e["name"], e["reason"]) for e in entries], succeeded.decode()
 

@@ -4,7 +4,6 @@ TrainJobs are ended by hand, so the kills land between exact writes (the sandbox
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, true_condition
+from nvcre.testing.inspect import config_map_payload, failed_nodes_record, get, jobs_of, true_condition
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
@@ -110,9 +109,7 @@ def test_killed_manager_converges_without_duplicates(
             kube, namespace, f"succeeded-nodes-{uid8}", "succeeded-nodes.csv.gz"
         ).decode()
         assert succeeded == ",".join(nodes[:2] + nodes[4:])
-        failed = json.loads(
-            config_map_payload(kube, namespace, f"failed-nodes-{uid8}", "failed-nodes.json.gz")
-        )
+        failed = failed_nodes_record(kube, namespace, f"failed-nodes-{uid8}")
         assert [(e["name"], e["reason"]) for e in failed] == [(n, "WorkloadFailed") for n in nodes[2:4]]
         groups = status(kube, namespace, "chaos")["orchestration"]["groups"]
         assert [g["phase"] for g in groups] == ["Succeeded", "Failed", "Succeeded", "Succeeded"]

@@ -8,13 +8,20 @@ controller does when it completes); the Workflow and Job controllers are real.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lightkube import Client
 
 from nvcre.controllers import resources
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
+from nvcre.testing.inspect import (
+    config_map_payload,
+    failed_nodes_record,
+    get,
+    jobs_of,
+    trainjob_of,
+    true_condition,
+    wait_true,
+)
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, replace_status, workflow
@@ -108,7 +115,7 @@ def finish(kube: Client, namespace: str, job: str) -> None:
 
 def failed_entries(kube: Client, namespace: str, wf: dict[str, Any]) -> list[dict[str, str]]:
     ref = wf["status"]["failedNodesRef"]["name"]
-    return list(json.loads(config_map_payload(kube, namespace, ref, "failed-nodes.json.gz")))
+    return failed_nodes_record(kube, namespace, ref)
 
 
 def test_a_violated_threshold_fails_the_succeeded_job_its_group_and_the_workflow(
@@ -189,15 +196,15 @@ def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
     verdict = condition(slow, "ValidationFailed") or {}
     assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
     assert slow["status"]["failedNodes"] == [
-        {"name": slow_node, "reason": "BandwidthOutlier", "message": message}
+        {"name": slow_node, "reason": "ThresholdViolation", "cause": "BandwidthOutlier", "message": message}
     ]
     for node in (nodes[0], nodes[2]):
         healthy = condition(get(kube, resources.Job, by_node[node], namespace), "ValidationFailed") or {}
         assert (healthy["status"], healthy["reason"]) == ("False", "MeasurementsChecked")
     groups = {g["nodes"][0]: g["phase"] for g in wf["status"]["orchestration"]["groups"]}
     assert groups == {nodes[0]: "Succeeded", slow_node: "Failed", nodes[2]: "Succeeded"}
-    assert [(e["name"], e["reason"]) for e in failed_entries(kube, namespace, wf)] == [
-        (slow_node, "BandwidthOutlier")
+    assert [(e["name"], e["reason"], e["cause"]) for e in failed_entries(kube, namespace, wf)] == [
+        (slow_node, "ThresholdViolation", "BandwidthOutlier")
     ]
     succeeded = config_map_payload(
         kube, namespace, wf["status"]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
@@ -337,6 +344,6 @@ def test_a_slow_training_group_fails_as_a_step_time_outlier(
         "step time 3.0000 s is slower than the median of its 2 peer groups (2.0500 s) "
         "by more than the fraction 0.8 allows",
     )
-    assert [(e["name"], e["reason"]) for e in failed_entries(kube, namespace, wf)] == [
-        (nodes[2], "StepTimeOutlier")
+    assert [(e["name"], e["reason"], e["cause"]) for e in failed_entries(kube, namespace, wf)] == [
+        (nodes[2], "ThresholdViolation", "StepTimeOutlier")
     ]

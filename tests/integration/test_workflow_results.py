@@ -8,13 +8,20 @@ tests/sandbox/test_behaviours.py.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lightkube import Client
 
 from nvcre.controllers import resources
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, trainjob_of, true_condition, wait_true
+from nvcre.testing.inspect import (
+    config_map_payload,
+    failed_nodes_record,
+    get,
+    jobs_of,
+    trainjob_of,
+    true_condition,
+    wait_true,
+)
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
@@ -35,9 +42,7 @@ def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str]
         )
         succeeded = payload.decode().split(",")
     if status.get("failedNodesRef"):
-        failed = json.loads(
-            config_map_payload(kube, namespace, status["failedNodesRef"]["name"], "failed-nodes.json.gz")
-        )
+        failed = failed_nodes_record(kube, namespace, status["failedNodesRef"]["name"])
     return succeeded, failed
 
 
@@ -77,7 +82,8 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
     assert failed == [
         {
             "name": n,
-            "reason": "JobDeleted",
+            "reason": "WorkloadFailed",
+            "cause": "JobDeleted",
             "message": 'Job "gone-group-1-iter-1" was deleted before it finished',
         }
         for n in nodes[2:]
@@ -112,7 +118,7 @@ def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
     assert true_condition(wf) == ("Failed", "IterationsFailed", "2 groups failed across 1 iterations")
     succeeded, failed = results(kube, namespace, wf)
     assert succeeded == []
-    by_node = {e["name"]: e["reason"] for e in failed}
+    by_node = {e["name"]: e["cause"] for e in failed}
     # The second group's nodes were merged into the ConfigMap the first failure created.
     assert sorted(by_node) == nodes
     assert {by_node[n] for n in nodes[2:]} == {"JobDeleted"}

@@ -7,7 +7,6 @@ tests/sandbox/test_full_chain.py).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from nvcre.controllers import resources
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
+    failed_nodes_record,
     finish_workflow_jobs,
     get,
     jobs_of,
@@ -143,7 +143,7 @@ def test_failure_is_mirrored_with_the_workflow_message(
     run = wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
     assert true_condition(run) == ("Failed", "WorkflowFailed", "1 groups failed across 1 iterations")
     ref = run["status"]["failedNodesRef"]
-    entries = json.loads(config_map_payload(kube, namespace, ref["name"], "failed-nodes.json.gz"))
+    entries = failed_nodes_record(kube, namespace, ref["name"])
     assert [e["name"] for e in entries] == nodes
     wait_event(
         kube,

@@ -34,15 +34,15 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.batch_v1 import Job as BatchJob
 from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod
 
-from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY, Annotation
+from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation
 from nvcre.controllers import resources
-from nvcre.orchestration.results import decode_failed, decode_succeeded
+from nvcre.orchestration.results import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION, parse_faults
 from nvcre.sandbox.model import unit
 from nvcre.sandbox.runner import initial_nodes
 from nvcre.testing.cluster import Cluster, JobSet
 from nvcre.testing.history import History, Recorder
-from nvcre.testing.inspect import get, jobs_of, true_condition, wait_true
+from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, true_condition, wait_true
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import platform_nodes
 from nvcre.testing.processes import Process, wait_until
@@ -266,7 +266,9 @@ def node_lists(box: Sandbox, wf: dict[str, Any]) -> tuple[list[str], list[dict[s
 
     return (
         decode_succeeded(payload("succeededNodesRef", SUCCEEDED_NODES_KEY)),
-        decode_failed(payload("failedNodesRef", FAILED_NODES_KEY)),
+        failed_nodes_record(box.kube, box.namespace, status["failedNodesRef"]["name"])
+        if status.get("failedNodesRef")
+        else [],
     )
 
 

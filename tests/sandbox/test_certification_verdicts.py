@@ -18,7 +18,6 @@ The first two run side by side (disjoint nodes); the third once the second has e
 
 from __future__ import annotations
 
-import json
 import secrets
 import statistics
 from collections.abc import Iterator
@@ -36,7 +35,13 @@ from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing import binaries as bins
-from nvcre.testing.inspect import config_map_payload, get, jobs_of, true_condition, wait_true
+from nvcre.testing.inspect import (
+    failed_nodes_record,
+    get,
+    jobs_of,
+    true_condition,
+    wait_true,
+)
 
 NODES = 16
 GROUP = 2
@@ -119,8 +124,7 @@ class Ended:
     def failed_nodes(self, kube: Client) -> list[dict[str, str]]:
         (category,) = self.cert["status"]["categoryStatuses"]
         ref = category["failedNodesRef"]["name"]
-        payload = config_map_payload(kube, self.cert["metadata"]["namespace"], ref, FAILED_NODES_KEY)
-        return list(json.loads(payload))
+        return failed_nodes_record(kube, self.cert["metadata"]["namespace"], ref)
 
 
 def ended(kube: Client, name: str, namespace: str, phase: str) -> Ended:
@@ -224,7 +228,7 @@ def test_with_no_thresholds_the_slow_group_is_a_bandwidth_outlier(box: Box) -> N
     assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
     for other in set(done.jobs) - {slow}:
         assert condition(done.jobs[other], "ValidationFailed")["status"] == "False"
-    assert sorted((e["name"], e["reason"], e["message"]) for e in done.failed_nodes(kube)) == sorted(
-        (node, "BandwidthOutlier", message) for node in done.groups[slow]
-    )
+    assert sorted(
+        (e["name"], e["reason"], e["cause"], e["message"]) for e in done.failed_nodes(kube)
+    ) == sorted((node, "ThresholdViolation", "BandwidthOutlier", message) for node in done.groups[slow])
     print(f"\noutlier 16 GiB busBW: {measured}; slow group {slow}: {value}, peers' median {median}")

@@ -21,16 +21,16 @@ import yaml
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import ConfigMap, Node
 
-from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
+from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.controllers import resources
-from nvcre.orchestration.results import decode_failed, decode_succeeded
+from nvcre.orchestration.results import decode_succeeded
 from nvcre.render.workloadrun import build_workflow
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing import binaries as bins
-from nvcre.testing.inspect import get, true_condition, wait_true
+from nvcre.testing.inspect import failed_nodes_record, get, true_condition, wait_true
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
 NODES, DOMAIN = 32, 8
@@ -92,7 +92,9 @@ def node_results(kube: Client, status: dict[str, Any]) -> tuple[list[dict[str, s
         return base64.b64decode((cm.binaryData or {}).get(key, "")) or None
 
     return (
-        decode_failed(payload("failedNodesRef", FAILED_NODES_KEY)),
+        failed_nodes_record(kube, NAMESPACE, status["failedNodesRef"]["name"])
+        if status.get("failedNodesRef")
+        else [],
         decode_succeeded(payload("succeededNodesRef", SUCCEEDED_NODES_KEY)),
     )
 

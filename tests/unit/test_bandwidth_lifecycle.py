@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre.controllers.bandwidth import lifecycle
-from nvcre.measure.nccl import Aggregate, Point
+from nvcre.measure.nccl import Aggregate, Point, final_reason
 
 T0 = datetime(2026, 3, 10, 14, 0, 0, tzinfo=UTC)
 
@@ -50,7 +50,7 @@ def test_provisional_samples_merge_and_say_job_running() -> None:
 def test_the_final_read_replaces_provisional_results_in_one_terminal_write() -> None:
     provisional = apply({}, lifecycle.running(aggregate(Point(8, 1.0, 1.0), transports=("Socket",)), "c", T0))
     final = aggregate(Point(16, 2.0, 3.0), Point(16, 2.5, 3.5, 1), transports=("IB",))
-    reason, message = lifecycle.succeeded(final, "ns/pod")
+    reason, message = final_reason(final, "pod ns/pod")
     done = apply(provisional, lifecycle.complete(reason, message, "2026-03-10T15:00:00Z", final, T0))
     assert done["results"] == [{"sizeBytes": 16, "algBW": "2.25", "busBW": "3.25", "samples": 2}]
     assert (done["transport"], done["wrongValues"], done["completionTime"]) == (
@@ -77,7 +77,7 @@ def test_complete_is_frozen_a_replay_changes_nothing() -> None:
 
 
 def test_no_rows_is_no_data_collected_with_the_spec_message() -> None:
-    assert lifecycle.succeeded(Aggregate(), "ns/pod") == (
+    assert final_reason(Aggregate(), "pod ns/pod") == (
         "NoDataCollected",
         "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef",
     )

@@ -93,10 +93,10 @@ def test_a_log_without_wall_clock_time_is_judged_on_what_it_measures() -> None:
     assert status["goodputMeasurable"] is False and status["goodputNotMeasurableReason"] == NO_STEP_TIME
     assert "result" not in status and "trainingTimeSec" not in status
     code, out, err = run("-o", "json", "--threshold", "goodputRatio=value >= 0.9", bloom)
-    message = f"goodput is not measurable from this log: {NO_STEP_TIME}"
+    message = f"No final value for threshold(s) [goodputRatio]: goodput is not measurable: {NO_STEP_TIME}"
     assert code == 1 and json.loads(out)["verdict"] == {
         "failed": True,
-        "reason": "NoDataCollected",
+        "reason": "MeasurementUnavailable",
         "message": message,
     }
     assert err == f"Error: {message}\n"
@@ -115,7 +115,9 @@ def test_a_log_without_a_training_step_measures_nothing() -> None:
     assert code == 1
     assert (
         err
-        == "Error: nothing measured: no training step with a step time or TFLOP/s recognised with profile megatron-training\n"
+        == "Error: No final goodput data: the goodput measurement ended NoDataCollected: no training step "
+        "with a step time or TFLOP/s recognised with profile megatron-training. "
+        "Set goodputMeasurement.allowMissingData to make it informational\n"
     )
     assert status["goodputNotMeasurableReason"] == "no training step was recognised"
     assert status["checkpoints"] == [{"step": 1, "saveTimeSec": "21.027080"}]  # its save-checkpoint timer

@@ -59,7 +59,8 @@ def test_old_layouts_say_no_bandwidth_rows_recognised() -> None:
         code, out, err = run(str(CORPUS / name), "-o", "json")
         assert code == 1, name
         assert json.loads(out)["results"] == [] and json.loads(out)["busBandwidthGBps"] is None
-        assert err.startswith("Error: no bandwidth rows recognised in ")
+        assert json.loads(out)["verdict"]["reason"] == "MeasurementUnavailable"
+        assert err.startswith("Error: No final bandwidth data: no nccl-tests row was recognised in ")
 
 
 def test_bad_input_exits_2() -> None:

@@ -276,11 +276,170 @@ def test_bandwidth_without_thresholds_waits_for_the_final_measurement() -> None:
     running = bm(["100.00"])
     running["status"]["conditions"] = [{"type": "Measuring", "status": "True", "reason": "JobRunning"}]
     assert isinstance(judge(job(None, bandwidth=config), running), Wait)
-    assert judge(job(None, bandwidth=config), bm([], reason="NoDataCollected")) == Verdict(
+    late = job(None, bandwidth=config, succeeded_ago=timedelta(minutes=6))
+    assert judge(late, running) == Verdict(
+        True,
+        "MeasurementUnavailable",
+        "No final bandwidth data: the bandwidth measurement did not finish within 5m0s. "
+        "Set bandwidthMeasurement.allowMissingData to make it informational",
+    )
+
+
+# --- no data is not a pass ------------------------------------------------------------------------
+
+UNAVAILABLE_HINT = ". Set bandwidthMeasurement.allowMissingData to make it informational"
+
+
+def with_status(measurement: dict[str, Any], **status: Any) -> dict[str, Any]:
+    measurement["status"].update(status)
+    return measurement
+
+
+@pytest.mark.parametrize(
+    ("name", "measurement", "why"),
+    [
+        (
+            "no row recognised, the log's last lines quoted",
+            with_status(
+                bm([], reason="NoDataCollected"),
+                linesRead=3,
+                logTail=["# nThread 1 nGpus 1", "", "mpirun noticed that process rank 3 exited on signal 9"],
+            ),
+            "no nccl-tests row was recognised in the launcher's log in 3 lines; the log ends: "
+            "# nThread 1 nGpus 1 | mpirun noticed that process rank 3 exited on signal 9",
+        ),
+        (
+            "the log could not be read",
+            bm([], reason="LogsUnavailable"),
+            "the launcher's log could not be read ()",
+        ),
+        (
+            "a table cut short",
+            with_status(
+                bm(["20.00", "40.00"]),
+                complete=False,
+                incompleteReason="the table stopped at 16 B before the footer",
+            ),
+            "the nccl-tests table is incomplete: the table stopped at 16 B before the footer",
+        ),
+    ],
+)
+def test_a_measurement_without_final_data_fails(name: str, measurement: dict[str, Any], why: str) -> None:
+    config = {"logProfileRef": "nccl-bandwidth"}
+    assert judge(job(None, bandwidth=config), measurement) == Verdict(
+        True, "MeasurementUnavailable", f"No final bandwidth data: {why}{UNAVAILABLE_HINT}"
+    ), name
+
+
+def test_allow_missing_data_passes_saying_so_but_never_waives_a_threshold() -> None:
+    config = {"logProfileRef": "nccl-bandwidth", "allowMissingData": True}
+    empty = bm([], reason="NoDataCollected")
+    assert judge(job(None, bandwidth=config), empty) == Verdict(
         False,
         "MeasurementsChecked",
-        "No performance thresholds set; the bandwidth measurement collected no final data",
+        "No performance thresholds set; no nccl-tests row was recognised in the launcher's log "
+        "(allowMissingData: informational)",
     )
+    assert judge(job({"busBandwidthGBps": "value >= 1"}, bandwidth=config), empty) == Verdict(
+        True,
+        "MeasurementUnavailable",
+        "No final value for threshold(s) [busBandwidthGBps]: no nccl-tests row was recognised in the "
+        "launcher's log",
+    )
+
+
+def test_corruption_and_failures_fail_whatever_the_thresholds_say() -> None:
+    config = {"logProfileRef": "nccl-bandwidth", "allowMissingData": True}
+    limits = {"busBandwidthGBps": "value >= 1"}
+    bounds = with_status(bm(["480.00"]), outOfBounds={"count": 108, "status": "FAILED"})
+    assert judge(job(limits, bandwidth=config), bounds) == Verdict(
+        True,
+        "DataCorruption",
+        "nccl-tests reported Out of bounds values : 108 FAILED: the results are corrupted, whatever the bandwidth",
+    )
+    failures = with_status(
+        bm(["480.00"]),
+        failureLines={
+            "count": 39,
+            "lines": ["host-1: Test NCCL failure common.cu:1204 'remote process exited'"],
+        },
+    )
+    assert judge(job(limits, bandwidth=config), failures) == Verdict(
+        True,
+        "FailuresLogged",
+        "the launcher's log reports 39 NCCL/CUDA failure line(s): "
+        "host-1: Test NCCL failure common.cu:1204 'remote process exited'",
+    )
+
+
+def test_a_log_from_fewer_hosts_than_the_group_measures_no_link() -> None:
+    limits = {"busBandwidthGBps": "value >= 100"}
+    config = {"logProfileRef": "nccl-bandwidth"}
+    local = with_status(bm(["267.00"]), ranks=1, hosts=["node-a"])
+    assert judge(job(limits, bandwidth=config, nodes="a,b"), local) == Verdict(
+        True,
+        "MeasurementUnavailable",
+        "the nccl-tests log shows a single rank, but the group has 2 nodes: "
+        "it measured no communication between them",
+    )
+    one_host = with_status(bm(["267.00"]), ranks=8, hosts=["node-a"])
+    assert judge(job(limits, bandwidth=config, nodes="a,b"), one_host) == Verdict(
+        True,
+        "MeasurementUnavailable",
+        "the nccl-tests log shows ranks on 1 host(s) (node-a), but the group has 2 nodes: "
+        "it is not a measurement across them",
+    )
+    both = with_status(bm(["267.00"]), ranks=16, hosts=["node-a", "node-b"])
+    assert judge(job(limits, bandwidth=config, nodes="a,b"), both).failed is False
+
+
+# --- the expected-performance floor ----------------------------------------------------------------
+
+EXPECTED = {
+    "floorFraction": 0.8,
+    "figures": [
+        {
+            "key": "busBandwidthGBps",
+            "value": "487.09",
+            "source": "AWS p5 EFA",
+            "row": "h100/aws/all_reduce/2-nodes",
+        }
+    ],
+}
+
+
+def expecting(limits: dict[str, str] | None = None, **expected: Any) -> dict[str, Any]:
+    j = job(limits, bandwidth={"logProfileRef": "nccl-bandwidth"}, nodes="a,b")
+    j["spec"]["expectedPerformance"] = {**EXPECTED, **expected}
+    return j
+
+
+def test_no_threshold_is_judged_against_the_expected_floor() -> None:
+    slow = judge(expecting(), bm(["191.41"]))
+    assert slow == Verdict(
+        True,
+        "ThresholdViolated",
+        "busBandwidthGBps: measured 191.41 GB/s, expected 487.09 GB/s (AWS p5 EFA), floor 389.67 GB/s "
+        "(80% of expected; row h100/aws/all_reduce/2-nodes)",
+        "BelowExpected",
+    )
+    assert verdicts.failed_nodes(expecting(), slow) == [
+        {"name": n, "reason": "ThresholdViolation", "cause": "BelowExpected", "message": slow.message}
+        for n in "ab"
+    ]
+    assert judge(expecting(), bm(["467.92"])) == Verdict(
+        False,
+        "ThresholdsMet",
+        "busBandwidthGBps: measured 467.92 GB/s, expected 487.09 GB/s (AWS p5 EFA), floor 389.67 GB/s "
+        "(80% of expected; row h100/aws/all_reduce/2-nodes)",
+    )
+
+
+def test_an_explicit_threshold_wins_and_a_zero_fraction_turns_the_floor_off() -> None:
+    assert judge(expecting({"busBandwidthGBps": "value >= 100"}), bm(["191.41"])) == Verdict(
+        False, "ThresholdsMet", "All performance thresholds satisfied"
+    )
+    assert judge(expecting(floorFraction=0), bm(["191.41"])).reason == "MeasurementsChecked"
 
 
 # --- outliers -----------------------------------------------------------------------------------

@@ -104,6 +104,28 @@ class CategoryRender:
 # --- detection -----------------------------------------------------------------------------------
 
 
+EXPECTED_FLOOR_MIN_BYTES: Final = 8 << 30
+"""The expected-performance figures are bus bandwidths at 8-16 GiB messages: a sweep that stops
+below this is not judged against them."""
+_BYTE_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def sweep_bytes(max_bytes: str) -> int:
+    """nccl-tests' ``-e`` value (``16G``, ``512M``, ``1048576``) in bytes."""
+    text = max_bytes.strip().upper()
+    unit = text[-1:] if text[-1:] in _BYTE_UNITS else ""
+    return int(text[: len(text) - len(unit)] or 0) * _BYTE_UNITS[unit]
+
+
+def expected_floor_fraction(options: CategoryOptions) -> float:
+    """The category's floor fraction: its option, else 0.8; 0 for a sweep too short to compare."""
+    if sweep_bytes(options.max_bytes or Default.MAX_BYTES) < EXPECTED_FLOOR_MIN_BYTES:
+        return 0.0
+    if options.expected_floor_fraction is None:
+        return Default.EXPECTED_FLOOR_FRACTION
+    return float(options.expected_floor_fraction)
+
+
 def _capacity_filter(
     key: str, nodes: list[Mapping[str, Any]], gpus: int
 ) -> tuple[list[Mapping[str, Any]], list[str]]:
@@ -285,6 +307,8 @@ def render_category(
         timeout_seconds=int(duration_seconds(timeout)),
         measurement_timeout=options.measurement_timeout or "",
         thresholds=dict(options.thresholds or {}),
+        expected_floor_fraction=expected_floor_fraction(options),
+        allow_missing_data=bool(options.allow_missing_data),
     )
     target = spec.target.to_dict() if spec.target else None
     workflow_spec = build_spec(

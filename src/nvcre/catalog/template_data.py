@@ -62,6 +62,9 @@ class TemplateData:
     """``timeout_per_job`` in seconds: the in-container ``timeout`` guard of mpirun."""
     measurement_timeout: str = ""
     thresholds: dict[str, str] = field(default_factory=dict)
+    expected_floor_fraction: float = 0.0
+    """Judge keys no threshold names against this fraction of the expected-performance table."""
+    allow_missing_data: bool = False
 
     def context(self, *, entry_dir: str) -> dict[str, Any]:
         """Template variables: every field, ``entry_dir`` (for ``include_file``) and ``mnnvl``

@@ -18,12 +18,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import MeasurementReason
 from nvcre.measure.profile import CompiledProfile, Pattern, ProfileError, capture_text
 
 BANDWIDTH = "bandwidthResult"
 TRANSPORT = "networkTransport"
 WRONG_CAPTURES = ("wrongOutOfPlace", "wrongInPlace")
 NO_ROWS = "no bandwidth rows recognised"
+NO_DATA = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
 
 
 @dataclass(frozen=True)
@@ -211,3 +213,14 @@ def peak(results: Sequence[SizeResult]) -> tuple[float, float] | None:
 
 def union_transport(stored: Iterable[str], new: Iterable[str]) -> list[str]:
     return sorted({*stored, *new})
+
+
+def final_reason(final: Aggregate, source: str) -> tuple[str, str]:
+    """The ``Complete`` (reason, message) of a succeeded Job's final read of ``source`` (the pod,
+    ``<namespace>/<pod>``, or the files ``nvcrectl analyze`` read)."""
+    if not final.rows:
+        return MeasurementReason.NO_DATA_COLLECTED, NO_DATA
+    return (
+        MeasurementReason.JOB_SUCCEEDED,
+        f"Final results from the complete log of {source}: {final.rows} rows, {len(final.sums)} message sizes",
+    )

@@ -1,7 +1,9 @@
 """Outliers against the fleet (beyond the reference, which ships no default thresholds).
 
-Among at least 3 groups of one Workflow iteration that ran the same test on the same number of
-nodes and left final data, a group whose bus bandwidth is below ``fraction`` x the median of the
+Among at least 3 groups of one Workflow iteration that ran the same test on the same shape (the
+same number of nodes spanning the same number of topology domains: a group that crosses a network
+block or NVLink clique boundary rightly runs slower and is compared only with groups that cross
+as many) and left final data, a group whose bus bandwidth is below ``fraction`` x the median of the
 *other* groups (its peers), or whose step time is above that median / ``fraction``, is an outlier.
 A fraction of 0 turns the rule off. The inputs are frozen measurements, so the same groups give
 the same outliers however often (and after however many restarts) they are computed.
@@ -11,9 +13,9 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import JobReason
 
@@ -27,7 +29,7 @@ class Sample:
 
     group: str
     peers_key: tuple[object, ...]
-    """Groups compare only with groups of the same key (test and size)."""
+    """Groups compare only with groups of the same key (test and shape)."""
     value: float
     judged: bool = True
     """False for a group that already failed: it counts as a peer but is not flagged again."""
@@ -49,6 +51,11 @@ def fraction_of(performance: dict[str, object] | None) -> float:
         return float(str(value))
     except ValueError:
         return DEFAULT_FRACTION
+
+
+def shape_of(group: Mapping[str, Any]) -> tuple[int, int]:
+    """A Workflow group's shape for comparison: (nodes, topology domains spanned; 0 unknown)."""
+    return len(group.get("nodes") or ()), len(group.get("domains") or ())
 
 
 def _by_peers(samples: Iterable[Sample]) -> list[list[Sample]]:

@@ -39,9 +39,12 @@ class Verdict:
     failed: bool
     reason: str
     message: str
+    cause: str = ""
+    """The failed-node cause when it is not the reason (a miss of the expected floor is a
+    ``ThresholdViolated`` whose cause is ``BelowExpected``)."""
 
 
-def _number(text: Any) -> float | None:
+def number(text: Any) -> float | None:
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -77,7 +80,7 @@ def bandwidth_values(measurement: Mapping[str, Any] | None) -> dict[str, float]:
     results = ((measurement or {}).get("status") or {}).get("results") or ()
     out = {}
     for key, field in ((BUS_BANDWIDTH, "busBW"), (ALG_BANDWIDTH, "algBW")):
-        numbers = [n for n in (_number(r.get(field)) for r in results) if n is not None]
+        numbers = [n for n in (number(r.get(field)) for r in results) if n is not None]
         if numbers:
             out[key] = max(numbers)
     return out
@@ -94,7 +97,7 @@ def goodput_status_values(status: Mapping[str, Any]) -> dict[str, float]:
     """The threshold values a final GoodputMeasurement status gives, each only when it is > 0."""
     out = {}
     for key, field in _GOODPUT_FIELDS:
-        value = _number(status.get(field))
+        value = number(status.get(field))
         if value is not None and value > 0:
             out[key] = value
     return out

@@ -33,6 +33,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import condition_of
 from nvcre.measure import thresholds as th
+from nvcre.measure import verdicts
 from nvcre.orchestration.results import decode_failed, decode_succeeded
 from nvcre.report.model import (
     BandwidthRow,
@@ -211,7 +212,8 @@ def _against(expression: str) -> str:
 def violations(job: Obj, bandwidth: Obj | None, goodput: Obj | None) -> list[str]:
     """Each threshold the Job's final measurements violate, as ``busbw 182.4 GB/s < 400``.
 
-    Judged by :func:`nvcre.measure.thresholds.evaluate`, one key at a time.
+    Judged by :func:`nvcre.measure.thresholds.evaluate`, one key at a time; then each expected
+    floor missed (``busbw 191.4 GB/s < floor 389.7 GB/s (expected 487.1 GB/s, AWS p5 EFA)``).
     """
     limits = {str(k): str(v) for k, v in ((job.get("spec") or {}).get("thresholds") or {}).items()}
     values = th.measured_values(bandwidth, goodput)
@@ -222,6 +224,15 @@ def violations(job: Obj, bandwidth: Obj | None, goodput: Obj | None) -> list[str
         if th.evaluate({key: limits[key]}, {key: values[key]}).failed:
             label, fmt = _SHORT[key]
             out.append(f"{label} {fmt.format(values[key])} {_against(limits[key])}")
+    for floor in verdicts.floors(job):
+        if floor.key in values and floor.key in _SHORT and verdicts.floor_violation(floor, values[floor.key]):
+            label, fmt = _SHORT[floor.key]
+            bound = "> ceiling" if floor.key in verdicts.LOWER_IS_BETTER else "< floor"
+            limit = floor.value / floor.fraction if floor.key in verdicts.LOWER_IS_BETTER else floor.floor
+            out.append(
+                f"{label} {fmt.format(values[floor.key])} {bound} {fmt.format(limit)} "
+                f"(expected {fmt.format(floor.value)}, {floor.source})"
+            )
     return out
 
 

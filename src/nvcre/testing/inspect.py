@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 from typing import Any
 
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.resources.events_v1 import Event
 
+from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY
 from nvcre.controllers import resources
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob
@@ -78,6 +80,24 @@ def events_for(
 def config_map_payload(kube: Client, namespace: str, name: str, key: str) -> bytes:
     cm = kube.get(ConfigMap, name, namespace=namespace)
     return gzip.decompress(base64.b64decode((cm.binaryData or {})[key]))
+
+
+CONSUMER_REASONS = ("HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed")
+"""The failed-node reasons a consumer of the record matches on (the reference's enum)."""
+
+
+def failed_nodes_record(kube: Client, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The failed-nodes ConfigMap ``name`` decoded as its consumers decode it (NVIDIA NVSentinel's
+    certification monitor: gunzip ``failed-nodes.json.gz``, a JSON list of objects, each acted on
+    by ``name``, ``reason`` and ``message``), asserting that contract for every entry."""
+    entries = json.loads(config_map_payload(kube, namespace, name, FAILED_NODES_KEY))
+    assert isinstance(entries, list), f"{name}: not a JSON list: {entries!r}"
+    for entry in entries:
+        assert isinstance(entry, dict), f"{name}: an entry is not an object: {entry!r}"
+        assert isinstance(entry.get("name"), str) and entry["name"], f"{name}: entry without a name: {entry}"
+        assert isinstance(entry.get("message"), str), f"{name}: entry without a message: {entry}"
+        assert entry.get("reason") in CONSUMER_REASONS, f"{name}: reason outside {CONSUMER_REASONS}: {entry}"
+    return entries
 
 
 def finish_workflow_jobs(

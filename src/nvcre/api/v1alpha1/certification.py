@@ -99,6 +99,22 @@ class CategoryOptions(NvcreModel):
     num_iterations: int | None = Field(default=None, ge=1)
     num_cycles: int | None = Field(default=None, ge=1)
     thresholds: Thresholds | None = None
+    expected_floor_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "With no threshold for a key, fail a group below this fraction of the expected value for "
+            "its hardware (docs/expected-performance.md). 0.8 when unset; 0 turns it off."
+        ),
+    )
+    allow_missing_data: bool | None = Field(
+        default=None,
+        description=(
+            "Make a measurement that ends without final data informational instead of a failure "
+            "(MeasurementUnavailable). Default false."
+        ),
+    )
     max_concurrent: int | None = None
     min_group_size: int | None = Field(default=None, ge=1)
     timeout_per_job: str | None = Field(default=None, pattern=SHORT_DURATION_PATTERN)

@@ -143,9 +143,17 @@ class WorkloadMetadata(NvcreModel):
     )
 
 
+ALLOW_MISSING_DATA = (
+    "When true, a measurement that ends without final data (log unreadable, nothing recognised, "
+    "an incomplete table) is informational: it does not fail the Job (MeasurementUnavailable) "
+    "unless a threshold needs its value. Default false: no data is not a pass."
+)
+
+
 class GoodputMeasurementConfig(NvcreModel):
     log_profile_ref: str = Field(min_length=1)
     sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
+    allow_missing_data: bool | None = Field(default=None, description=ALLOW_MISSING_DATA)
 
 
 class BandwidthMeasurementConfig(NvcreModel):
@@ -160,6 +168,7 @@ class BandwidthMeasurementConfig(NvcreModel):
             "`AWS Libfabric`); any other (or none) fails validation with reason UnexpectedTransport."
         ),
     )
+    allow_missing_data: bool | None = Field(default=None, description=ALLOW_MISSING_DATA)
 
 
 class StringMatchSpec(NvcreModel):

@@ -206,6 +206,8 @@ class Default:
     # Certification category options (spec/catalog.md) when a category leaves them unset
     TEST_SCALE: Final = "full-scale"
     MAX_BYTES: Final = "16G"
+    EXPECTED_FLOOR_FRACTION: Final = 0.8
+    """A Certification's default floor: this fraction of the expected-performance figure."""
     NUM_ITERATIONS: Final = 100
     NUM_CYCLES: Final = 10
     DIAGNOSE_NUM_ITERATIONS: Final = 5
@@ -347,6 +349,8 @@ class JobReason:
     """nccl-tests counted wrong values (``BandwidthMeasurement.status.wrongValues`` > 0)."""
     UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
     """NCCL did not use ``bandwidthMeasurement.expectedTransport`` (e.g. fell back to sockets)."""
+    FAILURES_LOGGED: Final = "FailuresLogged"
+    """The launcher's log reports NCCL or CUDA failures (``Test NCCL failure ...``)."""
     MEASUREMENT_UNAVAILABLE: Final = "MeasurementUnavailable"
     """A measurement the Job asked for has no final data (log unreadable, no row, a table cut
     short, a launcher that printed failures); ``allowMissingData`` makes it informational."""
@@ -387,6 +391,7 @@ class FailureCause:
     STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
     UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
     DATA_CORRUPTION: Final = "DataCorruption"
+    FAILURES_LOGGED: Final = "FailuresLogged"
     MEASUREMENT_UNAVAILABLE: Final = "MeasurementUnavailable"
     MEASUREMENT_TIMEOUT: Final = "MeasurementTimeout"
     UNKNOWN_THRESHOLD_KEY: Final = "UnknownThresholdKey"

@@ -59,6 +59,19 @@ class JobCheckpointSpec(NvcreModel):
     max_restarts: int | None = None
 
 
+class ExpectedFigure(NvcreModel):
+    key: str = Field(min_length=1, max_length=64, description="The threshold key, e.g. busBandwidthGBps.")
+    value: str = Field(min_length=1, max_length=32, description="The expected value, decimal text.")
+    source: str = Field(max_length=512, description="Where the figure was published.")
+    row: str = Field(max_length=256, description="The table row it comes from.")
+
+
+class ExpectedPerformance(NvcreModel):
+    floor_fraction: float = Field(ge=0, le=1, description="The floor is this fraction of each figure.")
+    table_version: str | None = Field(default=None, max_length=32)
+    figures: list[ExpectedFigure] | None = Field(default=None, max_length=8)
+
+
 class JobSpec(NvcreModel):
     model_config = NvcreModel.model_config | {"json_schema_extra": JOB_SPEC_RULES}
 
@@ -81,6 +94,13 @@ class JobSpec(NvcreModel):
     )
     thresholds: Thresholds | None = Field(default=None, description="Metric name to CEL over `value`.")
     measurement_timeout: str | None = Field(default=None, description="Duration; 5m when unset.")
+    expected_performance: ExpectedPerformance | None = Field(
+        default=None,
+        description=(
+            "What the group's hardware should measure (the catalog's expected-performance table), "
+            "written by the Workflow: a key no threshold names fails below floorFraction of its figure."
+        ),
+    )
 
 
 FailedNodeReason = Literal["HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"]

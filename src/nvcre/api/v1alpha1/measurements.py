@@ -13,6 +13,7 @@ class GoodputMeasurementSpec(NvcreModel):
     job_ref: TypedLocalObjectReference | None = None
     log_profile_ref: str = Field(min_length=1)
     sample_interval: str | None = None
+    allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")
 
 
 class PendingInterruption(NvcreModel):
@@ -102,6 +103,7 @@ class BandwidthMeasurementSpec(NvcreModel):
     sample_interval: str | None = None
     test_type: str | None = None
     expected_transport: str | None = None
+    allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")
 
 
 class BandwidthResult(NvcreModel):

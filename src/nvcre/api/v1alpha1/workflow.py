@@ -72,6 +72,16 @@ class PerformanceValidation(NvcreModel):
             "0.8 when unset; 0 turns it off."
         ),
     )
+    expected_floor_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Judge each group, for every key no threshold names, against this fraction of what the "
+            "catalog's expected-performance table says its hardware should measure. Unset or 0: off "
+            "(a Certification sets 0.8 unless told otherwise)."
+        ),
+    )
 
 
 class ValidationSpec(NvcreModel):

@@ -1,11 +1,11 @@
 """What every ``nvcrectl analyze`` command shares: reading logs, loading a profile, thresholds and
-exit codes (0 measured and every threshold met, 1 nothing measured or a threshold violated,
-2 bad input)."""
+exit codes: the verdict of :func:`nvcre.measure.verdicts.judge`, the Job controller's own (0 pass,
+1 fail, 2 bad input)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -13,16 +13,17 @@ import click
 import yaml
 
 from nvcre import yamlio
-from nvcre.api.v1alpha1.constants import JobReason, MeasurementReason
+from nvcre.api.v1alpha1.constants import JobReason
 from nvcre.cli.common import emit
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.profile import CompiledProfile, ProfileError, compile_profile
-from nvcre.measure.thresholds import Verdict, evaluate, missing_keys, unknown_keys
+from nvcre.measure.thresholds import Verdict
 
-MEASURED = 0
-NOT_MEASURED = 1
-VIOLATED = 1
+PASSED = 0
+FAILED = 1
 BAD_INPUT = 2
+INPUT_ERRORS = (JobReason.UNKNOWN_THRESHOLD_KEY, JobReason.INVALID_THRESHOLD_EXPRESSION)
+"""Verdicts that judge the command line, not the log: exit 2."""
 FORMATS = ("yaml", "json", "table")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,58 +95,20 @@ def threshold_option(func: F) -> F:
     )(func)
 
 
-def verdict_of(
-    thresholds: Mapping[str, str],
-    values: Mapping[str, float],
-    unavailable: Mapping[str, str] | None = None,
-) -> Verdict | None:
-    """The verdict the Job controller would reach on these final values (None: no thresholds).
-    ``unavailable``: keys the log cannot give a value for, with why (the verdict's message)."""
-    if not thresholds:
-        return None
-    unknown = unknown_keys(thresholds)
-    if unknown is not None:
-        return unknown
-    missing = missing_keys(thresholds, values)
-    if missing:
-        why = [(unavailable or {}).get(key) for key in missing]
-        message = f"no measured value in the log for keys: [{' '.join(missing)}]"
-        if all(why):
-            message = "; ".join(w for w in why if w)
-        return Verdict(True, MeasurementReason.NO_DATA_COLLECTED, message)
-    return evaluate(thresholds, values)
-
-
 def report(
-    status: dict[str, Any],
-    output: str,
-    table: Callable[[dict[str, Any]], str],
-    *,
-    measured: bool,
-    no_data: str,
-    thresholds: Mapping[str, str],
-    values: Mapping[str, float],
-    unavailable: Mapping[str, str] | None = None,
+    status: dict[str, Any], output: str, table: Callable[[dict[str, Any]], str], verdict: Verdict
 ) -> NoReturn:
-    """Print ``status`` (with the verdict when thresholds were given) and exit with its code."""
-    verdict = verdict_of(thresholds, values, unavailable)
-    if verdict is not None:
-        status = {
-            **status,
-            "verdict": {"failed": verdict.failed, "reason": verdict.reason, "message": verdict.message},
-        }
+    """Print ``status`` with the verdict the Job controller would write, and exit with its code:
+    0 pass, 1 fail, 2 a threshold that is not valid input."""
+    status = {
+        **status,
+        "verdict": {"failed": verdict.failed, "reason": verdict.reason, "message": verdict.message},
+    }
     if output == "table":
-        text = table(status)
-        if verdict is not None:
-            text += f"verdict: {verdict.reason}: {verdict.message}\n"
-        click.echo(text, nl=False)
+        click.echo(table(status) + f"verdict: {verdict.reason}: {verdict.message}\n", nl=False)
     else:
         emit(status, output)
-    if not measured:
-        click.echo(f"Error: {no_data}", err=True)
-        sys.exit(NOT_MEASURED)
-    if verdict is None or not verdict.failed:
-        sys.exit(MEASURED)
-    bad = verdict.reason in (JobReason.UNKNOWN_THRESHOLD_KEY, JobReason.INVALID_THRESHOLD_EXPRESSION)
+    if not verdict.failed:
+        sys.exit(PASSED)
     click.echo(f"Error: {verdict.message}", err=True)
-    sys.exit(BAD_INPUT if bad else VIOLATED)
+    sys.exit(BAD_INPUT if verdict.reason in INPUT_ERRORS else FAILED)

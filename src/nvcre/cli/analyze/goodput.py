@@ -15,12 +15,14 @@ from typing import Any
 
 import click
 
+from nvcre.api.v1alpha1.constants import MeasurementReason
 from nvcre.cli.analyze.common import load_profile, log_lines, report, threshold_option
 from nvcre.cli.common import output_option
 from nvcre.measure.goodput import GoodputParser, Window, finish, fmt, observe, unmeasurable
 from nvcre.measure.goodput.sampling import stamp
 from nvcre.measure.profile import CompiledProfile
 from nvcre.measure.thresholds import GOODPUT_RATIO, goodput_status_values
+from nvcre.measure.verdicts import judge_offline
 
 DEFAULT_PROFILE = "megatron-training"
 NO_TIME = datetime.min.replace(tzinfo=UTC)
@@ -122,18 +124,17 @@ def goodput_command(logs: tuple[str, ...], profile_ref: str, thresholds: dict[st
     recognised, or a threshold is violated or needs goodput the log cannot give; 2 for bad input."""
     profile = load_profile(profile_ref, needs="trainingStep")
     status = analyze(logs, profile)
-    values = goodput_status_values(status)
+    measured = bool(goodput_status_values(status))
     reason = status.get("goodputNotMeasurableReason")
-    unavailable = {GOODPUT_RATIO: f"goodput is not measurable from this log: {reason}"} if reason else {}
-    if reason and values and GOODPUT_RATIO not in thresholds:
+    if reason and measured and GOODPUT_RATIO not in thresholds:
         click.echo(f"Warning: goodput is not measurable from this log: {reason}", err=True)
-    report(
-        status,
-        output,
-        table,
-        measured=bool(values),
-        no_data=f"nothing measured: no training step with a step time or TFLOP/s recognised with profile {profile.name}",
-        thresholds=thresholds,
-        values=values,
-        unavailable=unavailable,
+    complete = (
+        (MeasurementReason.JOB_SUCCEEDED, "Referenced Job completed successfully")
+        if measured
+        else (
+            MeasurementReason.NO_DATA_COLLECTED,
+            f"no training step with a step time or TFLOP/s recognised with profile {profile.name}",
+        )
     )
+    spec = {"thresholds": thresholds, "goodputMeasurement": {"logProfileRef": profile.name}}
+    report(status, output, table, judge_offline(spec, goodput=(status, *complete)))

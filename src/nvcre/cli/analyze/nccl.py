@@ -14,9 +14,10 @@ import click
 
 from nvcre.cli.analyze.common import FORMATS, bad_input, load_profile, log_lines, report, threshold_option
 from nvcre.cli.common import output_option
-from nvcre.measure.nccl import NO_ROWS, Aggregate, Parser, peak
+from nvcre.measure.nccl import Aggregate, Parser, final_reason, peak
 from nvcre.measure.profile import ProfileError
 from nvcre.measure.thresholds import ALG_BANDWIDTH, BUS_BANDWIDTH
+from nvcre.measure.verdicts import judge_offline
 
 
 def nccl_status(aggregate: Aggregate) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def nccl_status(aggregate: Aggregate) -> dict[str, Any]:
         "results": [r.to_status() for r in results],
         "transport": aggregate.transport,
         "wrongValues": aggregate.wrong_values,
+        "linesRead": aggregate.lines,
         BUS_BANDWIDTH: peaks[0] if peaks else None,
         ALG_BANDWIDTH: peaks[1] if peaks else None,
     }
@@ -60,13 +62,32 @@ def nccl_table(status: dict[str, Any]) -> str:
     help="A built-in LogProfile name, or a LogProfile manifest file.",
 )
 @threshold_option
+@click.option(
+    "--expect-transport",
+    metavar="NAME",
+    help="The network NCCL must use, as its `Using network` line names it (e.g. IB, AWS Libfabric).",
+)
+@click.option(
+    "--nodes",
+    type=click.IntRange(min=1),
+    help="How many nodes the run spanned: a log from fewer hosts (or one rank) fails.",
+)
 @output_option(default="yaml", formats=FORMATS)
-def nccl_command(logs: tuple[str, ...], profile: str, thresholds: dict[str, str], output: str) -> None:
-    """Bandwidth per message size of nccl-tests LOG files (``-`` for stdin).
+def nccl_command(
+    logs: tuple[str, ...],
+    profile: str,
+    thresholds: dict[str, str],
+    expect_transport: str | None,
+    nodes: int | None,
+    output: str,
+) -> None:
+    """Bandwidth per message size of nccl-tests LOG files (``-`` for stdin), judged exactly as the
+    Job controller judges a Job's final bandwidth measurement.
 
-    Prints what a BandwidthMeasurement would hold for that log once its Job succeeded. Exit
-    status 1 when no bandwidth row was recognised (NCCL 1.x and other old layouts are never
-    guessed at) or a threshold is violated, 2 for bad input.
+    Prints what a BandwidthMeasurement would hold for that log once its Job succeeded, and the
+    verdict the Job would get. Exit status 0 when it passes, 1 when it fails (no row recognised,
+    corrupted results, a table cut short, failures logged, a threshold violated...), 2 for bad
+    input.
     """
     try:
         parser = Parser(load_profile(profile, needs="bandwidthResult"))
@@ -76,13 +97,13 @@ def nccl_command(logs: tuple[str, ...], profile: str, thresholds: dict[str, str]
     for line in log_lines(logs):
         aggregate.add(parser.parse_line(line))
     status = nccl_status(aggregate)
-    values = {k: status[k] for k in (BUS_BANDWIDTH, ALG_BANDWIDTH) if status[k] is not None}
-    report(
-        status,
-        output,
-        nccl_table,
-        measured=bool(aggregate.rows),
-        no_data=f"{NO_ROWS} in {aggregate.lines} lines",
-        thresholds=thresholds,
-        values=values,
+    config: dict[str, Any] = {"logProfileRef": profile}
+    if expect_transport:
+        config["expectedTransport"] = expect_transport
+    source = "files " + ", ".join(logs)
+    verdict = judge_offline(
+        {"thresholds": thresholds, "bandwidthMeasurement": config},
+        nodes=nodes or 0,
+        bandwidth=(status, *final_reason(aggregate, source)),
     )
+    report(status, output, nccl_table, verdict)

@@ -33,7 +33,7 @@ from nvcre.controllers.podlogs import (
     workload_pods,
 )
 from nvcre.controllers.status import StatusChange, now
-from nvcre.measure.nccl import Aggregate, Parser
+from nvcre.measure.nccl import Aggregate, Parser, final_reason
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import bandwidth_measurement_name
 from nvcre.runtime.controller import Controller, Result
@@ -190,7 +190,7 @@ class BandwidthMeasurementController:
                 aggregate.add(parser.parse_line(line))
         except LogsError as error:
             raise Unreadable(str(error)) from error
-        return aggregate, f"{pod['metadata']['namespace']}/{name}"
+        return aggregate, f"pod {pod['metadata']['namespace']}/{name}"
 
     async def _final_read(
         self, bm: Obj, job: Obj, profile: CompiledProfile, parser: Parser, finished_at: str | None
@@ -199,7 +199,7 @@ class BandwidthMeasurementController:
             final, source = await self._read_final(job, profile, parser)
         except Unreadable as error:
             return await self._final_read_failed(bm, job, str(error), finished_at)
-        reason, message = lifecycle.succeeded(final, source)
+        reason, message = final_reason(final, source)
         await self._finish(bm, job, reason, message, final, finished_at)
         return None
 

@@ -20,7 +20,6 @@ from nvcre.measure.nccl import Aggregate, SizeResult, merge_provisional, union_t
 
 RUNNING = "Referenced Job is running, measurement in progress"
 PENDING = "Job succeeded; waiting to read its complete log"
-NO_DATA = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
 JOB_GONE = "Referenced Job no longer exists; "
 GONE_NO_DATA = JOB_GONE + "no bandwidth data was parsed"
 GONE_PROVISIONAL = JOB_GONE + "results are provisional and are not used for threshold evaluation"
@@ -173,17 +172,6 @@ def complete(
         status["conditions"] = [c.to_dict() for c in conds]
 
     return change
-
-
-def succeeded(final: Aggregate, source: str) -> tuple[str, str]:
-    """(reason, message) of a succeeded Job's final read of ``source`` (``<namespace>/<pod>``)."""
-    if not final.rows:
-        return MeasurementReason.NO_DATA_COLLECTED, NO_DATA
-    sizes = len(final.sums)
-    return (
-        MeasurementReason.JOB_SUCCEEDED,
-        f"Final results from the complete log of pod {source}: {final.rows} rows, {sizes} message sizes",
-    )
 
 
 def gone_message(bm: Mapping[str, Any]) -> str:

@@ -39,6 +39,7 @@ from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
 from nvcre.orchestration import diagnose
 from nvcre.orchestration.dependencies import JobScopedCopies, job_scoped_copies
 from nvcre.orchestration.discovery import cordoned_opt_in
+from nvcre.orchestration.expected import expected_performance
 from nvcre.orchestration.placement import node_affinity, tolerations
 from nvcre.orchestration.waves import groups_to_launch
 from nvcre.render.workflow import ResolvedWorkflow
@@ -114,8 +115,18 @@ def _job_spec(state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str,
         num_nodes=len(group["nodes"]) if pinned else int(state.orchestration.get("nodesPerJob") or 1),
     )
     if diagnose.no_nvl_group(group["name"]):
-        forced: dict[str, Any] = diagnose.without_mnnvl(spec)
-        return forced
+        spec = diagnose.without_mnnvl(spec)
+    expected = expected_performance(
+        float(performance.get("expectedFloorFraction") or 0),
+        spec,
+        group,
+        gpu_architecture=str(state.orchestration.get("detectedGPUArchitecture") or ""),
+        platform=str(state.orchestration.get("detectedPlatform") or ""),
+        variant=(state.workflow["metadata"].get("labels") or {}).get(Label.CATEGORY_VARIANT),
+        mnnvl=diagnose.mnnvl_enabled(spec["workload"]),
+    )
+    if expected is not None:
+        spec["expectedPerformance"] = expected
     return spec
 
 

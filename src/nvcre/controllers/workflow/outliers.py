@@ -54,14 +54,14 @@ async def _samples(
         jobs[group["name"]] = job
         spec = job.get("spec") or {}
         judged = group.get("phase") == "Succeeded"
-        size = len(group.get("nodes") or ())
+        shape = outliers.shape_of(group)
         if spec.get("bandwidthMeasurement"):
             measurement = await get_live(
                 client, resources.BandwidthMeasurement, bandwidth_measurement_name(ref["name"]), namespace
             )
             value = thresholds.bandwidth_values(measurement if verdicts.belongs(measurement, job) else None)
             if thresholds.BUS_BANDWIDTH in value:
-                key = ("bandwidth", spec["bandwidthMeasurement"].get("testType"), size)
+                key = ("bandwidth", spec["bandwidthMeasurement"].get("testType"), *shape)
                 bandwidth.append(outliers.Sample(group["name"], key, value[thresholds.BUS_BANDWIDTH], judged))
         if spec.get("goodputMeasurement"):
             goodput = await get_live(
@@ -69,7 +69,7 @@ async def _samples(
             )
             seconds = _step_time(goodput if verdicts.belongs(goodput, job) else None)
             if seconds is not None:
-                step_time.append(outliers.Sample(group["name"], ("step", size), seconds, judged))
+                step_time.append(outliers.Sample(group["name"], ("step", *shape), seconds, judged))
     return bandwidth, step_time, jobs
 
 
