@@ -143,7 +143,7 @@ def test_a_violated_threshold_fails_the_succeeded_job_its_group_and_the_workflow
     )
     assert true_condition(job) is not None and true_condition(job)[0] == "Succeeded"
     assert job["status"]["failedNodes"] == [
-        {"name": node, "reason": "ThresholdViolation", "message": message}
+        {"name": node, "reason": "ThresholdViolation", "cause": "ThresholdViolated", "message": message}
     ]
     wf = wait_true(kube, resources.Workflow, "strict", namespace, "Failed")
     assert true_condition(wf)[:2] == ("Failed", "JobValidationFailed")
@@ -260,9 +260,11 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
         return job if job["metadata"]["uid"] != first_uid else None
 
     wait_for(second_attempt, 60, what="the retried Job", ignore=(Exception,))
-    finish(kube, namespace, "again-job")
-    complete_bandwidth(kube, namespace, "again-job", ["20.61", "487.70"])
+    # The measurements are final before the Job ends: the goodput controller would otherwise end
+    # its measurement NoDataCollected (no log in this plane) as soon as the Job succeeds.
     complete_goodput(kube, namespace, "again-job", "2.000000")
+    complete_bandwidth(kube, namespace, "again-job", ["20.61", "487.70"])
+    finish(kube, namespace, "again-job")
     wait_true(kube, resources.Workflow, "again", namespace, "Succeeded")
     verdict = condition(get(kube, resources.Job, "again-job", namespace), "ValidationFailed") or {}
     assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet")
@@ -332,8 +334,8 @@ def test_a_slow_training_group_fails_as_a_step_time_outlier(
     jobs = jobs_of(kube, namespace, "train")
     by_node = {j["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"]: name for name, j in jobs.items()}
     for node, seconds in zip(nodes, ("2.000000", "2.100000", "3.000000"), strict=True):
+        complete_goodput(kube, namespace, by_node[node], seconds)  # final before the Job ends
         finish(kube, namespace, by_node[node])
-        complete_goodput(kube, namespace, by_node[node], seconds)
     wf = wait_true(kube, resources.Workflow, "train", namespace, "Failed")
     assert true_condition(wf)[:2] == ("Failed", "JobValidationFailed")
     slow = get(kube, resources.Job, by_node[nodes[2]], namespace)
