@@ -13,13 +13,12 @@ in-place; ``N/A`` counts 0) from the optional ``wrongOutOfPlace`` / ``wrongInPla
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import MeasurementReason
-from nvcre.measure.profile import CompiledProfile, Pattern, ProfileError, capture_text
+from nvcre.measure.profile import CompiledProfile, Match, Pattern, ProfileError, capture_text
 
 BANDWIDTH = "bandwidthResult"
 TRANSPORT = "networkTransport"
@@ -96,7 +95,7 @@ class Parser:
         return None
 
 
-def _point(match: re.Match[str]) -> Point | None:
+def _point(match: Match) -> Point | None:
     """Spec 2.2 step 3: a size that is not an int64 or a bandwidth that is not a float skips the row."""
     groups = match.groupdict()
     size = (groups.get("size") or "").strip()

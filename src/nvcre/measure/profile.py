@@ -1,18 +1,20 @@
-"""LogProfiles compiled for Python: patterns, typed captures, timestamps, worker strategy.
+"""LogProfiles compiled for matching: patterns, typed captures, timestamps, worker strategy.
 
-A LogProfile's regular expressions are written for Go's RE2. They are translated for Python's
-``re`` (``(?<name>`` groups, ``\\z``, ``\\Q…\\E``, POSIX classes) and compiled with ``re.ASCII``
-so ``\\d \\w \\s`` match ASCII only, as in RE2. Matching is an unanchored search, like Go's
-``FindStringSubmatch``. Every problem is a ``ProfileError`` naming the field.
+A LogProfile's regular expressions are RE2 syntax (Go's ``regexp``) and are compiled with RE2
+(``google-re2``): matching takes time linear in the line, whatever the pattern and the line (a
+backtracking engine can take minutes on one long line), and ``\\d \\w \\s`` match ASCII only.
+Matching is an unanchored search, like Go's ``FindStringSubmatch``. Every problem is a
+``ProfileError`` naming the field.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+import re2
 
 from nvcre.measure.timelayout import LayoutError, TimeLayout, compile_layout
 
@@ -35,10 +37,46 @@ REQUIRED_CAPTURES: Mapping[str, tuple[str, ...]] = {
 }
 DURATION_CAPTURES = frozenset({"stepTiming", "elapsedTime", "saveDuration", "loadDuration"})
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+MAX_PATTERN_MEMORY = 8 << 20
+"""Bytes RE2 may use for one compiled pattern (RE2's default); a larger one is refused."""
 
 
 class ProfileError(ValueError):
     """A LogProfile that cannot be compiled; the message starts with the field at fault."""
+
+
+class Match:
+    """One search's named captures (a group that took no part is None), read like ``re.Match``."""
+
+    __slots__ = ("_groups",)
+
+    def __init__(self, groups: dict[str, str | None]) -> None:
+        self._groups = groups
+
+    def group(self, name: str) -> str | None:
+        return self._groups.get(name)
+
+    __getitem__ = group
+
+    def groupdict(self) -> dict[str, str | None]:
+        return dict(self._groups)
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.max_mem = MAX_PATTERN_MEMORY
+    options.log_errors = False  # RE2 would print every refused pattern on stderr
+    return options
+
+
+def compile_regex(source: str) -> Any:
+    """``source`` compiled with RE2 (UTF-8); raises ``ValueError`` with RE2's reason."""
+    try:
+        return re2.compile(source, _options())
+    except re2.error as error:
+        reason = error.args[0] if error.args else "cannot be compiled"
+        text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+        raise ValueError(text) from None
 
 
 @dataclass(frozen=True)
@@ -46,11 +84,27 @@ class Pattern:
     """One compiled event pattern of a profile."""
 
     key: str
-    regex: re.Pattern[str]
+    regex: Any
+    """The RE2 pattern (``re2._Regexp``)."""
     units: Mapping[str, str] = field(default_factory=dict)
+    names: tuple[tuple[str, int], ...] = ()
+    """(name, index) of every named group."""
 
-    def search(self, line: str) -> re.Match[str] | None:
-        return self.regex.search(line)
+    @classmethod
+    def of(cls, key: str, regex: Any, units: Mapping[str, str] | None = None) -> Pattern:
+        names = tuple(sorted(dict(regex.groupindex).items(), key=lambda item: item[1]))
+        return cls(key, regex, dict(units or {}), names)
+
+    def search(self, line: str) -> Match | None:
+        """The first match anywhere in ``line`` (matched as UTF-8 bytes, captures decoded)."""
+        found = self.regex.search(line.encode(errors="replace"))
+        if found is None:
+            return None
+        groups: dict[str, str | None] = {}
+        for name, index in self.names:
+            value = found[index]
+            groups[name] = None if value is None else value.decode(errors="replace")
+        return Match(groups)
 
 
 @dataclass(frozen=True)
@@ -86,17 +140,17 @@ class CompiledProfile:
 # --- typed captures (spec 1.1: an unparsable number is 0) ----------------------------------------
 
 
-def capture_text(match: re.Match[str], name: str) -> str:
-    value = _group(match, name)
+def capture_text(match: Match, name: str) -> str:
+    value = match.group(name)
     return value.strip() if value else ""
 
 
-def capture_int(match: re.Match[str], name: str) -> int:
+def capture_int(match: Match, name: str) -> int:
     text = capture_text(match, name)
     return int(text) if text.isascii() and text.isdecimal() else 0
 
 
-def capture_float(match: re.Match[str], name: str) -> float:
+def capture_float(match: Match, name: str) -> float:
     try:
         value = float(capture_text(match, name))
     except ValueError:
@@ -104,13 +158,9 @@ def capture_float(match: re.Match[str], name: str) -> float:
     return value if value == value and abs(value) != float("inf") else 0.0
 
 
-def capture_seconds(pattern: Pattern, match: re.Match[str], name: str) -> float:
+def capture_seconds(pattern: Pattern, match: Match, name: str) -> float:
     """A duration capture in seconds, normalised by the pattern's ``units`` (default seconds)."""
     return capture_float(match, name) * _UNIT_SECONDS.get(pattern.units.get(name, "s"), 1.0)
-
-
-def _group(match: re.Match[str], name: str) -> str | None:
-    return match.group(name) if name in match.re.groupindex else None
 
 
 # --- compilation ---------------------------------------------------------------------------------
@@ -155,60 +205,24 @@ def compile_pattern(key: str, pattern: Mapping[str, Any]) -> Pattern:
     source = pattern.get("regex") or ""
     if not source:
         raise ProfileError(f"{where}.regex: required")
+    if not isinstance(source, str):
+        raise ProfileError(f"{where}.regex: must be a string")
     try:
-        regex = re.compile(translate_re2(source), re.ASCII)
-    except (re.error, ValueError) as error:
+        regex = compile_regex(source)
+    except ValueError as error:
         raise ProfileError(f"{where}.regex: {error}") from error
-    missing = [name for name in REQUIRED_CAPTURES.get(key, ()) if name not in regex.groupindex]
+    compiled = Pattern.of(key, regex, pattern.get("units"))
+    captured = {name for name, _ in compiled.names}
+    missing = [name for name in REQUIRED_CAPTURES.get(key, ()) if name not in captured]
     if missing:
         raise ProfileError(f"{where}.regex: must capture the named group(s) {missing}")
-    units = dict(pattern.get("units") or {})
-    bad = {name: unit for name, unit in units.items() if unit not in _UNIT_SECONDS}
+    bad = {name: unit for name, unit in compiled.units.items() if unit not in _UNIT_SECONDS}
     if bad:
         raise ProfileError(f"{where}.units: unknown unit(s) {bad}; use s, ms or us")
     example = pattern.get("example")
-    if example and regex.search(example) is None:
+    if example and compiled.search(example) is None:
         raise ProfileError(f"pattern {key}: example does not match regex")
-    return Pattern(key, regex, units)
-
-
-_POSIX = {
-    "alnum": "0-9A-Za-z",
-    "alpha": "A-Za-z",
-    "ascii": "\\x00-\\x7F",
-    "blank": "\\t ",
-    "cntrl": "\\x00-\\x1F\\x7F",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z",
-    "word": "0-9A-Za-z_",
-    "xdigit": "0-9A-Fa-f",
-}
-_POSIX_CLASS = re.compile(r"\[:(\^?)([a-z]+):\]")
-_QUOTED = re.compile(r"\\Q(.*?)(?:\\E|$)", re.S)
-
-
-def translate_re2(source: str) -> str:
-    """Rewrite RE2-only syntax into Python ``re`` syntax (the rest is shared)."""
-    if re.search(r"\\[pP]", source):
-        raise ValueError("Unicode classes (\\p, \\P) are not supported; use ASCII classes")
-    source = _QUOTED.sub(lambda m: re.escape(m.group(1)), source)
-    source = source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!")
-
-    def posix(match: re.Match[str]) -> str:
-        negate, name = match.groups()
-        if name not in _POSIX:
-            raise ValueError(f"unknown POSIX class [:{name}:]")
-        if negate:
-            raise ValueError(f"negated POSIX class [:^{name}:] is not supported")
-        return _POSIX[name]
-
-    source = _POSIX_CLASS.sub(posix, source)
-    return re.sub(r"(?<!\\)((?:\\\\)*)\\z", r"\1\\Z", source)
+    return compiled
 
 
 class ProfileCache:

@@ -22,6 +22,7 @@ from datetime import datetime
 
 from nvcre.measure.profile import (
     CompiledProfile,
+    Match,
     Pattern,
     capture_float,
     capture_int,
@@ -170,7 +171,7 @@ class GoodputParser:
             self.feed(line)
         return self.window
 
-    def _time(self, match: re.Match[str], fallback: datetime | None) -> datetime | None:
+    def _time(self, match: Match, fallback: datetime | None) -> datetime | None:
         text = capture_text(match, "timestamp")
         parsed = self.profile.parse_time(text) if text else None
         if parsed is not None and not self._late(parsed):
@@ -219,7 +220,7 @@ class GoodputParser:
         if self._clock is not None and (m := self._clock.search(line)) is not None:
             self._time(m, prefix)
 
-    def _on_step(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None, line: str) -> None:
+    def _on_step(self, pattern: Pattern, m: Match, prefix: datetime | None, line: str) -> None:
         w = self.window
         moment = self._time(m, prefix)
         if self._late(moment):
@@ -254,7 +255,7 @@ class GoodputParser:
             w.first_step = step
         w.last_step = step
 
-    def _on_done(self, m: re.Match[str], prefix: datetime | None) -> None:
+    def _on_done(self, m: Match, prefix: datetime | None) -> None:
         moment = self._time(m, prefix)
         if self._late(moment):
             return
@@ -279,7 +280,7 @@ class GoodputParser:
             return
         self._record(step, moment, path, 0.0, timed=False)
 
-    def _on_save(self, pattern: Pattern, m: re.Match[str], prefix: datetime | None) -> None:
+    def _on_save(self, pattern: Pattern, m: Match, prefix: datetime | None) -> None:
         moment = self._time(m, prefix)
         if self._late(moment):
             return
@@ -298,7 +299,7 @@ class GoodputParser:
         else:
             w.pending_save = PendingSave(step, moment, path)
 
-    def _on_timer(self, pattern: Pattern, m: re.Match[str]) -> None:
+    def _on_timer(self, pattern: Pattern, m: Match) -> None:
         """A timer line: how long the save just closed (or the checkpoint load) took."""
         w = self.window
         load = capture_seconds(pattern, m, "loadDuration")
