@@ -1,12 +1,10 @@
-"""The pure half of ``controllers.podlogs``: which pod, which container, lines cut from bytes."""
+"""The pure half of ``controllers.podlogs``: which pod, which container, kubelet times."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nvcre.controllers.podlogs import (
-    MAX_LINE_BYTES,
-    LineSplitter,
     container_of,
     format_line_time,
     line_time,
@@ -70,18 +68,6 @@ def test_container_of_prefers_the_profile_then_the_first() -> None:
     assert container_of(pod) == "main"
     assert container_of(pod, "side") == "side"
     assert container_of({"metadata": {}, "spec": {}}) is None
-
-
-def test_line_splitter_across_chunks_and_cuts_long_lines() -> None:
-    splitter = LineSplitter()
-    assert splitter.feed(b"ab") == []
-    assert splitter.feed(b"c\r\nd\n\ne") == ["abc", "d", ""]
-    long = b"x" * (MAX_LINE_BYTES * 3)
-    assert splitter.feed(long[:10]) == []
-    assert splitter.feed(long + b"\nnext\n") == ["e" + "x" * (MAX_LINE_BYTES - 1), "next"]
-    assert splitter.feed("caf\u00e9 tail".encode()) == []
-    assert splitter.close() == ["caf\u00e9 tail"]
-    assert splitter.close() == []
 
 
 def test_line_time_keeps_nanoseconds_and_zones() -> None:

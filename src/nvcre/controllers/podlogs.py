@@ -5,9 +5,10 @@ stable order (JobSet job index, then completion index, then name), so ``first`` 
 of a LogProfile's worker strategy name the same pod on every read; :func:`container_of` picks
 the container to read. Shell: :func:`stream_lines` streams one container's log with
 ``timestamps=true`` (every line starts with the kubelet's RFC 3339 time) and optional
-``sinceTime`` / ``tailLines``, yielding one line at a time from the HTTP stream: memory is bounded
-by :data:`MAX_LINE_BYTES` whatever the log's size (an over-long line is cut there). Every
-failure to read is a :class:`LogsError`, so a caller tells "no log yet" from a bug.
+``sinceTime`` / ``tailLines``, yielding one line at a time from the HTTP stream, cut by
+:class:`~nvcre.measure.lines.LineSplitter`: memory is bounded by
+:data:`~nvcre.measure.lines.MAX_LINE_BYTES` whatever the log's size. Every failure to read is a
+:class:`LogsError`, so a caller tells "no log yet" from a bug.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import PodLog
 
 from nvcre.api.v1alpha1.constants import Label
+from nvcre.measure.lines import LineSplitter
 from nvcre.runtime.objects import Obj
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-MAX_LINE_BYTES = 64 * 1024
-"""A longer line is cut to this many bytes (its rest is dropped up to the next newline)."""
 
 Which = Literal["first", "last"]
 
@@ -145,40 +145,6 @@ def since(nanos: int) -> datetime:
 
 
 # --- shell ---------------------------------------------------------------------------------------
-
-
-class LineSplitter:
-    """Bytes in, complete lines out (decoded, no newline), holding at most :data:`MAX_LINE_BYTES`:
-    a longer line is cut there and the rest of it, up to its newline, dropped."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._cut = False
-
-    def feed(self, chunk: bytes) -> list[str]:
-        lines: list[str] = []
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            if not self._cut:
-                room = MAX_LINE_BYTES - len(self._buffer)
-                self._buffer += piece[:room]
-                self._cut = len(piece) > room
-            if end < 0:
-                return lines
-            lines.append(self._take())
-            start = end + 1
-
-    def close(self) -> list[str]:
-        """The last line when the log does not end with a newline."""
-        return [self._take()] if self._buffer or self._cut else []
-
-    def _take(self) -> str:
-        line = self._buffer.decode(errors="replace").removesuffix("\r")
-        self._buffer.clear()
-        self._cut = False
-        return line
 
 
 async def stream_lines(

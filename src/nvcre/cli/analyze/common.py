@@ -16,6 +16,7 @@ from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import JobReason
 from nvcre.cli.common import emit
 from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.lines import read_lines
 from nvcre.measure.profile import CompiledProfile, ProfileError, compile_profile
 from nvcre.measure.thresholds import Verdict
 
@@ -36,16 +37,15 @@ def bad_input(message: str) -> NoReturn:
 
 
 def log_lines(paths: Sequence[str]) -> Iterator[str]:
-    """The lines of every log in order (``-`` is stdin), one at a time, without line ends."""
+    """The lines of every log in order (``-`` is stdin), one at a time, without line ends, each
+    cut at :data:`~nvcre.measure.lines.MAX_LINE_BYTES` as the controllers cut them."""
     for path in paths:
         if path == "-":
-            for line in sys.stdin:
-                yield line.rstrip("\r\n")
+            yield from read_lines(sys.stdin.buffer)
             continue
         try:
-            with open(path, encoding="utf-8", errors="replace") as log:
-                for line in log:
-                    yield line.rstrip("\r\n")
+            with open(path, "rb") as log:
+                yield from read_lines(log)
         except OSError as error:
             bad_input(f"{path}: cannot read file: {error.strerror or error}")
 
