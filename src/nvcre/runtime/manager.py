@@ -10,7 +10,7 @@ from lightkube import AsyncClient
 from lightkube.core import resource as lkr
 from lightkube.core.selector import build_selector
 
-from nvcre.runtime import probes
+from nvcre.runtime import looplag, probes
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.informer import Informer, Transform
 from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
@@ -109,7 +109,7 @@ class Manager:
         """
         stop = stop or asyncio.Event()
         await self._serve()
-        tasks: list[asyncio.Task[Any]] = []
+        tasks: list[asyncio.Task[Any]] = [asyncio.create_task(looplag.sample(), name="event-loop-lag")]
         stopping = asyncio.create_task(stop.wait(), name="stop")
         try:
             if self.leader_election is not None:

@@ -25,3 +25,9 @@ CACHED_OBJECTS = Gauge(
     "Objects held in the informer caches, per kind (what the manager's memory grows with).",
     ["kind"],
 )
+EVENT_LOOP_LAG = Histogram(
+    "nvcre_event_loop_lag_seconds",
+    "How much later than due the manager's event loop ran a timer (it delays every reconcile, "
+    "lease renewal and probe).",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)

@@ -36,6 +36,7 @@ from nvcre.controllers.status import StatusChange, now
 from nvcre.measure.nccl import Aggregate, Parser, final_reason
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import bandwidth_measurement_name
+from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result
 from nvcre.runtime.objects import Obj, ObjectKey
 
@@ -183,11 +184,21 @@ class BandwidthMeasurementController:
         if phase not in ("Succeeded", "Failed"):
             raise Unreadable(f"pod {name} is {phase or 'not started'}, not finished")
         aggregate = Aggregate()
-        try:
-            async for line in self.logs(
-                self.ctx.client, name, pod["metadata"]["namespace"], container_of(pod, profile.container_name)
-            ):
+
+        def fold(lines: list[str]) -> None:
+            for line in lines:
                 aggregate.add(parser.parse_line(line))
+
+        try:
+            await offload.in_batches(
+                self.logs(
+                    self.ctx.client,
+                    name,
+                    pod["metadata"]["namespace"],
+                    container_of(pod, profile.container_name),
+                ),
+                fold,
+            )
         except LogsError as error:
             raise Unreadable(str(error)) from error
         return aggregate, f"pod {pod['metadata']['namespace']}/{name}"
@@ -226,26 +237,25 @@ class BandwidthMeasurementController:
         cursor_text = status.get("lastSampleTime")
         cursor = line_time(cursor_text + " ") if cursor_text else None
         pod = self._pod(job, profile)
-        aggregate: Aggregate | None = None
-        last = cursor
+        sample: _Sample | None = None
         if pod is not None and pod_phase(pod) in _READABLE:
-            aggregate = Aggregate()
+            sample = _Sample(parser, cursor)
             try:
-                async for line in self.logs(
-                    self.ctx.client,
-                    pod["metadata"]["name"],
-                    pod["metadata"]["namespace"],
-                    container_of(pod, profile.container_name),
-                    since_time=since(cursor) if cursor is not None else None,
-                ):
-                    stamp = line_time(line)
-                    if stamp is not None and cursor is not None and stamp <= cursor:
-                        continue  # merged by an earlier sample
-                    aggregate.add(parser.parse_line(line))
-                    last = stamp if stamp is not None else last
+                await offload.in_batches(
+                    self.logs(
+                        self.ctx.client,
+                        pod["metadata"]["name"],
+                        pod["metadata"]["namespace"],
+                        container_of(pod, profile.container_name),
+                        since_time=since(cursor) if cursor is not None else None,
+                    ),
+                    sample.fold,
+                )
             except LogsError as error:  # what was read before the break is kept
                 log.info("%s: provisional sample cut short: %s", bm["metadata"]["name"], error)
+        last = sample.last if sample is not None else cursor
         cursor_out = format_line_time(last) if last is not None else None
+        aggregate = sample.aggregate if sample is not None else None
         written = await self._write(bm, lifecycle.running(aggregate, cursor_out, now()))
         if written is not None:
             metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
@@ -277,6 +287,25 @@ class BandwidthMeasurementController:
         metrics.observe(written, job, results, final=reason == MeasurementReason.JOB_SUCCEEDED)
         kind = EventType.NORMAL if reason == MeasurementReason.JOB_SUCCEEDED else EventType.WARNING
         await self.ctx.recorder.emit(written, kind, reason, message)
+
+
+class _Sample:
+    """The lines logged after ``cursor`` (a kubelet time), folded into one aggregate; ``last``:
+    the time of the last line folded (the next sample's cursor), each line counted once."""
+
+    def __init__(self, parser: Parser, cursor: int | None) -> None:
+        self.parser = parser
+        self.cursor = cursor
+        self.last = cursor
+        self.aggregate = Aggregate()
+
+    def fold(self, lines: list[str]) -> None:
+        for line in lines:
+            stamp = line_time(line)
+            if stamp is not None and self.cursor is not None and stamp <= self.cursor:
+                continue  # merged by an earlier sample
+            self.aggregate.add(self.parser.parse_line(line))
+            self.last = stamp if stamp is not None else self.last
 
 
 def _complete_reason(bm: Obj) -> str | None:

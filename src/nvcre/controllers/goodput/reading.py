@@ -11,6 +11,7 @@ from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.controllers import podlogs
 from nvcre.measure.goodput import GoodputParser, PendingSave, Window
 from nvcre.measure.profile import CompiledProfile
+from nvcre.runtime import offload
 from nvcre.runtime.objects import Obj
 
 MAX_LOOKBACK = timedelta(hours=6)
@@ -66,15 +67,13 @@ async def read(
     pending_save: PendingSave | None,
     until: datetime | None = None,
 ) -> Window:
-    """Stream the pod's container log from ``since_time`` through a fresh parser (raises
-    :class:`podlogs.LogsError` when it cannot be read)."""
+    """Stream the pod's container log from ``since_time`` through a fresh parser, off the event
+    loop (raises :class:`podlogs.LogsError` when it cannot be read)."""
     parser = GoodputParser(profile, warmup_base=warmup_base, pending_save=pending_save, until=until)
     meta = pod["metadata"]
     container = podlogs.container_of(pod, profile.container_name)
-    async for line in podlogs.stream_lines(
-        client, meta["name"], meta["namespace"], container, since_time=since_time
-    ):
-        parser.feed(line)
+    lines = podlogs.stream_lines(client, meta["name"], meta["namespace"], container, since_time=since_time)
+    await offload.in_batches(lines, parser.feed_all)
     return parser.window
 
 
