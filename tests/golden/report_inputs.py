@@ -46,6 +46,7 @@ from nvcre.controllers.job.lifecycle import Fail, Succeed, follow
 from nvcre.controllers.workloadrun import outcome
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
+from nvcre.measure.lines import Tail
 from nvcre.measure.nccl import Parser, final_reason, read
 from nvcre.measure.profile import compile_profile
 from nvcre.naming import (
@@ -327,7 +328,10 @@ def play_group(workflow: Obj, group: Obj, name: str, run: GroupRun, platform: st
         failed_host = sim.failed_hosts[0] if sim is not None and sim.failed_hosts else group["nodes"][0]
         pod = _failed_pod(job, failed_host, int(sim.exit_code or 1) if sim else 1, "Error")
         record, _, _ = failure_log.entry([pod])
-        tail = failure_log.tail([f"{line.text}\n" for line in sim.lines]) if sim else ""
+        kept = Tail(failure_log.LOG_TAIL_BYTES)
+        for line in sim.lines if sim else ():
+            kept.add(line.text)
+        tail = kept.text()
         status["failureLog"] = {**record, **({"tail": tail} if tail else {})}
         entries = [
             {"name": n, "reason": "WorkloadFailed", "message": decision.message} for n in group["nodes"]

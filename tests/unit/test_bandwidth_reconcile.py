@@ -25,7 +25,7 @@ from nvcre.measure.builtin import builtin_profiles
 from nvcre.runtime.objects import ObjectKey
 from nvcre.runtime.writes import Conflict
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
-from nvcre.testing.workloads import pods_of, training_runtime, workflow
+from nvcre.testing.workloads import create_chain, training_runtime, workflow
 from nvcre.workload import trainjob
 
 pytestmark = pytest.mark.asyncio
@@ -78,7 +78,10 @@ class Harness:
         (measurement,) = wanted(self.job)
         self.client.put(measurement.body)
         self.client.put(next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth"))
-        pods = pods_of(trainjob.build(self.job), training_runtime("rt", launcher=True))
+        workload = self.client.put(trainjob.build(self.job))
+        ref = {"name": workload["metadata"]["name"], "uid": workload["metadata"]["uid"]}
+        self.job = self.client.put({**self.job, "status": {"workloadRef": ref}})
+        pods = create_chain(self.client.put, workload, training_runtime("rt", launcher=True))
         self.launcher = next(
             p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher"
         )
@@ -118,7 +121,7 @@ class Harness:
             "message": "x",
             "lastTransitionTime": "2026-03-10T15:00:00Z",
         }
-        self.client.put({**job, "status": {"conditions": [condition]}})
+        self.client.put({**job, "status": {**job["status"], "conditions": [condition]}})
 
     def bm(self) -> dict[str, Any]:
         found = self.client.stored(resources.BandwidthMeasurement, KEY.name, NS)
@@ -276,3 +279,32 @@ async def test_a_failed_job_completes_as_job_failed_with_a_best_effort_read() ->
         "Referenced Job failed; results are not used for threshold evaluation",
     )
     assert [r["sizeBytes"] for r in h.bm()["status"]["results"]] == [8589934592]
+
+
+async def test_a_pod_with_the_launchers_labels_outside_its_chain_is_never_read() -> None:
+    """A pod anyone created with the launcher's labels (sorting first) is not the launcher: the
+    final read is the real one's log (fails on main, where pods were chosen by label alone)."""
+    h = Harness()
+    forged = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "a-forged-launcher",
+            "namespace": NS,
+            "labels": h.launcher["metadata"]["labels"],
+        },
+        "spec": h.launcher["spec"],
+        "status": {"phase": "Succeeded"},
+    }
+    h.client.put(forged)
+    row = "     1048576        262144     float     sum      -1    95.40   10.99   20.61      0    95.12   11.02   20.67      0"
+    h.logs["a-forged-launcher"] = stamped([row.replace("20.61", "9999.99")])
+    h.write_log(stamped([row]))
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    await h.reconcile()
+    assert h.bm()["status"]["results"] == [
+        {"sizeBytes": 1048576, "algBW": "10.99", "busBW": "20.61", "samples": 1}
+    ]
+    reason, message = h.complete() or ("", "")
+    assert reason == "JobSucceeded" and h.launcher["metadata"]["name"] in message

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 from nvcre.cli.analyze.common import log_lines
-from nvcre.measure.lines import MAX_LINE_BYTES, LineSplitter, read_lines, split_lines
+from nvcre.measure.lines import MAX_LINE_BYTES, LineSplitter, Tail, read_lines, split_lines
 
 
 def test_line_splitter_across_chunks_and_cuts_long_lines() -> None:
@@ -56,3 +56,19 @@ def test_analyze_reads_files_with_the_same_cut(tmp_path: Path) -> None:
     lines = list(log_lines([str(log)]))
     assert [len(line) for line in lines] == [MAX_LINE_BYTES, 21, 26]
     assert lines[1:] == ["progress 1\rprogress 2", "#  Avg bus bandwidth : 1.0"]
+
+
+def test_a_tail_keeps_the_last_bytes_and_little_more() -> None:
+    tail = Tail(10)
+    for index in range(10_000):
+        tail.add(f"line {index}")
+        assert sum(len(line) for line in tail._lines) < 10 + len(f"line {index}\n")
+    assert tail.text() == "line 9999\n"
+    assert Tail(0).text() == ""
+
+
+def test_a_tail_of_huge_lines_holds_the_cap_of_the_last_one() -> None:
+    tail = Tail(32 * 1024)
+    for line in split_lines([b"y" * (8 * 1024 * 1024) + b"\n" + b"z" * (8 * 1024 * 1024) + b"\nend\n"]):
+        tail.add(line)
+    assert tail.text() == "z" * (32 * 1024 - 4 - 1) + "\nend\n"

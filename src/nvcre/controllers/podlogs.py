@@ -23,7 +23,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import PodLog
 
 from nvcre.api.v1alpha1.constants import Label
-from nvcre.measure.lines import LineSplitter
+from nvcre.measure.lines import LineSplitter, Tail
 from nvcre.runtime.objects import Obj
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -147,6 +147,34 @@ def since(nanos: int) -> datetime:
 # --- shell ---------------------------------------------------------------------------------------
 
 
+async def _chunks(
+    client: AsyncClient, pod: str, namespace: str, params: dict[str, Any]
+) -> AsyncIterator[bytes]:
+    """The bytes of one ``pods/log`` request (``params`` as the API names them), as they arrive."""
+    # lightkube's own ``log`` reads a non-following response whole; build the same request, streamed.
+    http = client._client
+    request = http.build_adapter_request(
+        http.prepare_request("get", PodLog, name=pod, namespace=namespace, params=params)
+    )
+    try:
+        response = await http.send(request, stream=True)  # type: ignore[no-untyped-call]
+    except httpx.HTTPError as error:
+        raise LogsError(f"log of pod {namespace}/{pod}: {error}") from error
+    try:
+        if response.is_error:
+            await response.aread()
+            try:
+                http.raise_for_status(response)  # type: ignore[no-untyped-call]
+            except ApiError as error:
+                raise LogsError(f"log of pod {namespace}/{pod}: {error.status.message}") from error
+        async for chunk in response.aiter_bytes():
+            yield chunk
+    except httpx.HTTPError as error:
+        raise LogsError(f"log of pod {namespace}/{pod}: {error}") from error
+    finally:
+        await response.aclose()
+
+
 async def stream_lines(
     client: AsyncClient,
     pod: str,
@@ -167,29 +195,26 @@ async def stream_lines(
         "sinceTime": rfc3339(since_time) if since_time else None,
         "tailLines": tail_lines,
     }
-    # lightkube's own ``log`` reads a non-following response whole; build the same request, streamed.
-    http = client._client
-    request = http.build_adapter_request(
-        http.prepare_request("get", PodLog, name=pod, namespace=namespace, params=params)
-    )
-    try:
-        response = await http.send(request, stream=True)  # type: ignore[no-untyped-call]
-    except httpx.HTTPError as error:
-        raise LogsError(f"log of pod {namespace}/{pod}: {error}") from error
-    try:
-        if response.is_error:
-            await response.aread()
-            try:
-                http.raise_for_status(response)  # type: ignore[no-untyped-call]
-            except ApiError as error:
-                raise LogsError(f"log of pod {namespace}/{pod}: {error.status.message}") from error
-        splitter = LineSplitter()
-        async for chunk in response.aiter_bytes():
-            for line in splitter.feed(chunk):
-                yield line
-        for line in splitter.close():
+    splitter = LineSplitter()
+    async for chunk in _chunks(client, pod, namespace, params):
+        for line in splitter.feed(chunk):
             yield line
-    except httpx.HTTPError as error:
-        raise LogsError(f"log of pod {namespace}/{pod}: {error}") from error
-    finally:
-        await response.aclose()
+    for line in splitter.close():
+        yield line
+
+
+async def read_tail(
+    client: AsyncClient, pod: str, namespace: str, container: str | None, *, lines: int, keep: int, limit: int
+) -> tuple[str, bool]:
+    """The last ``keep`` bytes of the container's last ``lines`` lines (without timestamps), and
+    whether the read stopped at ``limit`` bytes (``limitBytes``: the API server sends the window's
+    first bytes, so its end is then missing). Memory: ``keep`` plus one cut line."""
+    params: dict[str, Any] = {"container": container, "tailLines": lines, "limitBytes": limit}
+    tail, splitter, read = Tail(keep), LineSplitter(), 0
+    async for chunk in _chunks(client, pod, namespace, params):
+        read += len(chunk)
+        for line in splitter.feed(chunk):
+            tail.add(line)
+    for line in splitter.close():
+        tail.add(line)
+    return tail.text(), read >= limit

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nvcre.api.v1alpha1.constants import GROUP, TRAINER_GROUP
+from nvcre.workload.ownership import JOBSET_GROUP
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,14 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         )
         for group, plural, also in DEPENDENCY_KINDS
     ),
+    Rule(
+        "batch",
+        "jobs",
+        ("get",),
+        "the owner chain of a measured or failed workload pod (Pod -> Job -> JobSet -> TrainJob), "
+        "each Job read once",
+    ),
+    Rule(JOBSET_GROUP, "jobsets", ("get",), "the owner chain of a workload pod, each JobSet read once"),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
     Rule(

@@ -8,6 +8,7 @@ from lightkube.generic_resource import create_global_resource, create_namespaced
 
 from nvcre.api.v1alpha1 import KINDS
 from nvcre.api.v1alpha1.constants import TRAINER_GROUP, TRAINER_VERSION
+from nvcre.workload.ownership import JOBSET_GROUP, JOBSET_VERSION
 
 
 def _nvcre(kind: str) -> Any:
@@ -28,3 +29,4 @@ TrainJob: Any = create_namespaced_resource(TRAINER_GROUP, TRAINER_VERSION, "Trai
 TrainingRuntime: Any = create_namespaced_resource(
     TRAINER_GROUP, TRAINER_VERSION, "TrainingRuntime", "trainingruntimes"
 )
+JobSet: Any = create_namespaced_resource(JOBSET_GROUP, JOBSET_VERSION, "JobSet", "jobsets")

@@ -10,6 +10,7 @@ that never prints a newline can be hundreds of MB). Lines are decoded as UTF-8, 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -65,3 +66,24 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
 def read_lines(stream: BinaryIO) -> Iterator[str]:
     """Every line of a binary stream (a file, stdin), read :data:`CHUNK_BYTES` at a time."""
     return split_lines(iter(lambda: stream.read(CHUNK_BYTES), b""))
+
+
+class Tail:
+    """The last ``keep`` bytes of the lines added, each ended by a newline as in the log, holding
+    little more than that (``keep`` and the last line)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._lines: deque[bytes] = deque()
+        self._size = 0
+
+    def add(self, line: str) -> None:
+        data = line.encode(errors="replace") + b"\n"
+        self._lines.append(data)
+        self._size += len(data)
+        while len(self._lines) > 1 and self._size - len(self._lines[0]) >= self.keep:
+            self._size -= len(self._lines.popleft())
+
+    def text(self) -> str:
+        """The kept bytes, cut on a character boundary (a partial first character is dropped)."""
+        return b"".join(self._lines)[-self.keep :].decode(errors="ignore") if self.keep else ""

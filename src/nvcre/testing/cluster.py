@@ -42,7 +42,6 @@ import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import (
     MutatingWebhookConfiguration,
@@ -54,7 +53,7 @@ from nvcre.api.v1alpha1.constants import TRAINER_API_VERSION
 from nvcre.controllers import resources
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
-from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane, crd_files, load_crds
+from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
 from nvcre.testing.kwok import Kwok, node_monitor_grace_seconds
 from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
 
@@ -76,7 +75,8 @@ CONTROLLERS = (
 #: A namespace every control plane has, used for the dry-run webhook probes.
 PROBE_NAMESPACE = "default"
 
-JobSet = create_namespaced_resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")
+JobSet = resources.JobSet
+"""Re-exported: the sandbox and its tests read JobSets through this name."""
 _WEBHOOK_KINDS: dict[str, type[MutatingWebhookConfiguration] | type[ValidatingWebhookConfiguration]] = {
     "MutatingWebhookConfiguration": MutatingWebhookConfiguration,
     "ValidatingWebhookConfiguration": ValidatingWebhookConfiguration,
@@ -275,8 +275,6 @@ class WorkloadChain(Service):
         t0 = time.monotonic()
         self.workdir = cp.workdir / "chain"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        cp.install_crds(load_crds(crd_files([self.binaries.jobset_crds])))
-        self.timings["jobset-crds"] = time.monotonic() - t0
         ca = CertificateAuthority("nvcre-webhook-ca")
         for component in (
             self._controller_manager(),

@@ -9,7 +9,7 @@ Usage::
 ``start()`` generates certificates, starts etcd (``--unsafe-no-fsync``) and kube-apiserver with
 the flags envtest uses (RBAC authorisation, admin client certificate in ``system:masters``),
 writes a kubeconfig, waits for ``/readyz``, then installs CRDs (``config/crd/*.yaml``, the Kubeflow
-Trainer CRDs and kwok's Logs CRDs), waits until each one is Established and applies nvcre's built-in
+Trainer and JobSet CRDs and kwok's Logs CRDs), waits until each one is Established and applies nvcre's built-in
 LogProfiles (:mod:`nvcre.measure.builtin`), as a cluster nvcre is set up on has them. ``stop()`` stops
 every process and removes the temporary directory, also when ``start()`` failed half-way.
 ``restart_apiserver()`` / ``restart_etcd()`` stop one process and start it again with the same
@@ -170,8 +170,8 @@ class ControlPlane(Service):
         self.timings["apiserver"] = time.monotonic() - t0
 
         files = crd_files(self.crd_paths)
-        if self.install_trainer_crds:
-            files += crd_files([binaries.trainer_crds])
+        if self.install_trainer_crds:  # and JobSet's, which Trainer runs a TrainJob as
+            files += crd_files([binaries.trainer_crds, binaries.jobset_crds])
         files += crd_files([binaries.kwok_crds])
         self.install_crds(load_crds(files))
         self.timings["crds"] = time.monotonic() - t0

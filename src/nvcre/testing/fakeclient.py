@@ -38,6 +38,7 @@ from lightkube.types import PatchType
 
 from nvcre.controllers.context import Context
 from nvcre.controllers.events import Recorder
+from nvcre.controllers.ownership import Ownership
 from nvcre.controllers.status import StatusWriter
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import Obj
@@ -366,4 +367,5 @@ def context(client: FakeClient, *, follow: bool = False) -> Context:
     :class:`FakeManager` (``follow`` as there)."""
     recorder = Recorder(client)  # type: ignore[arg-type]
     manager = FakeManager(client, follow=follow)
-    return Context(client, manager, recorder, StatusWriter(client, recorder))  # type: ignore[arg-type]
+    status = StatusWriter(client, recorder)  # type: ignore[arg-type]
+    return Context(client, manager, recorder, status, Ownership(client))  # type: ignore[arg-type]

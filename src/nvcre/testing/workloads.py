@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import copy
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
 from lightkube import ApiError, Client
-from lightkube.resources.core_v1 import Pod
+from lightkube.codecs import from_dict
 
 from nvcre.api.v1alpha1.constants import ReplicatedJob
 from nvcre.controllers import resources
 from nvcre.testing.waiting import wait_for
+from nvcre.workload.ownership import JOBSET_GROUP, JOBSET_VERSION
 
 POOL_LABEL = "nvcre.test/pool"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 COMPUTE_DOMAIN_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -273,8 +277,8 @@ def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = T
             meta = template.get("metadata") or {}
             labels = {
                 **(meta.get("labels") or {}),
-                "jobset.sigs.k8s.io/jobset-name": name,
-                "jobset.sigs.k8s.io/replicatedjob-name": job["name"],
+                JOBSET_NAME_LABEL: name,
+                REPLICATED_JOB_LABEL: job["name"],
             }
             pod_spec = copy.deepcopy(template.get("spec") or {})
             if bind and index < len(hosts):
@@ -295,6 +299,112 @@ def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = T
     return pods
 
 
+def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
+    """The controller ownerReference to ``owner`` (as stored: with its UID)."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _batch_job_spec(pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The batch Job spec JobSet gives one replicated job (its pods' template, Indexed)."""
+    template = copy.deepcopy(pods[0])
+    spec = template["spec"]
+    spec.pop("nodeName", None)
+    spec.setdefault("restartPolicy", "Never")
+    return {
+        "completions": len(pods),
+        "parallelism": len(pods),
+        "completionMode": "Indexed",
+        "template": {"metadata": {"labels": template["metadata"]["labels"]}, "spec": spec},
+    }
+
+
+def create_chain(
+    create: Callable[[dict[str, Any]], dict[str, Any]],
+    trainjob: dict[str, Any],
+    runtime: dict[str, Any],
+    *,
+    bind: bool = True,
+    annotations: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Create what Trainer, JobSet and the Job controller make of ``trainjob`` (as stored, with
+    its UID): its JobSet, a batch Job per replicated job and their pods (:func:`pods_of`, with
+    extra ``annotations``), each owned through a controller ownerReference by the one before.
+
+    ``create`` stores one object and returns it as stored, with the UID it was given: the API
+    server's create (:func:`creator`) or a fake client's ``put``. Returns the pods created. The
+    test control plane runs no Trainer, JobSet or Job controller: this is how a test gets the
+    chain of owners a real cluster has.
+    """
+    meta = trainjob["metadata"]
+    pods = pods_of(trainjob, runtime, bind=bind)
+    by_job: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        by_job.setdefault(pod["metadata"]["labels"][REPLICATED_JOB_LABEL], []).append(pod)
+    jobset = create(
+        {
+            "apiVersion": f"{JOBSET_GROUP}/{JOBSET_VERSION}",
+            "kind": "JobSet",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta.get("namespace"),
+                "ownerReferences": [owner_reference(trainjob)],
+            },
+            "spec": {
+                "replicatedJobs": [
+                    {"name": name, "replicas": 1, "template": {"spec": _batch_job_spec(members)}}
+                    for name, members in by_job.items()
+                ]
+            },
+        }
+    )
+    created = []
+    for name, members in by_job.items():
+        job = create(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": f"{meta['name']}-{name}-0",
+                    "namespace": meta.get("namespace"),
+                    "labels": {JOBSET_NAME_LABEL: meta["name"], REPLICATED_JOB_LABEL: name},
+                    "ownerReferences": [owner_reference(jobset)],
+                },
+                "spec": _batch_job_spec(members),
+            }
+        )
+        for index, pod in enumerate(members):
+            pod["metadata"]["ownerReferences"] = [owner_reference(job)]
+            pod["metadata"]["labels"].update(
+                {
+                    "batch.kubernetes.io/job-name": job["metadata"]["name"],
+                    "batch.kubernetes.io/controller-uid": job["metadata"]["uid"],
+                    "jobset.sigs.k8s.io/job-index": "0",
+                    "batch.kubernetes.io/job-completion-index": str(index),
+                }
+            )
+            pod["metadata"]["annotations"].update(annotations or {})
+            created.append(create(pod))
+    return created
+
+
+def creator(kube: Client) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """:func:`create_chain`'s ``create`` on the API server."""
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = kube.create(from_dict(obj)).to_dict()  # type: ignore[no-untyped-call]
+        return created
+
+    return create
+
+
 def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
     """:func:`pods_of` the TrainJob ``name`` and its TrainingRuntime as the API server has them."""
     trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
@@ -311,9 +421,9 @@ def create_trainjob_pods(
     bind: bool = True,
     annotations: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Create :func:`trainjob_pods` (with extra ``annotations``, e.g. kwok's phase); returns them."""
-    created = []
-    for pod in trainjob_pods(kube, namespace, name, bind=bind):
-        pod["metadata"]["annotations"].update(annotations or {})
-        created.append(kube.create(Pod.from_dict(pod)).to_dict())  # type: ignore[call-overload]
-    return created
+    """Create the TrainJob ``name``'s JobSet, batch Jobs and pods (:func:`create_chain`, with
+    extra pod ``annotations``, e.g. kwok's phase) on the API server; returns the pods."""
+    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
+    runtime_name = trainjob["spec"]["runtimeRef"]["name"]
+    runtime = kube.get(resources.TrainingRuntime, runtime_name, namespace=namespace).to_dict()
+    return create_chain(creator(kube), trainjob, runtime, bind=bind, annotations=annotations)

@@ -164,19 +164,22 @@ class BandwidthMeasurementController:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _pod(self, job: Obj, profile: CompiledProfile) -> Obj | None:
+    async def _pod(self, job: Obj, profile: CompiledProfile) -> Obj | None:
+        """The pod to read: the first of the profile's replicated job among the pods the Job's
+        own TrainJob ran (never one that only carries their labels)."""
         namespace = job["metadata"]["namespace"]
-        pods = [
+        labelled = [
             p
             for p in self.pods.by_index(POD_JOB_INDEX, job["metadata"]["name"])
             if p["metadata"].get("namespace") == namespace
         ]
         replicated = profile.worker_strategy.replicated_job_name or DEFAULT_REPLICATED_JOB
-        return pick(workload_pods(pods, job["metadata"]["name"], replicated), "first")
+        candidates = workload_pods(labelled, job["metadata"]["name"], replicated)
+        return pick(await self.ctx.ownership.pods_of(job, candidates), "first")
 
     async def _read_final(self, job: Obj, profile: CompiledProfile, parser: Parser) -> tuple[Aggregate, str]:
         """Every row of the finished launcher's whole log, read once (spec 2.5), and the pod read."""
-        pod = self._pod(job, profile)
+        pod = await self._pod(job, profile)
         replicated = profile.worker_strategy.replicated_job_name or DEFAULT_REPLICATED_JOB
         if pod is None:
             raise Unreadable(f"no pod of replicated job {replicated!r} of Job {job['metadata']['name']}")
@@ -236,7 +239,7 @@ class BandwidthMeasurementController:
         status = bm.get("status") or {}
         cursor_text = status.get("lastSampleTime")
         cursor = line_time(cursor_text + " ") if cursor_text else None
-        pod = self._pod(job, profile)
+        pod = await self._pod(job, profile)
         sample: _Sample | None = None
         if pod is not None and pod_phase(pod) in _READABLE:
             sample = _Sample(parser, cursor)

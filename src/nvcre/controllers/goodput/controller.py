@@ -132,8 +132,11 @@ class GoodputController:
         except ProfileError as error:
             return f'LogProfile "{name}" could not be resolved: {error}'
 
-    def _pods(self, job: Obj, profile: CompiledProfile | str, status: dict[str, Any]) -> dict[Role, Obj]:
-        """The pods to read: ``steps`` (and ``lifecycle`` under the Multi strategy, when another).
+    async def _pods(
+        self, job: Obj, profile: CompiledProfile | str, status: dict[str, Any]
+    ) -> dict[Role, Obj]:
+        """The pods to read: ``steps`` (and ``lifecycle`` under the Multi strategy, when another),
+        among the pods the Job's own TrainJob ran (never one that only carries their labels).
 
         After an interruption only pods created since count: the replaced run's pods may linger
         a moment, and their old steps must not start the next run.
@@ -150,6 +153,9 @@ class GoodputController:
             and (interrupted is None or _created(p) >= interrupted.replace(microsecond=0))
         ]
         if isinstance(profile, str) or not pods:
+            return {}
+        pods = await self.ctx.ownership.pods_of(job, pods)
+        if not pods:
             return {}
         strategy = profile.worker_strategy
         if strategy.type != "Multi":
@@ -221,7 +227,7 @@ class GoodputController:
             self.cursors.pop(key, None)  # the next run's pods are read from their start
             if written is not None:
                 gm, status = written, written.get("status") or {}
-        pods = self._pods(job, profile, dict(status))
+        pods = await self._pods(job, profile, dict(status))
         window = await self._read(key, pods, profile, dict(status), interval, end=now()) if pods else None
         stamp = now()
         written = await self._write(
@@ -250,7 +256,7 @@ class GoodputController:
     ) -> None:
         """The terminal freeze (3.5): one last read up to ``anchor``, then one status write."""
         status = dict(gm.get("status") or {})
-        pods = self._pods(job, profile, status)
+        pods = await self._pods(job, profile, status)
         window = None
         if pods and not isinstance(profile, str):
             window = await self._read(key, pods, profile, status, interval, end=anchor, until=anchor)

@@ -399,7 +399,8 @@ class JobController:
         return await self._create_workload(job)
 
     async def _fail(self, job: Obj, decision: lifecycle.Fail, pods: list[Obj]) -> None:
-        entry = await failure_log.collect(self.ctx.client, pods)
+        # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
+        entry = await failure_log.collect(self.ctx.client, await self.ctx.ownership.pods_of(job, pods))
         annotation = (job["metadata"].get("annotations") or {}).get(Annotation.GROUP_NODES, "")
         group_nodes = [n for n in annotation.split(",") if n]
 

@@ -1,20 +1,37 @@
-"""``status.failureLog``: the pod that failed, why, and the tail of its log (spec 8.4)."""
+"""``status.failureLog``: the pod that failed, why, and the tail of its log (spec 8.4).
+
+The tail is streamed with a byte cap: the pod's last :data:`LOG_TAIL_LINES` lines are requested
+with ``limitBytes`` :data:`LOG_READ_BYTES`, each line cut at
+:data:`~nvcre.measure.lines.MAX_LINE_BYTES`, and only the last :data:`LOG_TAIL_BYTES` are kept.
+When those lines hold more than the cap, the server sends their first bytes only; the end of the
+log, which says why the pod failed, is then read again with :data:`LOG_TAIL_LINES_AFTER_CUT`
+lines.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lightkube import ApiError, AsyncClient
+from lightkube import AsyncClient
 
 from nvcre.api.v1alpha1.constants import FailureLogReason
+from nvcre.controllers import podlogs
 from nvcre.health.scheduling import failed_pod
 from nvcre.runtime.objects import Obj
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 800
+LOG_TAIL_LINES_AFTER_CUT = 20
 LOG_TAIL_BYTES = 32 * 1024
+"""What ``status.failureLog.tail`` keeps."""
+LOG_READ_BYTES = 1024 * 1024
+"""The most read of a failed pod's log per request (``limitBytes``)."""
+
+TailReader = Callable[..., Awaitable[tuple[str, bool]]]
+""":func:`~nvcre.controllers.podlogs.read_tail`, or a test's stand-in."""
 
 
 def entry(pods: list[Obj]) -> tuple[dict[str, Any], Obj | None, str | None]:
@@ -33,27 +50,21 @@ def entry(pods: list[Obj]) -> tuple[dict[str, Any], Obj | None, str | None]:
     return record, dict(pod), state.get("container")
 
 
-def tail(lines: list[str]) -> str:
-    """The last 32 KiB of the log (cut on a character boundary)."""
-    return "".join(lines).encode()[-LOG_TAIL_BYTES:].decode(errors="ignore")
-
-
-async def collect(client: AsyncClient, pods: list[Obj]) -> dict[str, Any]:
+async def collect(
+    client: AsyncClient, pods: list[Obj], read: TailReader = podlogs.read_tail
+) -> dict[str, Any]:
     record, pod, container = entry(pods)
     if pod is None:
         return record
+    name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+    text = ""
     try:
-        lines = [
-            line
-            async for line in client.log(
-                pod["metadata"]["name"],
-                namespace=pod["metadata"]["namespace"],
-                container=container,
-                tail_lines=LOG_TAIL_LINES,
+        for lines in (LOG_TAIL_LINES, LOG_TAIL_LINES_AFTER_CUT):
+            text, cut = await read(
+                client, name, namespace, container, lines=lines, keep=LOG_TAIL_BYTES, limit=LOG_READ_BYTES
             )
-        ]
-    except ApiError as error:
-        log.info("no logs for %s: %s", pod["metadata"]["name"], error)
-        return record
-    text = tail(lines)
+            if not cut:
+                break
+    except podlogs.LogsError as error:
+        log.info("no logs for %s: %s", name, error)
     return {**record, "tail": text} if text else record
