@@ -16,7 +16,7 @@ from lightkube import AsyncClient, Client
 from lightkube.resources.core_v1 import Pod
 
 from nvcre.controllers import resources
-from nvcre.controllers.podlogs import LogsError, line_time, stream_lines
+from nvcre.controllers.podlogs import LogsError, line_time, read_tail, stream_lines
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
 from nvcre.measure.profile import compile_profile
@@ -133,6 +133,39 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     assert status["startTime"] <= status["completionTime"]
 
 
+def test_a_pod_with_the_launchers_labels_outside_its_owner_chain_is_never_read(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    """Beside the real launcher, a pod anyone could create with its labels (sorting first, on
+    the same node, Running, with a log of its own): the measurement reads the real launcher,
+    whose JobSet and batch Job lead to the Job's TrainJob (fails on main: chosen by labels)."""
+    lines = corpus_lines("cre-real-a100-allreduce-2node-pdt-timestamps.log")
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "own", "nccl-bandwidth")
+    real = kube.get(Pod, launcher, namespace=namespace).to_dict()
+    forged = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "a-forged-launcher",
+            "namespace": namespace,
+            "labels": real["metadata"]["labels"],
+        },
+        "spec": {"nodeName": real["spec"]["nodeName"], "containers": [{"name": "launcher", "image": "img"}]},
+    }
+    kube.create(Pod.from_dict(forged))
+    wait_for(
+        lambda: phase(kube, namespace, "a-forged-launcher") == "Running", 30, what="the forged pod Running"
+    )
+    row = "  8589934592  2147483648     float     sum      -1  99999.9  9999.99  9999.99      0"
+    kwok.write_pod_logs(kube, namespace, "a-forged-launcher", [row], container="launcher")
+    kwok.write_pod_logs(kube, namespace, launcher, lines, container="launcher")
+    finish(kube, namespace, "own", [*pods, "a-forged-launcher"], succeeded=True)
+    bm = completed(kube, namespace, "own")
+    assert bm["status"]["results"] == expected(lines)
+    message = f"Final results from the complete log of pod {namespace}/{launcher}: 24 rows, 24 message sizes"
+    assert condition(bm, "Complete") == ("True", "JobSucceeded", message)
+
+
 def test_an_old_layout_log_completes_as_no_data_collected(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
@@ -218,3 +251,8 @@ async def test_podlogs_streams_with_timestamps_since_time_and_tail_lines(
     assert await lines(tail_lines=1) == ["fourth"]
     with pytest.raises(LogsError):
         await lines("no-such-pod")
+    # the failure log's read: the last lines without timestamps, limitBytes honoured
+    tail = await read_tail(async_kube, launcher, namespace, "launcher", lines=3, keep=1024, limit=1 << 20)
+    assert tail == ("second\nthird\nfourth\n", False)
+    cut = await read_tail(async_kube, launcher, namespace, "launcher", lines=3, keep=1024, limit=10)
+    assert cut == ("second\nthi\n", True), "the window's first 10 bytes"
