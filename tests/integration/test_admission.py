@@ -545,6 +545,50 @@ def test_logprofile_defaults_are_materialised(kube: Client) -> None:
         kube.delete(resources.LogProfile, "admission-defaults")
 
 
+@pytest.mark.parametrize(
+    ("regex", "reason"),
+    [
+        (r"size=(?P<size>\d+", "missing closing ): `size=(?P<size>\\d+`"),
+        (r"(?<=size=)(?P<size>\d+)", "invalid named capture"),  # look-behind is PCRE, not RE2
+        (r"(?P<size>\d+) \1", "invalid escape sequence: `\\1`"),  # so is a back-reference
+        (r"(?P<size>\d{1001})", "invalid repeat count"),
+    ],
+)
+def test_a_logprofile_pattern_re2_cannot_compile_is_refused(kube: Client, regex: str, reason: str) -> None:
+    """Refused at admission with RE2's reason and the field path; its neighbours (RE2's named
+    groups in both forms, POSIX classes, \\Q..\\E, \\z) are accepted (fails on main: no rule)."""
+    name = "admission-re2"
+    profile: dict[str, Any] = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "LogProfile",
+        "metadata": {"name": name},
+        "spec": {
+            "timestamp": {"layout": "2006-01-02T15:04:05Z07:00"},
+            "patterns": {
+                "trainingStep": {"regex": r"\Qstep:\E (?<globalStep>[[:digit:]]+)\z"},
+                "networkTransport": {"regex": r"NCCL INFO Using network (?P<transport>\S+)"},
+            },
+        },
+    }
+    kube.create(resources.LogProfile.from_dict(profile))
+    try:
+        bad = at(
+            at(profile, "metadata.name", f"{name}-bad"), "spec.patterns.bandwidthResult", {"regex": regex}
+        )
+        assert_rejected(
+            lambda: kube.create(resources.LogProfile.from_dict(bad)),
+            "spec.patterns.bandwidthResult.regex",
+            f"error parsing regexp: {reason}",
+        )
+        assert_rejected(
+            lambda: kube.create(resources.LogProfile.from_dict(bad)),
+            "spec.patterns.bandwidthResult.regex",
+            "must be an RE2 regular expression (Go syntax)",
+        )
+    finally:
+        kube.delete(resources.LogProfile, name)
+
+
 def test_workflow_iterations_default_and_minimum(kube: Client, namespace: str) -> None:
     created = create(kube, namespace, WORKFLOW)
     assert created.spec["orchestration"]["iterations"] == 1

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from nvcre import yamlio
 from nvcre.api.v1alpha1 import API_VERSION, KIND_MODULES, kind_model
 from nvcre.api.v1alpha1.resource import Resource
+from nvcre.validation.logprofiles import profile_problems
 from nvcre.validation.schema import validate
 
 
@@ -102,6 +103,8 @@ def check_object(document: Any, source: str, index: int) -> ObjectReport:
             report.resource = kind_model(kind).model_validate(document)
         except ValidationError as error:
             report.findings.extend(_pydantic_findings(error))
+        if kind == "LogProfile" and report.resource is not None:
+            report.findings.extend(Finding(path, problem) for path, problem in profile_problems(document))
     return report
 
 

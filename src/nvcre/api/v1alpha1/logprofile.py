@@ -8,14 +8,30 @@ from pydantic import Field
 
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
+from nvcre.api.v1alpha1.schema import cel
 
 
 class TimestampSpec(NvcreModel):
     layout: str = Field(min_length=1, description="Go time layout of the log timestamp.")
 
 
+MAX_PATTERN_LENGTH = 4096
+"""The longest ``regex`` (the built-in patterns are under 500 characters)."""
+RE2_RULE = (
+    # matches() compiles its argument with Go's RE2: a pattern it cannot compile is an evaluation
+    # error, which the API server reports with RE2's reason (and `x || !x` cannot hide it).
+    "''.matches(self) || !''.matches(self)",
+    "must be an RE2 regular expression (Go syntax)",
+)
+
+
 class EventPattern(NvcreModel):
-    regex: str = Field(min_length=1, description="Regular expression with named groups (?P<name>...).")
+    regex: str = Field(
+        min_length=1,
+        max_length=MAX_PATTERN_LENGTH,
+        description="RE2 regular expression (Go syntax) with named groups (?P<name>...) or (?<name>...).",
+        json_schema_extra=cel(RE2_RULE),
+    )
     example: str | None = None
     units: dict[str, Literal["s", "ms", "us"]] | None = None
 
