@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
+import re2
 
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.profile import (
+    Pattern,
     ProfileCache,
     ProfileError,
     capture_float,
@@ -245,3 +249,34 @@ def test_a_layout_with_two_seconds_or_fractions_compiles() -> None:
     assert layout.parse("2026 10:11:07.123 07 .5") == datetime(2026, 1, 1, 10, 11, 7, 123000, UTC)
     twice = compile_layout("2006 15:04:05 05")
     assert twice.parse("2026 10:11:12.5 12") == datetime(2026, 1, 1, 10, 11, 12, 500000, UTC)
+
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+
+
+def _groups(pattern: Pattern, line: str) -> dict[str, str | None] | None:
+    match = pattern.search(line)
+    return None if match is None else match.groupdict()
+
+
+def test_the_prefilter_never_changes_what_a_pattern_finds() -> None:
+    """One RE2 set pass per line says which patterns can match; every corpus line (and its
+    kubelet-stripped form) through every built-in pattern gives what the pattern alone gives."""
+    lines = [
+        line for log in sorted(CORPUS.rglob("*.log")) for line in log.read_text(errors="replace").splitlines()
+    ]
+    assert len(lines) > 1000
+    for manifest in builtin_profiles():
+        patterns = compile_profile(manifest).patterns
+        assert len({id(p.prefilter) for p in patterns.values()}) == 1, "one set per profile"
+        for line in lines:
+            for pattern in patterns.values():
+                assert _groups(pattern, line) == _groups(replace(pattern, prefilter=None), line), line
+
+
+def test_when_the_set_gives_up_every_pattern_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(re2.Set, "Match", lambda self, text: None)  # as RE2 answers out of memory
+    step = compile_profile(profile({"trainingStep": {"regex": MEGATRON_STEP}})).pattern("trainingStep")
+    assert step is not None and step.prefilter is not None
+    match = step.search(MEGATRON_LINE)
+    assert match is not None and match["iteration"] == "20"
