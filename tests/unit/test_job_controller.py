@@ -21,7 +21,7 @@ from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
 from nvcre.runtime.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
-from nvcre.testing.workloads import pods_of, training_runtime
+from nvcre.testing.workloads import create_chain, pods_of, training_runtime
 from nvcre.workload.trainjob import build, place
 
 pytestmark = pytest.mark.asyncio
@@ -431,3 +431,43 @@ async def test_a_running_job_that_has_not_changed_costs_no_request() -> None:
     await controller.reconcile(KEY)
     assert client.calls[calls:] == []
     assert client.stored(resources.Job, "j", NS) == running
+
+
+# -- the failure log: the pod the Job's own TrainJob ran ---------------------------------------------
+
+
+async def test_the_failure_log_is_of_a_pod_the_jobs_trainjob_ran_never_of_a_labelled_stranger() -> None:
+    """A failed pod with the workload's labels, sorting first, outside the owner chain: the
+    failure log names and quotes the real one (fails on main, where pods were chosen by label)."""
+    read: list[str] = []
+
+    async def tail(
+        client: Any, pod: str, namespace: str, container: str | None, **_: int
+    ) -> tuple[str, bool]:
+        read.append(pod)
+        return f"log of {pod}\n", False
+
+    client = FakeClient()
+    ctx = context(client)
+    controller = JobController(ctx, tail_reader=tail)
+    assert isinstance(ctx.manager, FakeManager)
+    failed = client.put(make_trainjob(make_job(), "Failed"))
+    job = with_workload(make_job(), failed)
+    job["status"]["workloadRef"]["uid"] = failed["metadata"]["uid"]
+    ctx.manager.cache(failed)
+    ctx.manager.cache(client.put(job))
+    terminated = {
+        "containerStatuses": [{"name": "node", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]
+    }
+    (real,) = create_chain(client.put, failed, training_runtime("rt"))
+    real = client.put({**real, "status": {"phase": "Failed", **terminated}})
+    stranger = {**copy.deepcopy(real), "status": {"phase": "Failed", **terminated}}
+    stranger["metadata"] = {"name": "a-stranger", "namespace": NS, "labels": real["metadata"]["labels"]}
+    for pod in (client.put(stranger), real):
+        ctx.manager.cache(pod)
+    await controller.reconcile(KEY)
+    stored = client.stored(resources.Job, "j", NS)
+    assert stored is not None
+    log = stored["status"]["failureLog"]
+    assert (log["podName"], log["tail"]) == (real["metadata"]["name"], f"log of {real['metadata']['name']}\n")
+    assert read == [real["metadata"]["name"]]

@@ -38,6 +38,7 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
+from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import StatusChange, conditions_of, now
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
@@ -72,8 +73,15 @@ def pod_to_job(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
 
 
 class JobController:
-    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        workers: int = Default.MAX_CONCURRENT_RECONCILES,
+        tail_reader: failure_log.TailReader = read_tail,
+    ) -> None:
         self.ctx = ctx
+        self.tail_reader = tail_reader
         manager = ctx.manager
         self.jobs = manager.informer(resources.Job)
         self.trainjobs = manager.informer(resources.TrainJob)
@@ -400,7 +408,8 @@ class JobController:
 
     async def _fail(self, job: Obj, decision: lifecycle.Fail, pods: list[Obj]) -> None:
         # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
-        entry = await failure_log.collect(self.ctx.client, await self.ctx.ownership.pods_of(job, pods))
+        ours = await self.ctx.ownership.pods_of(job, pods)
+        entry = await failure_log.collect(self.ctx.client, ours, self.tail_reader)
         annotation = (job["metadata"].get("annotations") or {}).get(Annotation.GROUP_NODES, "")
         group_nodes = [n for n in annotation.split(",") if n]
 
