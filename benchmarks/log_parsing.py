@@ -42,6 +42,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _revisions import export_source
+
 MIB = 1 << 20
 KINDS = ("spaces", "digits", "digit-runs", "progress-bar", "near-miss")
 
@@ -95,16 +97,6 @@ def child_line(profile_name: str, kind: str, size: int) -> dict[str, Any]:
     started = time.process_time()
     feed(line)
     return {"seconds": time.process_time() - started}
-
-
-def export_source(revision: str, into: Path) -> Path:
-    """``src/`` of a git revision of this repository, written under ``into``."""
-    root = Path(__file__).resolve().parents[1]
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", revision, "src"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def _timed_child(args: list[str], *, source: Path | None, limit: float) -> float | None:

@@ -50,7 +50,6 @@ import argparse
 import asyncio
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -60,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _revisions import export_source
 from lightkube import ApiError, AsyncClient
 from lightkube.codecs import from_dict
 from lightkube.models.meta_v1 import ObjectMeta
@@ -127,16 +127,6 @@ class BenchManager(ManagerProcess):
         if self.profile is None:
             return argv
         return [argv[0], "-m", "cProfile", "-o", str(self.profile), *argv[1:]]
-
-
-def export_source(revision: str, into: Path) -> Path:
-    """``src/`` of a git revision of this repository, written under ``into``."""
-    root = Path(__file__).resolve().parents[1]
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", revision, "src"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def cached_pods(manager: ManagerProcess) -> float | None:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from nvcre.controllers.children import owner_reference
 from nvcre.controllers.ownership import Ownership
 from nvcre.testing.fakeclient import FakeClient
-from nvcre.testing.workloads import create_chain, owner_reference, training_runtime
+from nvcre.testing.workloads import create_chain, training_runtime
 from nvcre.workload.ownership import OwnerRef, controller_of, parent
 
 NS = "team"

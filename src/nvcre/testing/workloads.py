@@ -15,6 +15,7 @@ from lightkube.codecs import from_dict
 
 from nvcre.api.v1alpha1.constants import ReplicatedJob
 from nvcre.controllers import resources
+from nvcre.controllers.children import owner_reference
 from nvcre.testing.waiting import wait_for
 from nvcre.workload.ownership import JOBSET_GROUP, JOBSET_VERSION
 
@@ -297,19 +298,6 @@ def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = T
                 }
             )
     return pods
-
-
-def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
-    """The controller ownerReference to ``owner`` (as stored: with its UID)."""
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _batch_job_spec(pods: list[dict[str, Any]]) -> dict[str, Any]:
