@@ -123,11 +123,10 @@ def _cell(seconds: float | None, limit: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def lines_table(baseline: str | None, limit: float, workdir: Path) -> None:
+def lines_table(baseline: str | None, source: Path | None, limit: float) -> None:
     from nvcre.measure.builtin import builtin_profiles
 
     profiles = [str(p["metadata"]["name"]) for p in builtin_profiles()]
-    source = export_source(baseline, workdir) if baseline else None
     header = ["profile", "line (1 MiB)", "this tree", "this tree, 64 KiB cut"]
     if baseline:
         header.append(f"{baseline} (1 MiB, stopped at {limit:.0f} s)")
@@ -202,9 +201,15 @@ def megatron_log(path: Path, megabytes: int) -> None:
 def child_parse(kind: str, path: str) -> dict[str, Any]:
     from nvcre.measure.builtin import builtin_profiles
     from nvcre.measure.goodput import GoodputParser
-    from nvcre.measure.lines import read_lines
     from nvcre.measure.nccl import Aggregate, Parser
     from nvcre.measure.profile import compile_profile
+
+    try:
+        from nvcre.measure.lines import read_lines
+    except ImportError:  # a baseline from before the line cap: its text-mode reading
+
+        def read_lines(log: Any) -> Any:
+            return (line.decode(errors="replace").rstrip("\r\n") for line in log)
 
     name = "nccl-bandwidth" if kind == "nccl" else "megatron-training"
     profile = compile_profile(next(p for p in builtin_profiles() if p["metadata"]["name"] == name))
@@ -224,7 +229,7 @@ def child_parse(kind: str, path: str) -> dict[str, Any]:
     return {"seconds": time.process_time() - started, "rows": rows}
 
 
-def throughput_table(megabytes: int, workdir: Path) -> None:
+def throughput_table(megabytes: int, baseline: str | None, source: Path | None, workdir: Path) -> None:
     from nvcre.measure.builtin import builtin_profiles
 
     manifests = {str(p["metadata"]["name"]): p for p in builtin_profiles()}
@@ -242,16 +247,23 @@ def throughput_table(megabytes: int, workdir: Path) -> None:
         path = workdir / f"{kind}.log"
         generate(path, megabytes)
         mb = path.stat().st_size / 1e6
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", "parse", kind, str(path)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        parsed = json.loads(out.stdout)
-        print(
-            f"| {kind} {mb:.0f} MB | parser | {parsed['seconds']:.2f} | {mb / parsed['seconds']:.1f} | {parsed['rows']} |"
-        )
+        readers: list[tuple[str, Path | None]] = [("parser", None)]
+        if source is not None:
+            readers.append((f"parser ({baseline})", source))
+        for label, code in readers:
+            env = {**os.environ, **({"PYTHONPATH": str(code)} if code else {})}
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", "parse", kind, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            )
+            parsed = json.loads(out.stdout)
+            print(
+                f"| {kind} {mb:.0f} MB | {label} | {parsed['seconds']:.2f} | {mb / parsed['seconds']:.1f} | "
+                f"{parsed['rows']} |"
+            )
         started = os.times()
         grep = subprocess.run(
             ["grep", "-cE", ere(regex), str(path)], capture_output=True, text=True, check=False
@@ -532,7 +544,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     arguments.add_argument("parts", nargs="*", help="lines, throughput, executors, lag (default: all)")
-    arguments.add_argument("--baseline", help="also run the lines on this git revision (e.g. main)")
+    arguments.add_argument(
+        "--baseline", help="also run the lines and the throughput on this git revision (e.g. main)"
+    )
     arguments.add_argument("--limit", type=float, default=20.0, help="seconds a baseline line may take")
     arguments.add_argument("--mb", type=int, default=20, help="MB of each generated log (throughput)")
     arguments.add_argument(
@@ -557,10 +571,11 @@ def main() -> None:
         arguments.error(f"unknown parts {sorted(unknown)}")
     workdir = Path(tempfile.mkdtemp(prefix="nvcre-bench-logs-"))
     try:
+        source = export_source(args.baseline, workdir) if args.baseline else None
         if "lines" in parts:
-            lines_table(args.baseline, args.limit, workdir)
+            lines_table(args.baseline, source, args.limit)
         if "throughput" in parts:
-            throughput_table(args.mb, workdir)
+            throughput_table(args.mb, args.baseline, source, workdir)
         if "executors" in parts:
             executors_table(args.lag_mb)
         if "lag" in parts:
