@@ -286,12 +286,12 @@ def adversarial_cri(path: Path, megabytes: int, rows: list[str]) -> int:
     """A CRI log file of ``megabytes`` MB: adversarial lines of 256 KiB (each cut at 64 KiB by the
     reader), each kind in turn, with ``rows`` (real lines) between; returns its size."""
     lines = [adversarial(kind, 256 * 1024) for kind in KINDS]
-    start = datetime(2026, 3, 10, 14, 0, tzinfo=UTC)
+    start = datetime.now(UTC)  # after the pod's start, before the Job's end (a goodput read's window)
     with open(path, "w") as out:
         index = 0
         while out.tell() < megabytes * 1_000_000:
             for line in [*lines, *rows]:
-                stamp = (start + timedelta(milliseconds=index)).strftime("%Y-%m-%dT%H:%M:%S.%f")
+                stamp = (start + timedelta(microseconds=index)).strftime("%Y-%m-%dT%H:%M:%S.%f")
                 out.write(f"{stamp}000Z stdout F {line}\n")
                 index += 1
     return path.stat().st_size
@@ -327,6 +327,11 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
         (corpus / "nccl" / "cre-real-a100-allreduce-2node-pdt-timestamps.log").read_text().splitlines()
     )
     nccl_rows = [line.split(" ", 1)[1] if line[:2] == "20" else line for line in nccl_rows]
+    steps = [
+        line.split(" ", 1)[1] if line[:2] == "20" else line
+        for log in sorted((corpus / "nemo").glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+    ]
     with ControlPlane() as cp, Kwok(cp) as kwok, cp.client() as kube:
         kube.create(Namespace.from_dict({"metadata": {"name": ns}}))
         create_gpu_nodes(kube, 2, GpuNodeSpec(labels={POOL_LABEL: "lag"}), prefix="lag")
@@ -348,6 +353,7 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
         kubeconfig = cp.write_kubeconfig(workdir / "kubeconfig")
         samples: list[float] = []
         timings: dict[str, float] = {}
+        outcomes: dict[str, str] = {}
 
         async def main() -> None:
             client = AsyncClient(config=KubeConfig.from_file(str(kubeconfig)), field_manager="nvcre-manager")
@@ -373,7 +379,7 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
             for pod in pods:
                 container = "launcher" if pod == launcher else "node"
                 path = workdir / "log.cri"
-                size += adversarial_cri(path, megabytes, nccl_rows if pod == launcher else [])
+                size += adversarial_cri(path, megabytes, (nccl_rows if pod == launcher else steps) * 20)
                 shutil.move(str(path), kwok.logs_dir / f"{ns}_{pod}_{container}.log")
                 register_pod_log(kube, kwok.logs_dir, ns, pod, "", container=container, append=True)
             samples.clear()  # the lag while the logs are read: sampled from here
@@ -404,11 +410,19 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
                 lambda: complete(resources.GoodputMeasurement, "goodput"), 1800, what="goodput final read"
             )
             timings.update(seconds=time.monotonic() - started, megabytes=size / 1e6)
+            for resource, suffix in (
+                (resources.BandwidthMeasurement, "bandwidth"),
+                (resources.GoodputMeasurement, "goodput"),
+            ):
+                status = kube.get(resource, f"{name}-job-{suffix}", namespace=ns).status or {}
+                done = next(c for c in status["conditions"] if c["type"] == "Complete")
+                outcomes[suffix] = f"{done['reason']}: {done['message'][:100]}"
 
         asyncio.run(main())
     ordered = sorted(samples)
     return {
         **timings,
+        "outcomes": outcomes,
         "samples": len(ordered),
         "p50": statistics.median(ordered),
         "p99": ordered[math.ceil(len(ordered) * 0.99) - 1],
@@ -537,6 +551,8 @@ def lag_table(megabytes: int, workdir: Path) -> None:
             f"{r['p50'] * 1000:.1f} ms | {r['p99'] * 1000:.1f} ms | {r['max'] * 1000:.1f} ms |",
             flush=True,
         )
+        for kind, outcome in r["outcomes"].items():
+            print(f"  {where}: {kind} {outcome}", file=sys.stderr)
 
 
 def main() -> None:
