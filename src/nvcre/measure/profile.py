@@ -37,6 +37,9 @@ REQUIRED_CAPTURES: Mapping[str, tuple[str, ...]] = {
     "bandwidthResult": ("size", "algBW", "busBW"),
     "networkTransport": ("transport",),
 }
+READERS = ("Patterns", "NcclTests")
+"""``spec.reader``: the profile's own ``bandwidthResult`` pattern (default), or nvcre's built-in
+nccl-tests table reader (:mod:`nvcre.measure.nccl`)."""
 DURATION_CAPTURES = frozenset({"stepTiming", "elapsedTime", "saveDuration", "loadDuration"})
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 MAX_PATTERN_MEMORY = 8 << 20
@@ -169,6 +172,7 @@ class CompiledProfile:
     container_name: str | None = None
     warmup_steps: int = 0
     log_interval: int = 0
+    reader: str = "Patterns"
 
     def pattern(self, key: str) -> Pattern | None:
         return self.patterns.get(key)
@@ -224,6 +228,9 @@ def compile_profile(profile: Mapping[str, Any]) -> CompiledProfile:
         raise ProfileError(f"spec.patterns: unknown pattern(s) {unknown}; known: {list(PATTERN_KEYS)}")
     patterns = _prefiltered({key: compile_pattern(key, raw[key]) for key in PATTERN_KEYS if raw.get(key)})
     strategy = spec.get("workerStrategy") or {}
+    reader = spec.get("reader") or READERS[0]
+    if reader not in READERS:
+        raise ProfileError(f"spec.reader: {reader!r} is not one of {list(READERS)}")
     return CompiledProfile(
         name=str(meta.get("name") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
@@ -238,6 +245,7 @@ def compile_profile(profile: Mapping[str, Any]) -> CompiledProfile:
         container_name=spec.get("containerName") or None,
         warmup_steps=max(int(spec.get("warmupSteps") or 0), 0),
         log_interval=max(int(spec.get("logInterval") or 0), 0),
+        reader=str(reader),
     )
 
 

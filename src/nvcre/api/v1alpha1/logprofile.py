@@ -69,6 +69,12 @@ class WorkerStrategy(NvcreModel):
 
 
 class LogProfileSpec(NvcreModel):
+    reader: Literal["Patterns", "NcclTests"] | None = Field(
+        default=None,
+        description="How bandwidth rows are read: Patterns (default) with patterns.bandwidthResult, "
+        "or NcclTests, nvcre's nccl-tests table reader (headers, both halves, footers, ranks, "
+        "completeness; bandwidthResult is not used).",
+    )
     timestamp: TimestampSpec
     patterns: LogPatterns
     worker_strategy: WorkerStrategy | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from nvcre.api.v1alpha1.common import TypedLocalObjectReference
@@ -108,17 +110,57 @@ class BandwidthMeasurementSpec(NvcreModel):
 
 class BandwidthResult(NvcreModel):
     size_bytes: int
-    alg_bw: str = Field(alias="algBW")
-    bus_bw: str = Field(alias="busBW")
+    alg_bw: str = Field(
+        alias="algBW",
+        description="Out-of-place algorithm bandwidth, GB/s, averaged over the samples (a table "
+        "printing only its in-place half gives that half here).",
+    )
+    bus_bw: str = Field(alias="busBW", description="Out-of-place bus bandwidth, GB/s, likewise.")
     samples: int
+    in_place_alg_bw: str | None = Field(
+        default=None,
+        alias="inPlaceAlgBW",
+        description="In-place algorithm bandwidth, GB/s, averaged; absent when the table has no in-place half.",
+    )
+    in_place_bus_bw: str | None = Field(
+        default=None, alias="inPlaceBusBW", description="In-place bus bandwidth, GB/s, likewise."
+    )
+    wrong: int | None = Field(
+        default=None,
+        ge=0,
+        description="This size's #wrong total over both halves and every sample; absent when no "
+        "#wrong cell was a number (N/A, or a table with the old error column).",
+    )
+    max_error: str | None = Field(
+        default=None,
+        description="The largest value of the old float error/res column at this size, as printed "
+        "(a deviation, not a count: the Out of bounds footer carries the verdict).",
+    )
+
+
+class OutOfBounds(NvcreModel):
+    count: int = Field(ge=0, description="Values out of bounds, as the footer says (summed over tables).")
+    status: Literal["OK", "FAILED"] = Field(description="FAILED when any table's footer says so.")
+
+
+class FailureLines(NvcreModel):
+    count: int = Field(ge=0, description="NCCL, CUDA and launcher failure lines in the log.")
+    lines: list[str] = Field(description="The first 5, each cut to 300 characters.")
+
+
+class TableLayout(NvcreModel):
+    """The header of the table being read, kept between provisional samples."""
+
+    columns: str = Field(description="The column names of its header line.")
+    halves: str = Field(description="Which half comes first: out-of-place and/or in-place.")
 
 
 class BandwidthMeasurementStatus(NvcreModel):
     results: list[BandwidthResult] | None = Field(
         default=None,
-        description="Per message size, the average of the out-of-place algbw/busbw rows, in order of "
-        "first appearance. Provisional while Measuring; final (the launcher's complete log, read once) "
-        "when Complete with reason JobSucceeded.",
+        description="Per message size, the average of the out-of-place algbw/busbw rows (and of the "
+        "in-place half), in order of first appearance, at most 4096 sizes. Provisional while Measuring; "
+        "final (the launcher's complete log, read once) when Complete with reason JobSucceeded.",
     )
     start_time: str | None = None
     completion_time: str | None = None
@@ -136,6 +178,51 @@ class BandwidthMeasurementStatus(NvcreModel):
         default=None,
         description="Kubelet time of the last log line merged into the provisional results (the next "
         "sample reads the lines after it).",
+    )
+    test: str | None = Field(
+        default=None,
+        description="The nccl-tests binary the log names (Collective test starting line or command line).",
+    )
+    ranks: int | None = Field(
+        default=None,
+        ge=0,
+        description="Ranks the log states: highest rank of its device list + 1, NCCL's nranks, or the "
+        "launcher's process count x threads x GPUs.",
+    )
+    hosts: list[str] | None = Field(default=None, description="Host names of the device list, sorted.")
+    avg_bus_bandwidth_gbps: str | None = Field(
+        default=None,
+        alias="avgBusBandwidthGBps",
+        description="nccl-tests' own '# Avg bus bandwidth' footer, as printed (its mean over sizes).",
+    )
+    out_of_bounds: OutOfBounds | None = Field(
+        default=None, description="The '# Out of bounds values' footer."
+    )
+    complete: bool | None = Field(
+        default=None,
+        description="Every table reached its footer and the last size of its sweep (the maxBytes of "
+        "its nThread line, or the reduced one); without a sweep line, the footer alone.",
+    )
+    incomplete_reason: str | None = Field(default=None, description="Why complete is false.")
+    failure_lines: FailureLines | None = Field(
+        default=None, description="NCCL/CUDA failure lines (Test NCCL failure, Cuda failure, ...)."
+    )
+    sizes_dropped: int | None = Field(
+        default=None,
+        ge=0,
+        description="Rows whose message size was not kept: at most 4096 distinct sizes are kept per "
+        "measurement, the rows of any further size are only counted.",
+    )
+    rows_without_header: int | None = Field(
+        default=None,
+        ge=0,
+        description="Lines shaped like table rows seen where no column header was in force: never "
+        "read, since nothing names their columns.",
+    )
+    table_layout: TableLayout | None = Field(
+        default=None,
+        description="While Measuring: the header of the table being read, so the next sample reads "
+        "its rows (the header was in an earlier sample). Removed by the terminal write.",
     )
     conditions: list[Condition] | None = None
 
