@@ -50,8 +50,9 @@ def log_lines(paths: Sequence[str]) -> Iterator[str]:
             bad_input(f"{path}: cannot read file: {error.strerror or error}")
 
 
-def load_profile(spec: str, needs: str) -> CompiledProfile:
-    """A built-in LogProfile by name, or a LogProfile manifest file; it must have pattern ``needs``."""
+def load_profile(spec: str, needs: str | None = None) -> CompiledProfile:
+    """A built-in LogProfile by name, or a LogProfile manifest file; with ``needs``, it must have
+    that pattern."""
     builtin = {str(p["metadata"]["name"]): p for p in builtin_profiles()}
     if spec in builtin:
         manifest: Any = builtin[spec]
@@ -68,7 +69,7 @@ def load_profile(spec: str, needs: str) -> CompiledProfile:
         profile = compile_profile(manifest)
     except ProfileError as error:
         bad_input(f"LogProfile {spec}: {error}")
-    if profile.pattern(needs) is None:
+    if needs is not None and profile.pattern(needs) is None:
         bad_input(f"LogProfile {spec}: spec.patterns.{needs}: required")
     return profile
 

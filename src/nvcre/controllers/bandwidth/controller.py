@@ -119,12 +119,11 @@ class BandwidthMeasurementController:
             await self._finish(bm, None, MeasurementReason.LOGS_UNAVAILABLE, lifecycle.gone_message(bm), None)
             return None
         outcome, finished_at = lifecycle.job_outcome(job)
-        parser = Parser(profile)
         if outcome == ConditionType.SUCCEEDED:
-            return await self._final_read(bm, job, profile, parser, finished_at)
+            return await self._final_read(bm, job, profile, Parser(profile), finished_at)
         if outcome == ConditionType.FAILED:
             try:
-                final: Aggregate | None = (await self._read_final(job, profile, parser))[0]
+                final: Aggregate | None = (await self._read_final(job, profile, Parser(profile)))[0]
             except Unreadable as error:
                 log.info("%s/%s: no final read of a failed Job: %s", key.namespace, key.name, error)
                 final = None
@@ -132,7 +131,7 @@ class BandwidthMeasurementController:
                 bm, job, MeasurementReason.JOB_FAILED, lifecycle.JOB_FAILED, final, finished_at
             )
             return None
-        await self._sample(bm, job, profile, parser)
+        await self._sample(bm, job, profile)
         return Result(requeue_after=interval)
 
     def _profile(self, bm: Obj) -> CompiledProfile | str:
@@ -186,7 +185,7 @@ class BandwidthMeasurementController:
         name, phase = pod["metadata"]["name"], pod_phase(pod)
         if phase not in ("Succeeded", "Failed"):
             raise Unreadable(f"pod {name} is {phase or 'not started'}, not finished")
-        aggregate = Aggregate()
+        aggregate = parser.aggregate()
 
         def fold(lines: list[str]) -> None:
             for line in lines:
@@ -234,9 +233,11 @@ class BandwidthMeasurementController:
         await self._finish(bm, job, MeasurementReason.LOGS_UNAVAILABLE, message, None, finished_at)
         return None
 
-    async def _sample(self, bm: Obj, job: Obj, profile: CompiledProfile, parser: Parser) -> None:
-        """Merge the lines logged since the last sample into the provisional results."""
+    async def _sample(self, bm: Obj, job: Obj, profile: CompiledProfile) -> None:
+        """Merge the lines logged since the last sample into the provisional results (read with
+        the table layout an earlier sample found, when its header is not among the new lines)."""
         status = bm.get("status") or {}
+        parser = Parser(profile, resume=status.get("tableLayout"))
         cursor_text = status.get("lastSampleTime")
         cursor = line_time(cursor_text + " ") if cursor_text else None
         pod = await self._pod(job, profile)
@@ -259,7 +260,7 @@ class BandwidthMeasurementController:
         last = sample.last if sample is not None else cursor
         cursor_out = format_line_time(last) if last is not None else None
         aggregate = sample.aggregate if sample is not None else None
-        written = await self._write(bm, lifecycle.running(aggregate, cursor_out, now()))
+        written = await self._write(bm, lifecycle.running(aggregate, cursor_out, now(), parser.state()))
         if written is not None:
             metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
 
@@ -300,7 +301,7 @@ class _Sample:
         self.parser = parser
         self.cursor = cursor
         self.last = cursor
-        self.aggregate = Aggregate()
+        self.aggregate = parser.aggregate()
 
     def fold(self, lines: list[str]) -> None:
         for line in lines:

@@ -119,18 +119,27 @@ def _start(status: dict[str, Any], now: datetime) -> None:
     status.setdefault("startTime", format_time(now))
 
 
-def running(aggregate: Aggregate | None, cursor: str | None, now: datetime) -> StatusChange:
-    """A provisional sample: fold the new lines' rows into the stored (rounded) results."""
+def running(
+    aggregate: Aggregate | None,
+    cursor: str | None,
+    now: datetime,
+    layout: Mapping[str, str] | None = None,
+) -> StatusChange:
+    """A provisional sample: fold the new lines' rows into the stored (rounded) results, and keep
+    the table ``layout`` in force (the next sample reads its rows with it)."""
 
     def change(status: dict[str, Any]) -> None:
         _start(status, now)
         if aggregate is not None:
-            if aggregate.sums:
-                merged = merge_provisional(stored_results(status), aggregate)
+            if aggregate.sums or aggregate.dropped:
+                merged, dropped = merge_provisional(stored_results(status), aggregate)
                 status["results"] = [r.to_status() for r in merged]
+                status["sizesDropped"] = int(status.get("sizesDropped") or 0) + dropped
             if aggregate.transports:
                 status["transport"] = union_transport(status.get("transport") or (), aggregate.transports)
             status["wrongValues"] = int(status.get("wrongValues") or 0) + aggregate.wrong_values
+        if layout:
+            status["tableLayout"] = dict(layout)
         if cursor:
             status["lastSampleTime"] = cursor
         _measuring(status, ConditionStatus.TRUE, MeasurementReason.JOB_RUNNING, RUNNING, now)
@@ -151,18 +160,21 @@ def waiting(reason: str, message: str, now: datetime) -> StatusChange:
 def complete(
     reason: str, message: str, completion_time: str, final: Aggregate | None, now: datetime
 ) -> StatusChange:
-    """The single terminal write: results replaced by ``final`` (when read), transport unioned,
-    wrongValues, completionTime, and ``Measuring=False`` / ``Complete=True`` with one reason and message.
-    A no-op once ``Complete`` is True."""
+    """The single terminal write: results replaced by ``final`` (when read) with everything else
+    the log said (:meth:`Aggregate.summary`: test, ranks, footers, completeness, failure lines...),
+    transport unioned, wrongValues, completionTime, and ``Measuring=False`` / ``Complete=True``
+    with one reason and message. A no-op once ``Complete`` is True."""
 
     def change(status: dict[str, Any]) -> None:
         if is_complete({"status": status}):
             return
         _start(status, now)
+        status.pop("tableLayout", None)
         if final is not None:
             status["results"] = [r.to_status() for r in final.results()]
             status["transport"] = union_transport(status.get("transport") or (), final.transports)
             status["wrongValues"] = final.wrong_values
+            status.update(final.summary())
         status.setdefault("wrongValues", 0)
         status["completionTime"] = completion_time
         _measuring(status, ConditionStatus.FALSE, reason, message, now)
