@@ -161,8 +161,9 @@ def _bandwidth(
             status
         )
     else:
-        half = read(lines[: len(lines) // 2], _parser())
-        bandwidth_lifecycle.running(half, None, START + timedelta(seconds=ended))(status)
+        parser = _parser()
+        half = read(lines[: len(lines) // 2], parser)
+        bandwidth_lifecycle.running(half, None, START + timedelta(seconds=ended), parser.state())(status)
     spec = job["spec"]["bandwidthMeasurement"]
     return {
         "apiVersion": API_VERSION,

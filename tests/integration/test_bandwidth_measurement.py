@@ -27,11 +27,17 @@ from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 PROFILE = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
 
 
 def corpus_lines(name: str) -> list[str]:
     return [strip_kubelet_prefix(line) for line in (CORPUS / name).read_text().splitlines()]
+
+
+def data_lines(name: str) -> list[str]:
+    """A log of tests/data/nccl (the project's own collected logs; see its README)."""
+    return (DATA / name).read_text().splitlines()
 
 
 def expected(lines: list[str]) -> list[dict[str, Any]]:
@@ -111,6 +117,10 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     assert condition(bm, "Complete") is None
     assert bm["status"]["results"] == expected(lines[:cut])  # the 8 rows 8 B .. 512 B (L108-L115)
     assert bm["status"]["transport"] == ["Socket"]
+    assert bm["status"]["tableLayout"] == {  # L94: the header the next sample reads rows with
+        "columns": "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
+        "halves": "out-of-place in-place",
+    }
     kwok.write_pod_logs(kube, namespace, launcher, lines[cut:], container="launcher", append=True)
     wait_for(
         lambda: len(measurement(kube, namespace, "ar").get("status", {}).get("results") or ()) == 24,
@@ -122,8 +132,29 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     bm = completed(kube, namespace, "ar")
     status = bm["status"]
     assert status["results"] == expected(lines)  # L131 67108864 0.03 0.03 last
-    assert status["results"][-1] == {"sizeBytes": 67108864, "algBW": "0.03", "busBW": "0.03", "samples": 1}
+    assert status["results"][-1] == {
+        "sizeBytes": 67108864,
+        "algBW": "0.03",
+        "busBW": "0.03",
+        "samples": 1,
+        "inPlaceAlgBW": "0.03",
+        "inPlaceBusBW": "0.03",
+        "wrong": 0,
+    }
     assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
+    assert "tableLayout" not in status
+    assert {k: status[k] for k in ("test", "ranks", "avgBusBandwidthGBps", "outOfBounds", "complete")} == {
+        "test": "all_reduce_perf_mpi",  # L5
+        "ranks": 2,  # L9-L10
+        "avgBusBandwidthGBps": "0.0119653",  # L135
+        "outOfBounds": {"count": 0, "status": "OK"},  # L134
+        "complete": True,  # the footer, and 67108864 B is the sweep's maxBytes (L6)
+    }
+    assert status["hosts"] == [
+        "r2-allreduce-communicatio-3af21-job-workload-node-0-0",
+        "r2-allreduce-communicatio-3af21-job-workload-node-0-1",
+    ]
+    assert (status["failureLines"], status["sizesDropped"]) == ({"count": 0, "lines": []}, 0)
     message = f"Final results from the complete log of pod {namespace}/{launcher}: 24 rows, 24 message sizes"
     assert condition(bm, "Complete") == ("True", "JobSucceeded", message)
     assert condition(bm, "Measuring") == ("False", "JobSucceeded", message)
@@ -166,7 +197,7 @@ def test_a_pod_with_the_launchers_labels_outside_its_owner_chain_is_never_read(
     assert condition(bm, "Complete") == ("True", "JobSucceeded", message)
 
 
-def test_an_old_layout_log_completes_as_no_data_collected(
+def test_an_old_layout_is_read_by_its_header_and_a_log_without_one_is_no_data_collected(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
     launcher, pods = start(kube, kwok, gpu_nodes, namespace, "old", "nccl-bandwidth")
@@ -178,10 +209,37 @@ def test_an_old_layout_log_completes_as_no_data_collected(
         container="launcher",
     )
     finish(kube, namespace, "old", pods, succeeded=True)
-    bm = completed(kube, namespace, "old")
+    status = completed(kube, namespace, "old")["status"]
+    assert status["results"] == [  # L5: no redop/root columns, the old float error column
+        {
+            "sizeBytes": 4294967296,
+            "algBW": "129.05",
+            "busBW": "129.05",
+            "samples": 1,
+            "inPlaceAlgBW": "128.84",
+            "inPlaceBusBW": "128.84",
+            "maxError": "1e+00",
+        }
+    ]
+    assert (status["outOfBounds"], status["test"], status["ranks"]) == (
+        {"count": 2, "status": "FAILED"},  # L6
+        "all_gather_perf",  # L1, the command line
+        8,  # -g 8
+    )
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "tail", "nccl-bandwidth")
+    kwok.write_pod_logs(
+        kube,
+        namespace,
+        launcher,
+        data_lines("oci-oke-gb200-kubectl-tail-no-header.log"),
+        container="launcher",
+    )
+    finish(kube, namespace, "tail", pods, succeeded=True)
+    bm = completed(kube, namespace, "tail")
     message = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
     assert condition(bm, "Complete") == ("True", "NoDataCollected", message)
     assert bm["status"].get("results") in (None, [])
+    assert (bm["status"]["rowsWithoutHeader"], bm["status"]["complete"]) == (33, False)
 
 
 def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
@@ -218,6 +276,9 @@ def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
         "algBW": "97.50",
         "busBW": "182.80",
         "samples": 1,
+        "inPlaceAlgBW": "96.74",
+        "inPlaceBusBW": "181.39",
+        "wrong": 0,
     }
 
 

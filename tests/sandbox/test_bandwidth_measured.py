@@ -20,7 +20,7 @@ from lightkube.resources.core_v1 import Pod
 
 from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
-from nvcre.measure.nccl import Aggregate, Parser
+from nvcre.measure.nccl import Parser
 from nvcre.measure.profile import compile_profile
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
@@ -93,7 +93,7 @@ def test_every_group_completes_with_measured_bandwidth(kube: Client) -> None:
             and (p.metadata.labels or {}).get("jobset.sigs.k8s.io/replicatedjob-name") == "launcher"
         )
         assert launcher.metadata is not None
-        offline = Aggregate()
+        offline = parser.aggregate()
         for line in kube.log(
             str(launcher.metadata.name), namespace=namespace, container="node", timestamps=True
         ):
@@ -103,6 +103,12 @@ def test_every_group_completes_with_measured_bandwidth(kube: Client) -> None:
         )
         assert status["transport"] == offline.transport == ["AWS Libfabric"]
         assert status["wrongValues"] == 0
+        assert {k: status[k] for k in offline.summary()} == offline.summary()
+        assert (status["test"], status["complete"], status["failureLines"]["count"]) == (
+            "all_reduce_perf_mpi",  # examples/workloadrun/basic.yaml runs it
+            True,
+            0,
+        ), "the simulated launcher's log is read whole: its test, footer and every size"
         (sixteen,) = [r for r in status["results"] if r["sizeBytes"] == SIXTEEN_GIB]
         # the sandbox's 2-node H100 all_reduce over EFA: about 470 GB/s, a few percent of noise
         assert 423.0 <= float(sixteen["busBW"]) <= 517.0, sixteen

@@ -35,7 +35,7 @@ def test_provisional_samples_merge_and_say_job_running() -> None:
     first = apply({}, lifecycle.running(aggregate(Point(8589934592, 463.04, 897.15)), "c1", T0))
     second = apply(first, lifecycle.running(aggregate(Point(8589934592, 464.10, 899.15, 2)), "c2", T0))
     assert second["results"] == [
-        {"sizeBytes": 8589934592, "algBW": "463.57", "busBW": "898.15", "samples": 2}
+        {"sizeBytes": 8589934592, "algBW": "463.57", "busBW": "898.15", "samples": 2, "wrong": 2}
     ]
     assert (second["wrongValues"], second["lastSampleTime"], second["startTime"]) == (
         2,
@@ -52,7 +52,7 @@ def test_the_final_read_replaces_provisional_results_in_one_terminal_write() -> 
     final = aggregate(Point(16, 2.0, 3.0), Point(16, 2.5, 3.5, 1), transports=("IB",))
     reason, message = final_reason(final, "pod ns/pod")
     done = apply(provisional, lifecycle.complete(reason, message, "2026-03-10T15:00:00Z", final, T0))
-    assert done["results"] == [{"sizeBytes": 16, "algBW": "2.25", "busBW": "3.25", "samples": 2}]
+    assert done["results"] == [{"sizeBytes": 16, "algBW": "2.25", "busBW": "3.25", "samples": 2, "wrong": 1}]
     assert (done["transport"], done["wrongValues"], done["completionTime"]) == (
         ["IB", "Socket"],
         1,

@@ -139,6 +139,9 @@ class Harness:
 
 
 ROWS = (CORPUS / "cre-fixture-mixed-k8s-timestamps-and-raw-lines.log").read_text().splitlines()
+HEADER = (
+    (CORPUS / "awsbatch-p5-mpi-tagged.log").read_text().splitlines()[1]
+)  # [1,0]<stdout>:#  size count ...
 
 
 async def test_samples_count_every_line_once_even_when_a_write_conflicts() -> None:
@@ -182,7 +185,8 @@ async def test_a_kill_before_the_terminal_write_converges_to_one_write_and_one_e
         "algBW": "476.36",
         "busBW": "922.94",
         "samples": 1,
-    }  # L7, the raw row
+        "wrong": 0,
+    }  # L7, the raw row (its header, L2, names 9 columns: the out-of-place half)
     assert h.bm()["status"]["completionTime"] == "2026-03-10T15:00:00Z"
     assert [e["reason"] for e in h.client.events].count("JobSucceeded") == 1
 
@@ -190,7 +194,7 @@ async def test_a_kill_before_the_terminal_write_converges_to_one_write_and_one_e
 async def test_a_conflicting_terminal_write_is_decided_again_on_the_fresh_object() -> None:
     h = Harness()
     row = "     1048576        262144     float     sum      -1    95.40   10.99   20.61      2    95.12   11.02   20.67    N/A"
-    h.write_log(stamped([row]))
+    h.write_log(stamped([HEADER, row]))
     h.set_pod_phase("Succeeded")
     h.finish_job()
     h.client.fail("replace", "BandwidthMeasurement", api_error(409), subresource="status")
@@ -270,7 +274,7 @@ async def test_a_job_gone_completes_only_if_the_measurement_had_seen_it() -> Non
 
 async def test_a_failed_job_completes_as_job_failed_with_a_best_effort_read() -> None:
     h = Harness()
-    h.write_log(stamped([ROWS[5].split(" ", 1)[1]]))
+    h.write_log(stamped([line.split(" ", 1)[1] for line in (ROWS[1], ROWS[5])]))  # header, 8 GiB row
     h.set_pod_phase("Failed")
     h.finish_job("Failed")
     await h.reconcile()
@@ -278,7 +282,56 @@ async def test_a_failed_job_completes_as_job_failed_with_a_best_effort_read() ->
         "JobFailed",
         "Referenced Job failed; results are not used for threshold evaluation",
     )
-    assert [r["sizeBytes"] for r in h.bm()["status"]["results"]] == [8589934592]
+    status = h.bm()["status"]
+    assert [r["sizeBytes"] for r in status["results"]] == [8589934592]
+    assert (status["complete"], status["incompleteReason"]) == (
+        False,
+        "no footer (# Out of bounds / # Avg bus bandwidth) after the table",
+    )
+
+
+async def test_a_later_sample_reads_rows_under_an_earlier_header_and_the_final_write_says_everything() -> (
+    None
+):
+    h = Harness()
+    lines = (CORPUS / "gcm-a100-2node-16gpu-pairwise.log").read_text().splitlines()
+    h.write_log(stamped(lines[:25]))  # device list, header (L22-L24) and the 32 MiB row (L25)
+    await h.reconcile()
+    status = h.bm()["status"]
+    assert [r["sizeBytes"] for r in status["results"]] == [33554432]
+    assert status["tableLayout"] == {
+        "columns": "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
+        "halves": "out-of-place in-place",
+    }
+    h.write_log(stamped(lines[25:], T0 + timedelta(seconds=5)))  # rows only: read with that header
+    await h.reconcile()
+    assert [r["sizeBytes"] for r in h.bm()["status"]["results"]][-1] == 1073741824  # L30
+    h.set_pod_phase("Succeeded")
+    h.finish_job()
+    await h.reconcile()
+    status = h.bm()["status"]
+    assert "tableLayout" not in status
+    assert status["results"][-1] == {
+        "sizeBytes": 1073741824,
+        "algBW": "97.50",
+        "busBW": "182.80",
+        "samples": 1,
+        "inPlaceAlgBW": "96.74",
+        "inPlaceBusBW": "181.39",
+        "wrong": 0,
+    }  # L30
+    assert {k: status[k] for k in ("ranks", "hosts", "avgBusBandwidthGBps", "outOfBounds", "complete")} == {
+        "ranks": 16,
+        "hosts": ["{host1}", "{host2}"],
+        "avgBusBandwidthGBps": "150.209",
+        "outOfBounds": {"count": 0, "status": "OK"},
+        "complete": True,
+    }
+    assert (status["failureLines"], status["sizesDropped"], "incompleteReason" in status) == (
+        {"count": 0, "lines": []},
+        0,
+        False,
+    )
 
 
 async def test_a_pod_with_the_launchers_labels_outside_its_chain_is_never_read() -> None:
@@ -298,13 +351,21 @@ async def test_a_pod_with_the_launchers_labels_outside_its_chain_is_never_read()
     }
     h.client.put(forged)
     row = "     1048576        262144     float     sum      -1    95.40   10.99   20.61      0    95.12   11.02   20.67      0"
-    h.logs["a-forged-launcher"] = stamped([row.replace("20.61", "9999.99")])
-    h.write_log(stamped([row]))
+    h.logs["a-forged-launcher"] = stamped([HEADER, row.replace("20.61", "9999.99")])
+    h.write_log(stamped([HEADER, row]))
     h.set_pod_phase("Succeeded")
     h.finish_job()
     await h.reconcile()
     assert h.bm()["status"]["results"] == [
-        {"sizeBytes": 1048576, "algBW": "10.99", "busBW": "20.61", "samples": 1}
+        {
+            "sizeBytes": 1048576,
+            "algBW": "10.99",
+            "busBW": "20.61",
+            "samples": 1,
+            "inPlaceAlgBW": "11.02",
+            "inPlaceBusBW": "20.67",
+            "wrong": 0,
+        }
     ]
     reason, message = h.complete() or ("", "")
     assert reason == "JobSucceeded" and h.launcher["metadata"]["name"] in message

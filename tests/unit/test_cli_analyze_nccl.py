@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from nvcre.cli.main import cli
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -29,9 +30,39 @@ def test_a_corpus_log_as_json() -> None:
         "algBW": "688.85",
         "busBW": "0.00",
         "samples": 2,
+        "inPlaceAlgBW": "6000000.00",  # L141 and L169 both print `6e+06`
+        "inPlaceBusBW": "0.00",
+        "wrong": 0,
     }
     assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
     assert (status["busBandwidthGBps"], status["algBandwidthGBps"]) == (0.0, 688.85)
+    assert {k: status[k] for k in ("test", "ranks", "hosts", "avgBusBandwidthGBps", "outOfBounds")} == {
+        "test": "all_reduce_perf_mpi",  # L2 `# Collective test starting: all_reduce_perf_mpi`
+        "ranks": 1,
+        "hosts": ["krusty-loopback-communica-636-89cf2-workload-node-0-0"],
+        "avgBusBandwidthGBps": "0",
+        "outOfBounds": {"count": 0, "status": "OK"},
+    }
+    assert (status["complete"], status["incompleteReason"], status["sizesDropped"]) == (True, None, 0)
+    assert status["failureLines"] == {"count": 0, "lines": []}
+
+
+def test_every_field_is_printed_for_a_failed_run() -> None:
+    code, out, _ = run(str(CORPUS / "issue287-rtx5090-2gpu-fail-after-header.log"), "-o", "json")
+    status = json.loads(out)
+    assert code == 1 and status["results"] == []
+    assert (status["test"], status["ranks"], status["hosts"]) == ("all_reduce_perf", 2, ["GENOA-06"])
+    assert (status["complete"], status["incompleteReason"]) == (
+        False,
+        "the table header was printed but no row followed",
+    )
+    assert status["failureLines"]["count"] == 6
+    assert status["failureLines"]["lines"][0].startswith("GENOA-06: Test NCCL failure common.cu:392")
+    assert (status["avgBusBandwidthGBps"], status["outOfBounds"], status["busBandwidthGBps"]) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_stdin_yaml_and_several_files_read_as_one_log() -> None:
@@ -46,21 +77,32 @@ def test_stdin_yaml_and_several_files_read_as_one_log() -> None:
 def test_table() -> None:
     code, out, _ = run(str(CORPUS / "awsome-slurm-p5-2node-srun-label.log"), "-o", "table")
     assert code == 0
-    assert out.splitlines()[0].split() == ["SIZE", "(B)", "ALGBW", "(GB/s)", "BUSBW", "(GB/s)", "SAMPLES"]
-    assert ["17179869184", "259.78", "487.09", "1"] in [line.split() for line in out.splitlines()]  # L34
+    assert out.splitlines()[0].split() == [
+        *("SIZE", "(B)", "ALGBW", "(GB/s)", "BUSBW", "(GB/s)"),
+        *("IN-PLACE", "ALGBW", "IN-PLACE", "BUSBW", "#WRONG", "SAMPLES"),
+    ]
+    row = ["17179869184", "259.78", "487.09", "259.87", "487.26", "0", "1"]  # L34
+    assert row in [line.split() for line in out.splitlines()]
     assert "busBandwidthGBps: 487.09" in out
+    assert "complete: false (no footer (# Out of bounds / # Avg bus bandwidth) after the table)" in out
+    code, out, _ = run(str(CORPUS / "issue37-v100-allgather-old-error-column-FAILED.log"), "-o", "table")
+    assert ["4294967296", "129.05", "129.05", "128.84", "128.84", "error", "1e+00", "1"] in [
+        line.split() for line in out.splitlines()
+    ]  # L5: the old float error column, not a count
+    assert "outOfBounds: 2 FAILED" in out and "avgBusBandwidthGBps: 128.942" in out
 
 
-def test_old_layouts_say_no_bandwidth_rows_recognised() -> None:
-    for name in (
-        "issue5-p100-nccl1-old-header-fail.log",
-        "issue37-v100-allgather-old-error-column-FAILED.log",
+def test_logs_without_a_readable_row_say_no_bandwidth_rows_recognised() -> None:
+    for path in (
+        CORPUS / "issue5-p100-nccl1-old-header-fail.log",  # NCCL 1.x header, then a failure
+        DATA / "oci-oke-gb200-kubectl-tail-no-header.log",  # rows, but no header names them
     ):
-        code, out, err = run(str(CORPUS / name), "-o", "json")
-        assert code == 1, name
+        code, out, err = run(str(path), "-o", "json")
+        assert code == 1, path.name
         assert json.loads(out)["results"] == [] and json.loads(out)["busBandwidthGBps"] is None
         assert json.loads(out)["verdict"]["reason"] == "MeasurementUnavailable"
         assert err.startswith("Error: No final bandwidth data: no nccl-tests row was recognised in ")
+    assert json.loads(out)["rowsWithoutHeader"] == 33
 
 
 def test_bad_input_exits_2() -> None:
@@ -92,6 +134,7 @@ def test_a_profile_file(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["results"] == [
         {"sizeBytes": 8, "algBW": "1.01", "busBW": "2.00", "samples": 2}
     ]
+    assert json.loads(out)["complete"] is None  # a profile's own pattern says nothing of tables
     del profile["spec"]["patterns"]["bandwidthResult"]  # type: ignore[index]
     profile["spec"]["patterns"]["applicationStart"] = {"regex": "start"}  # type: ignore[index]
     path.write_text(yaml.safe_dump(profile))
