@@ -1,4 +1,4 @@
-"""NCCL log parsing: throughput on a generated 200 MB log, next to ``grep -cE`` with the same row
+"""NCCL log parsing: throughput on a generated 200 MB log, next to ``grep -cE`` with a row
 regex on the same file, and the memory of reading it through the API as the controller does.
 
     .venv/bin/python benchmarks/nccl_parser.py [--mb 200] [--no-api]
@@ -7,15 +7,18 @@ The log is nccl-tests output as ``kubectl logs --timestamps`` returns it: kubele
 ``NCCL INFO`` lines, headers and repeated cycles of a 8 B - 16 GiB sweep (one row in three lines).
 Rows:
 
-* ``parser``   ``nvcre.measure.nccl`` (``Parser`` + ``Aggregate``, what the controller and
-               ``nvcrectl analyze nccl`` run) over the file, in a child process: MB/s and its peak RSS;
-* ``grep -cE`` the built-in profile's row regex translated to POSIX ERE (``\\d`` -> ``[0-9]``, ...;
-               led by an optional kubelet prefix, which the parser strips before matching), same file;
+* ``tables``   ``nvcre.measure.nccl`` with the built-in ``nccl-bandwidth`` profile (``reader:
+               NcclTests``, what the controller and ``nvcrectl analyze nccl`` run) over the file, in
+               a child process: MB/s and its peak RSS;
+* ``patterns`` the same with a profile of the reader ``Patterns`` and :data:`ROW_REGEX` as its
+               ``bandwidthResult`` (a LogProfile of one's own), for comparison;
+* ``grep -cE`` :data:`ROW_REGEX` translated to POSIX ERE (``\\d`` -> ``[0-9]``, ...; led by an
+               optional kubelet prefix, which the parsers strip before matching), same file;
 * ``api``      (without ``--no-api``) the same lines served by kwok through a real kube-apiserver and
                read with ``controllers.podlogs.stream_lines`` into the parser, as the controller's final
                read does, in a child process: MB/s and peak RSS (the point: it does not grow with the log).
 
-Both counts of matching rows are printed: they must agree. Nothing here asserts a time.
+The counts of rows must agree. Nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -34,11 +37,22 @@ from pathlib import Path
 from typing import Any
 
 from nvcre.measure.builtin import builtin_profiles
-from nvcre.measure.nccl import Aggregate, Parser
+from nvcre.measure.nccl import Parser
 from nvcre.measure.profile import compile_profile
 
 PROFILE = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
-ROW_REGEX: str = PROFILE["spec"]["patterns"]["bandwidthResult"]["regex"]
+ROW_REGEX = (
+    r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:)?\s*(?P<size>\d+)\s+\d+\s+[A-Za-z]\w*\s+[A-Za-z]\w*\s+-?\d+"
+    r"\s+[\d.]+(?:[eE][+-]?\d+)?\s+(?P<algBW>[\d.]+(?:[eE][+-]?\d+)?)\s+(?P<busBW>[\d.]+(?:[eE][+-]?\d+)?)"
+)
+"""A row of the modern 13-column layout (what ``nccl-bandwidth`` matched before it read tables)."""
+PATTERNS = {
+    "metadata": {"name": "nccl-rows"},
+    "spec": {
+        "timestamp": PROFILE["spec"]["timestamp"],
+        "patterns": {"bandwidthResult": {"regex": ROW_REGEX}},
+    },
+}
 
 
 def ere(regex: str) -> str:
@@ -105,8 +119,9 @@ def peak_rss_mb() -> float:
     return 0.0
 
 
-def child_parse(path: str) -> dict[str, Any]:
-    parser, aggregate = Parser(compile_profile(PROFILE)), Aggregate()
+def child_parse(path: str, reader: str = "tables") -> dict[str, Any]:
+    parser = Parser(compile_profile(PROFILE if reader == "tables" else PATTERNS))
+    aggregate = parser.aggregate()
     before = peak_rss_mb()
     started = time.perf_counter()
     with open(path, errors="replace") as log:
@@ -127,7 +142,8 @@ def child_api(kubeconfig: str, namespace: str, pod: str) -> dict[str, Any]:
 
     async def run() -> dict[str, Any]:
         client = AsyncClient(config=KubeConfig.from_file(kubeconfig))
-        parser, aggregate = Parser(compile_profile(PROFILE)), Aggregate()
+        parser = Parser(compile_profile(PROFILE))
+        aggregate = parser.aggregate()
         before = peak_rss_mb()
         started = time.perf_counter()
         count = 0
@@ -210,15 +226,16 @@ def main() -> None:
         log = workdir / "nccl.log"
         size, rows = generate(log, args.mb, cri=False)
         mb = size / 1e6
-        print(f"log: {mb:.0f} MB, {rows} rows (kubelet-prefixed lines); row regex of nccl-bandwidth")
+        print(f"log: {mb:.0f} MB, {rows} rows (kubelet-prefixed lines)")
         print(
             f"{'reader':<10} {'seconds':>8} {'MB/s':>8} {'rows':>9} {'peak RSS MB':>12} {'RSS at start':>12}"
         )
-        parsed = _child("parse", str(log))
-        print(
-            f"{'parser':<10} {parsed['seconds']:8.2f} {mb / parsed['seconds']:8.1f} {parsed['rows']:>9} "
-            f"{parsed['rss']:12.1f} {parsed['rss0']:12.1f}"
-        )
+        for reader in ("tables", "patterns"):
+            parsed = _child("parse", str(log), reader)
+            print(
+                f"{reader:<10} {parsed['seconds']:8.2f} {mb / parsed['seconds']:8.1f} {parsed['rows']:>9} "
+                f"{parsed['rss']:12.1f} {parsed['rss0']:12.1f}"
+            )
         started = time.perf_counter()
         grep = subprocess.run(
             ["grep", "-cE", ere(ROW_REGEX), str(log)], capture_output=True, text=True, check=False
