@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _nccl_rows import HEADER, ROW_REGEX
 from _revisions import export_source
 
 MIB = 1 << 20
@@ -90,9 +91,8 @@ def child_line(profile_name: str, kind: str, size: int) -> dict[str, Any]:
 
     manifest = next(p for p in builtin_profiles() if p["metadata"]["name"] == profile_name)
     profile = compile_profile(manifest)
-    feed: Callable[[str], object] = (
-        Parser(profile).parse_line if "bandwidthResult" in profile.patterns else GoodputParser(profile).feed
-    )
+    nccl = getattr(profile, "reader", "") == "NcclTests" or "bandwidthResult" in profile.patterns
+    feed: Callable[[str], object] = Parser(profile).parse_line if nccl else GoodputParser(profile).feed
     line = adversarial(kind, size)
     started = time.process_time()
     feed(line)
@@ -167,7 +167,7 @@ def nccl_log(path: Path, megabytes: int) -> None:
     start, index = datetime(2026, 3, 10, 14, 0, tzinfo=UTC), 0
     with open(path, "w") as out:
         while out.tell() < megabytes * 1_000_000:
-            lines = ["nccl-ar-node-0-0:41:41 [0] NCCL INFO Using network IB", "#  size  count  type"]
+            lines = ["nccl-ar-node-0-0:41:41 [0] NCCL INFO Using network IB", HEADER]
             for power in range(3, 35):
                 size, alg = 1 << power, min(260.11, (1 << power) / 6.6e7)
                 lines.append(
@@ -234,7 +234,7 @@ def throughput_table(megabytes: int, baseline: str | None, source: Path | None, 
 
     manifests = {str(p["metadata"]["name"]): p for p in builtin_profiles()}
     cases = (
-        ("nccl", nccl_log, manifests["nccl-bandwidth"]["spec"]["patterns"]["bandwidthResult"]["regex"]),
+        ("nccl", nccl_log, ROW_REGEX),
         (
             "megatron",
             megatron_log,

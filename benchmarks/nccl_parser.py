@@ -36,16 +36,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _nccl_rows import ROW_REGEX
+
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser
 from nvcre.measure.profile import compile_profile
 
 PROFILE = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
-ROW_REGEX = (
-    r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:)?\s*(?P<size>\d+)\s+\d+\s+[A-Za-z]\w*\s+[A-Za-z]\w*\s+-?\d+"
-    r"\s+[\d.]+(?:[eE][+-]?\d+)?\s+(?P<algBW>[\d.]+(?:[eE][+-]?\d+)?)\s+(?P<busBW>[\d.]+(?:[eE][+-]?\d+)?)"
-)
-"""A row of the modern 13-column layout (what ``nccl-bandwidth`` matched before it read tables)."""
 PATTERNS = {
     "metadata": {"name": "nccl-rows"},
     "spec": {
