@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -218,6 +218,12 @@ class BandwidthMeasurementStatus(NvcreModel):
         ge=0,
         description="Lines shaped like table rows seen where no column header was in force: never "
         "read, since nothing names their columns.",
+    )
+    lines_read: int | None = Field(default=None, ge=0, description="Lines the final read went through.")
+    log_tail: list[Annotated[str, Field(max_length=300)]] | None = Field(
+        default=None,
+        max_length=5,
+        description="The log's last non-blank lines (kubelet time stripped), quoted when it gave no final data.",
     )
     table_layout: TableLayout | None = Field(
         default=None,

@@ -36,6 +36,7 @@ FIELDS = (
     "rowsWithoutHeader",
     "transport",
     "linesRead",
+    "logTail",
 )
 
 
@@ -43,13 +44,7 @@ def nccl_status(aggregate: Aggregate) -> dict[str, Any]:
     """What the BandwidthMeasurement controller writes for this log, and the threshold inputs."""
     results = aggregate.results()
     peaks = peak(results)
-    status: dict[str, Any] = {
-        "results": [r.to_status() for r in results],
-        "transport": aggregate.transport,
-        "wrongValues": aggregate.wrong_values,
-        "linesRead": aggregate.lines,
-        **aggregate.summary(),
-    }
+    status = aggregate.final_status()
     return {
         **{key: status.get(key) for key in FIELDS},
         BUS_BANDWIDTH: peaks[0] if peaks else None,
@@ -166,8 +161,7 @@ def nccl_command(
     except ProfileError as error:
         bad_input(f"LogProfile {profile}: {error}")
     aggregate = parser.aggregate()
-    for line in log_lines(logs):
-        aggregate.add(parser.parse_line(line))
+    parser.fold(aggregate, log_lines(logs))
     status = nccl_status(aggregate)
     config: dict[str, Any] = {"logProfileRef": profile}
     if expect_transport:

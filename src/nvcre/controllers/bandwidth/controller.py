@@ -188,8 +188,7 @@ class BandwidthMeasurementController:
         aggregate = parser.aggregate()
 
         def fold(lines: list[str]) -> None:
-            for line in lines:
-                aggregate.add(parser.parse_line(line))
+            parser.fold(aggregate, lines)
 
         try:
             await offload.in_batches(
@@ -308,7 +307,7 @@ class _Sample:
             stamp = line_time(line)
             if stamp is not None and self.cursor is not None and stamp <= self.cursor:
                 continue  # merged by an earlier sample
-            self.aggregate.add(self.parser.parse_line(line))
+            self.parser.fold(self.aggregate, (line,))
             self.last = stamp if stamp is not None else self.last
 
 

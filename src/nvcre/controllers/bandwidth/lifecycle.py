@@ -171,10 +171,8 @@ def complete(
         _start(status, now)
         status.pop("tableLayout", None)
         if final is not None:
-            status["results"] = [r.to_status() for r in final.results()]
-            status["transport"] = union_transport(status.get("transport") or (), final.transports)
-            status["wrongValues"] = final.wrong_values
-            status.update(final.summary())
+            seen = union_transport(status.get("transport") or (), final.transports)
+            status.update(final.final_status(), transport=seen)
         status.setdefault("wrongValues", 0)
         status["completionTime"] = completion_time
         _measuring(status, ConditionStatus.FALSE, reason, message, now)

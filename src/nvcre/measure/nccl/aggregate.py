@@ -9,6 +9,7 @@ shared by the controller's terminal write and ``nvcrectl analyze nccl``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,8 @@ SIZE_CAP = 4096
 server's object size limit)."""
 HOST_CAP = 4096
 FAILURE_LINES_KEPT = 5
+TAIL_LINES = 5
+"""The log's last non-blank lines a final read keeps (``logTail``)."""
 NO_DATA = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
 
 
@@ -172,6 +175,13 @@ class Aggregate:
     failures: int = 0
     failure_lines: list[str] = field(default_factory=list)
     headerless: int = 0
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+
+    def remember(self, content: str) -> None:
+        """One more line of the log (without its kubelet prefix): the last few that say something
+        (not blank, not a bare ``#``) are quoted when the log gave no final data."""
+        if any(ch.isalnum() for ch in content):
+            self.tail.append(content.strip()[:FAILURE_LINE_CHARS])
 
     def add(self, item: Item) -> None:
         self.lines += 1
@@ -290,6 +300,19 @@ class Aggregate:
             )
         return "no nccl-tests table header in the log"
 
+    def final_status(self) -> dict[str, Any]:
+        """What a final read of the whole log records: the results, transport, wrongValues, the
+        lines read, the log's last lines and :meth:`summary` (the controller's terminal write and
+        ``nvcrectl analyze nccl`` alike)."""
+        return {
+            "results": [r.to_status() for r in self.results()],
+            "transport": self.transport,
+            "wrongValues": self.wrong_values,
+            "linesRead": self.lines,
+            "logTail": list(self.tail),
+            **self.summary(),
+        }
+
     def summary(self) -> dict[str, Any]:
         """The status fields beyond ``results``/``transport``/``wrongValues`` (camelCase; a field
         the log does not state is left out)."""
@@ -320,8 +343,7 @@ class Aggregate:
 def read(lines: Iterable[str], parser: Any) -> Aggregate:
     """Fold every line (streamed: nothing but the per-size sums and a few counters is kept)."""
     aggregate: Aggregate = parser.aggregate()
-    for line in lines:
-        aggregate.add(parser.parse_line(line))
+    parser.fold(aggregate, lines)
     return aggregate
 
 

@@ -15,7 +15,7 @@ linear in its length and garbage never raises.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nvcre.measure.nccl import context
@@ -166,6 +166,12 @@ class Parser:
     def state(self) -> dict[str, str] | None:
         """The table layout in force, for the next provisional sample (None: nothing to carry)."""
         return self.table.layout.to_state() if self.table is not None and self.table.layout else None
+
+    def fold(self, aggregate: Aggregate, lines: Iterable[str]) -> None:
+        """Read ``lines`` into ``aggregate``, which also keeps the last few as the log's tail."""
+        for line in lines:
+            aggregate.add(self.parse_line(line))
+            aggregate.remember(strip_kubelet_prefix(line.rstrip("\r\n")))
 
     def parse_line(self, line: str) -> Item:
         """A data point, a fact about the run, a transport name, or None for any other line."""
