@@ -48,9 +48,10 @@ def test_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.yaml"
     bad.write_text("kind: [unclosed\n")
     code, _, err = run("validate", str(bad))
-    assert code == 1
-    assert err.splitlines()[0].startswith(f"{bad}: document 1: not valid YAML (line ")
-    assert "Traceback" not in err
+    assert code == 2
+    assert err.splitlines() == [
+        f"Error: {bad}: not valid YAML (line 2, column 1): did not find expected ',' or ']'"
+    ]
 
 
 def test_unknown_kind_and_api_version(tmp_path: Path) -> None:
@@ -73,10 +74,10 @@ def test_missing_required_field(tmp_path: Path) -> None:
     assert f"{bad}: WorkloadRun/ok: spec.image: Required value" in err
 
 
-def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+def test_missing_file_is_bad_input(tmp_path: Path) -> None:
     code, _, err = run("validate", str(tmp_path / "nope.yaml"))
-    assert code == 1
-    assert "cannot read file: No such file or directory" in err
+    assert code == 2
+    assert err == f"Error: {tmp_path / 'nope.yaml'}: cannot read file: No such file or directory\n"
 
 
 def test_version() -> None:
