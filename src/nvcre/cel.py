@@ -12,13 +12,15 @@ Expressions are bounded (the limits are in :mod:`nvcre.api.v1alpha1.limits`): co
 one that is too long, calls too many comprehension macros, nests them too deeply or is parsed too
 deep, and an evaluation stops with a ``budget`` error after a fixed number of steps, so no
 expression can hold the caller (the manager's event loop) for more than a fraction of a second.
-The budget counts steps, not time: an expression passes or fails the same way on any machine.
+The budget counts steps, not time: an expression passes or fails the same way on any machine
+(a one-second wall-clock backstop only catches steps whose cost outgrows their operands' size).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, cast
@@ -35,7 +37,9 @@ from nvcre.api.v1alpha1.limits import (
     EXPRESSION_MAX_LENGTH,
     EXPRESSION_MAX_MACRO_NESTING,
     EXPRESSION_MAX_MACROS,
+    EXPRESSION_MAX_SECONDS,
     EXPRESSION_MAX_STEPS,
+    EXPRESSION_STEP_SIZE,
     macro_calls,
 )
 
@@ -139,20 +143,42 @@ def _describe(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+TIME_MESSAGE = f"exceeded the evaluation time limit of {EXPRESSION_MAX_SECONDS:g} s"
+
+
 class _BudgetExceeded(Exception):
     """Raised inside the evaluator; not a ``CELEvalError``, so no CEL operator can absorb it."""
 
 
 class _Budget:
-    __slots__ = ("left",)
+    __slots__ = ("calls", "charged", "deadline", "left", "steps")
 
     def __init__(self, steps: int) -> None:
-        self.left = steps
+        self.steps = self.left = steps
+        self.calls = 0
+        self.deadline = time.monotonic() + EXPRESSION_MAX_SECONDS
+        self.charged: dict[int, Any] = {}
+        """The big values already paid for, by id (held, so that no id is reused meanwhile)."""
 
     def spend(self, steps: int) -> None:
         self.left -= steps
         if self.left < 0:
-            raise _BudgetExceeded
+            raise _BudgetExceeded(f"exceeded the evaluation budget of {self.steps} steps")
+        self.calls += 1
+        if self.calls % 256 == 0 and time.monotonic() > self.deadline:
+            raise _BudgetExceeded(TIME_MESSAGE)
+
+    def spend_sizes(self, values: Iterable[Any]) -> None:
+        """One step per :data:`EXPRESSION_STEP_SIZE` characters, items or entries of each value,
+        once per value: a value passed up through the parse tree is paid for where it is made."""
+        for value in values:
+            if (
+                isinstance(value, str | bytes | list | dict)
+                and len(value) >= EXPRESSION_STEP_SIZE
+                and id(value) not in self.charged
+            ):
+                self.charged[id(value)] = value
+                self.spend(len(value) // EXPRESSION_STEP_SIZE)
 
 
 class _BudgetedEvaluator(Evaluator):
@@ -165,11 +191,15 @@ class _BudgetedEvaluator(Evaluator):
 
     def visit(self, tree: lark.Tree[Any]) -> Any:
         self.budget.spend(1)
-        return super().visit(tree)
+        result = super().visit(tree)
+        self.budget.spend_sizes((result,))
+        return result
 
     def visit_children(self, tree: lark.Tree[Any]) -> list[Any]:
         self.budget.spend(len(tree.children))
-        return super().visit_children(tree)
+        results = super().visit_children(tree)
+        self.budget.spend_sizes(results)
+        return results
 
     def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
         return _BudgetedEvaluator(ast, self.activation, self.budget)
@@ -180,9 +210,6 @@ class _Runner(celpy.InterpretedRunner):
         return _BudgetedEvaluator(self.ast, self.new_activation(), _Budget(steps)).evaluate(context)
 
 
-BUDGET_MESSAGE = f"exceeded the evaluation budget of {EXPRESSION_MAX_STEPS} steps"
-
-
 @dataclass(frozen=True)
 class Program:
     """A compiled expression; evaluate it as often as needed."""
@@ -190,16 +217,19 @@ class Program:
     expression: str
     _runner: _Runner
 
-    def evaluate(self, variables: Mapping[str, Any] | None = None) -> Any:
-        """The result as plain Python (bool, int, float, str, list, dict, None)."""
+    def evaluate(
+        self, variables: Mapping[str, Any] | None = None, *, steps: int = EXPRESSION_MAX_STEPS
+    ) -> Any:
+        """The result as plain Python (bool, int, float, str, list, dict, None), evaluated within
+        ``steps`` (a ``budget`` error past them)."""
         try:
             activation = {name: to_cel(value) for name, value in (variables or {}).items()}
         except (TypeError, ValueError) as error:
             raise CELError(self.expression, f"unsupported variable value: {error}", "evaluate") from error
         try:
-            result = self._runner.evaluate_within(activation, EXPRESSION_MAX_STEPS)
-        except _BudgetExceeded:
-            raise CELError(self.expression, BUDGET_MESSAGE, "budget") from None
+            result = self._runner.evaluate_within(activation, steps)
+        except _BudgetExceeded as exceeded:
+            raise CELError(self.expression, str(exceeded), "budget") from None
         except RecursionError:  # below EXPRESSION_MAX_DEPTH only on an already deep stack
             raise CELError(self.expression, "nested too deeply to evaluate", "evaluate") from None
         except CELEvalError as error:
@@ -210,8 +240,10 @@ class Program:
             raise CELError(self.expression, _describe(result), "evaluate")
         return from_cel(result)
 
-    def evaluate_bool(self, variables: Mapping[str, Any] | None = None) -> bool:
-        result = self.evaluate(variables)
+    def evaluate_bool(
+        self, variables: Mapping[str, Any] | None = None, *, steps: int = EXPRESSION_MAX_STEPS
+    ) -> bool:
+        result = self.evaluate(variables, steps=steps)
         if not isinstance(result, bool):
             raise CELError(self.expression, f"must evaluate to bool, got {type_name(result)}", "type")
         return result
@@ -221,8 +253,8 @@ def compile_expression(expression: str) -> Program:
     """Compile (cached by expression text, failures too); ``CELError`` on a syntax error or an
     expression beyond the limits."""
     compiled = _compile(expression)
-    if isinstance(compiled, CELError):
-        raise compiled
+    if isinstance(compiled, CELError):  # a new one: a raised error keeps the frames it went through
+        raise CELError(compiled.expression, compiled.error, compiled.kind)
     return compiled
 
 

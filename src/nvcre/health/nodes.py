@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.api.v1alpha1.limits import HEALTH_EXPRESSION_MAX_STEPS
 from nvcre.cel import CELError, compile_expression
 
 HARDWARE_FAILURE_MESSAGE = "Hardware failure detected by node health check"
@@ -73,7 +74,7 @@ def unhealthy_nodes(expression: str, nodes: Iterable[Mapping[str, Any]]) -> Heal
     for node in nodes:
         name = str(node.get("metadata", {}).get("name"))
         try:
-            if program.evaluate_bool({"node": with_defaults(node)}):
+            if program.evaluate_bool({"node": with_defaults(node)}, steps=HEALTH_EXPRESSION_MAX_STEPS):
                 failing.append(name)
         except CELError as error:
             if error.kind in EXPRESSION_FAULTS:

@@ -24,7 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvcre.api.v1alpha1.limits import MIN_SAMPLE_INTERVAL_SECONDS, SAMPLE_INTERVAL_MESSAGE
+from nvcre.api.v1alpha1.limits import (
+    EXPRESSION_MAX_STEPS,
+    HEALTH_EXPRESSION_MAX_STEPS,
+    MIN_SAMPLE_INTERVAL_SECONDS,
+    SAMPLE_INTERVAL_MESSAGE,
+)
 from nvcre.durations import parse_duration
 from nvcre.validation.findings import Finding
 
@@ -127,27 +132,30 @@ class _Checker:
     def health_expression(self, expression: str, path: str) -> None:
         from nvcre.health.nodes import with_defaults
 
-        self._expression(expression, path, {"node": with_defaults({"metadata": {"name": "sample-node"}})})
+        sample = {"node": with_defaults({"metadata": {"name": "sample-node"}})}
+        self._expression(expression, path, sample, HEALTH_EXPRESSION_MAX_STEPS)
 
     def when(self, when: Any, path: str) -> None:
         expression = when.get("expression") if isinstance(when, Mapping) else None
         if isinstance(expression, str):
             from nvcre.render.overrides import OverrideContext
 
-            self._expression(expression, f"{path}.expression", OverrideContext().cel_variables())
+            self._expression(
+                expression, f"{path}.expression", OverrideContext().cel_variables(), EXPRESSION_MAX_STEPS
+            )
 
     def overrides(self, overrides: Any, path: str) -> None:
         for index, override in _items(overrides):
             self.when(override.get("when"), f"{path}[{index}].when")
             self.job_spec(_dig(override, "jobTemplate", "spec"), f"{path}[{index}].jobTemplate.spec")
 
-    def _expression(self, expression: str, path: str, sample: Mapping[str, Any]) -> None:
+    def _expression(self, expression: str, path: str, sample: Mapping[str, Any], steps: int) -> None:
         """Compiled within its limits, then tried on a sample: its type, its undeclared names and
         its budget are properties of the expression; other errors may come from the sample."""
         from nvcre.cel import CELError, compile_expression
 
         try:
-            compile_expression(expression).evaluate_bool(sample)
+            compile_expression(expression).evaluate_bool(sample, steps=steps)
         except CELError as error:
             if error.kind != "evaluate" or error.error.startswith("undeclared reference"):
                 self._error(path, _invalid(expression, error.error))

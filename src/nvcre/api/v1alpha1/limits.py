@@ -31,11 +31,25 @@ EXPRESSION_MAX_DEPTH: Final = 200
 """Levels of the parsed expression (each operator, member access, call and bracket adds some;
 the documented node-health examples need 25 to 55). Deeper ones exhaust the evaluator's stack."""
 
-EXPRESSION_MAX_STEPS: Final = 10_000
-"""Evaluation steps (nodes of the expression visited, once per comprehension element) one
-evaluation may take; past it the evaluation stops with an error. About 50 to 100 ms in the
-cel-python evaluator (docs/benchmarks.md, ``cel_budget``); a node-health expression of eight
-``exists`` over twenty node conditions takes about 6,000."""
+EXPRESSION_MAX_STEPS: Final = 2_000
+"""Evaluation steps one evaluation of a threshold or override expression may take (they run on
+the manager's event loop); past it the evaluation stops with an error. A step is a node of the
+expression visited (once per element inside a comprehension), plus one for every
+:data:`EXPRESSION_STEP_SIZE` characters, items or entries of each value it produces, so big
+values cost what copying them costs. 2,000 steps take 15 to 35 ms in cel-python
+(docs/benchmarks.md, ``cel_budget``); ``value >= 487.7`` takes 17."""
+
+HEALTH_EXPRESSION_MAX_STEPS: Final = 10_000
+"""The same for one node-health evaluation (one node; evaluated outside the event loop, as
+iterating a node's conditions costs more): 10,000 steps take 70 to 200 ms; eight ``exists``
+over twenty node conditions take about 6,000."""
+
+EXPRESSION_STEP_SIZE: Final = 1_000
+
+EXPRESSION_MAX_SECONDS: Final = 1.0
+"""A backstop in wall-clock time for the steps whose own work grows with their operands beyond
+what their size says (comparing two deep maps): no expression of the documented kinds gets near
+it, so a verdict does not depend on the machine."""
 
 MACRO_CALL: Final = r"[.][[:space:]]*(all|exists|exists_one|map|filter)[[:space:]]*[(]"
 """The macro calls :data:`EXPRESSION_MAX_MACROS` counts, as an RE2 pattern (the API server's
