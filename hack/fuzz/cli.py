@@ -50,10 +50,24 @@ MANIFEST_COMMANDS = (
     ("certification", "render", "--gpu-arch", "h100"),
     ("workflow", "render", "--gpu-arch", "h100"),
     ("workflow", "render", "--platform", "aws", "--gpu-arch", "h100"),
-    ("analyze", "nccl", str(CORPUS / "nccl" / "cre-real-a100-allreduce-2node-pdt-timestamps.log"), "--profile"),
-    ("analyze", "goodput", str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.log"), "--profile"),
+    (
+        "analyze",
+        "nccl",
+        str(CORPUS / "nccl" / "cre-real-a100-allreduce-2node-pdt-timestamps.log"),
+        "--profile",
+    ),
+    (
+        "analyze",
+        "goodput",
+        str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.log"),
+        "--profile",
+    ),
 )
-LOG_COMMANDS = (("analyze", "nccl"), ("analyze", "goodput"), ("analyze", "goodput", "--profile", "nemo-training"))
+LOG_COMMANDS = (
+    ("analyze", "nccl"),
+    ("analyze", "goodput"),
+    ("analyze", "goodput", "--profile", "nemo-training"),
+)
 THRESHOLD_KEYS = ("busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
 
 

@@ -140,16 +140,11 @@ def objects(source: str, documents: list[Any]) -> list[dict[str, Any]]:
     return documents
 
 
+_YAML_TYPES: Final = ((bool, "boolean"), (int | float, "number"), (str, "string"), (list, "list"))
+
+
 def _yaml_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return type(value).__name__
+    return next((name for kind, name in _YAML_TYPES if isinstance(value, kind)), type(value).__name__)
 
 
 def _binary_share(sample: bytes) -> float:

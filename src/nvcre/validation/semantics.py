@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from nvcre.api.v1alpha1.limits import (
@@ -180,9 +181,7 @@ class _Checker:
             self._profile_ref(name, f"{path}.logProfileRef", needs)
 
     def _profile_ref(self, name: str, path: str, needs: str) -> None:
-        from nvcre.measure.builtin import builtin_profiles
-
-        builtin = {str(p["metadata"]["name"]): p for p in builtin_profiles()}
+        builtin = _builtin_profiles()
         profile = self.profiles.get(name) or builtin.get(name)
         if profile is None:
             where = ", ".join(sorted(builtin))
@@ -209,6 +208,13 @@ class _Checker:
                 self._error(field_path, message)
             else:
                 self._error("spec", str(error))
+
+
+@cache
+def _builtin_profiles() -> dict[str, dict[str, Any]]:
+    from nvcre.measure.builtin import builtin_profiles
+
+    return {str(p["metadata"]["name"]): p for p in builtin_profiles()}
 
 
 def _invalid(expression: str, why: str) -> str:
