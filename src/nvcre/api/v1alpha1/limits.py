@@ -36,13 +36,13 @@ EXPRESSION_MAX_STEPS: Final = 2_000
 the manager's event loop); past it the evaluation stops with an error. A step is a node of the
 expression visited (once per element inside a comprehension), plus one for every
 :data:`EXPRESSION_STEP_SIZE` characters, items or entries of each value it produces, so big
-values cost what copying them costs. 2,000 steps take 15 to 35 ms in cel-python
-(docs/benchmarks.md, ``cel_budget``); ``value >= 487.7`` takes 17."""
+values cost what copying them costs. 2,000 steps take about 30 ms in cel-python on a shared
+2-core machine (docs/benchmarks.md, ``cel_budget``); ``value >= 487.7`` takes 17."""
 
 HEALTH_EXPRESSION_MAX_STEPS: Final = 10_000
 """The same for one node-health evaluation (one node; evaluated outside the event loop, as
-iterating a node's conditions costs more): 10,000 steps take 70 to 200 ms; eight ``exists``
-over twenty node conditions take about 6,000."""
+iterating a node's conditions costs more): 10,000 steps take 120 to 400 ms there; eight
+``exists`` over twenty node conditions take about 6,000."""
 
 EXPRESSION_STEP_SIZE: Final = 1_000
 
