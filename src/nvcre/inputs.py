@@ -16,7 +16,7 @@ import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 import yaml
 
@@ -157,7 +157,7 @@ def _binary_share(sample: bytes) -> float:
 
 
 @contextmanager
-def open_log(source: str) -> Iterator[IO[bytes]]:
+def open_log(source: str) -> Iterator[BinaryIO]:
     """A log file (or stdin) as a binary stream, once its first block is judged to be text
     (split it into lines with :func:`nvcre.measure.lines.read_lines`)."""
     where = label(source)
@@ -177,7 +177,9 @@ def open_log(source: str) -> Iterator[IO[bytes]]:
         if not sample:
             raise InputError(f"{where}: empty file")
         if sample.startswith(_UTF16_32_BOMS):
-            raise InputError(f"{where}: UTF-16 or UTF-32 text; logs are read as UTF-8 (convert it with iconv)")
+            raise InputError(
+                f"{where}: UTF-16 or UTF-32 text; logs are read as UTF-8 (convert it with iconv)"
+            )
         share = _binary_share(sample)
         if share > LOG_BINARY_FRACTION:
             raise InputError(

@@ -421,7 +421,8 @@ CASES = [
         "run-bandwidth-profile-without-rows",
         at(RUN, "spec.bandwidthMeasurement", {"logProfileRef": "megatron-training"}),
         "spec.bandwidthMeasurement.logProfileRef",
-        'LogProfile "megatron-training" has no spec.patterns.bandwidthResult, which this measurement reads',
+        'LogProfile "megatron-training" has no spec.patterns.bandwidthResult (nor spec.reader: NcclTests), '
+        "which this measurement reads",
     ),
     (
         "goodput-profile-without-steps",

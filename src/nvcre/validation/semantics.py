@@ -192,22 +192,29 @@ class _Checker:
                     "validated; it must exist on the cluster",
                 )
             )
-        elif not _dig(profile, "spec", "patterns").get(needs):
+        elif not _reads(profile, needs):
+            alternative = " (nor spec.reader: NcclTests)" if needs == "bandwidthResult" else ""
             self._error(
-                path, f'LogProfile "{name}" has no spec.patterns.{needs}, which this measurement reads'
+                path,
+                f'LogProfile "{name}" has no spec.patterns.{needs}{alternative}, which this measurement reads',
             )
 
     def log_profile(self, document: Mapping[str, Any]) -> None:
-        from nvcre.measure.profile import ProfileError, compile_profile
+        from nvcre.validation.logprofiles import profile_problems
 
-        try:
-            compile_profile(document)
-        except ProfileError as error:
-            field_path, sep, message = str(error).partition(": ")
-            if sep and field_path.startswith("spec."):
-                self._error(field_path, message)
-            else:
-                self._error("spec", str(error))
+        for path, problem in profile_problems(dict(document)):
+            self._error(path or "spec", problem)
+
+
+def _reads(profile: Mapping[str, Any], needs: str) -> bool:
+    """Whether the profile reads what a measurement needs: its pattern, or for bandwidth rows the
+    built-in nccl-tests table reader."""
+    from nvcre.measure.nccl.reader import NCCL_TESTS
+
+    spec = _dig(profile, "spec")
+    if needs == "bandwidthResult" and spec.get("reader") == NCCL_TESTS:
+        return True
+    return bool(_dig(spec, "patterns").get(needs))
 
 
 @cache

@@ -44,6 +44,7 @@ from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import StatusChange, conditions_of, now
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
+from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
 from nvcre.runtime.errors import is_invalid, server_message
 from nvcre.runtime.objects import Obj, ObjectKey
@@ -427,8 +428,10 @@ class JobController:
     async def _check_node_health(self, job: Obj) -> None:
         nodes = health.nodes_to_check(self._job_pods(job), lambda name: self.nodes.get("", name))
         try:
-            # CEL in cel-python is slow (milliseconds a node); a thread keeps the loop serving
-            verdict = await asyncio.to_thread(health.check, job, nodes)
+            # cel-python takes milliseconds a node: the offload pool keeps the loop serving
+            verdict = await asyncio.get_running_loop().run_in_executor(
+                offload.executor(), health.check, job, nodes
+            )
         except CELError as error:  # a bad expression is the user's; report it, never crash-loop
             log.warning("node health expression of %s is unusable: %s", job["metadata"]["name"], error)
             reported = (job["metadata"].get("uid", ""), error.expression)
