@@ -14,13 +14,14 @@ import pytest
 from lightkube import ApiError, Client
 
 from nvcre.controllers import resources
-from tests.manifests import CERT, JOB, RUN, WORKFLOW, at
+from tests.manifests import ACCEPTED_BOTH, CERT, JOB, REJECTED_BOTH, RUN, WORKFLOW, at
 
 KINDS = {
     "WorkloadRun": resources.WorkloadRun,
     "Certification": resources.Certification,
     "Job": resources.Job,
     "Workflow": resources.Workflow,
+    "BandwidthMeasurement": resources.BandwidthMeasurement,
 }
 
 
@@ -274,6 +275,9 @@ CREATE_REJECTED = [
 ]
 
 
+CREATE_REJECTED += [case.admission() for case in REJECTED_BOTH]  # `nvcrectl validate` rejects them alike
+
+
 @pytest.mark.parametrize(
     ("doc", "field", "message"), [c[1:] for c in CREATE_REJECTED], ids=[c[0] for c in CREATE_REJECTED]
 )
@@ -307,6 +311,7 @@ ACCEPTED = [
     ("cert-source-repo", at(CERT, "spec.sourceRepo", "https://git.example.com/r.git")),
     ("cert-request-without-limit", at(CERT, "spec.resources", {"requests": {"cpu": "8", "memory": "32Gi"}})),
     ("cert-resources-within", at(CERT, "spec.resources", {"requests": {"cpu": "4"}, "limits": {"cpu": 6}})),
+    *ACCEPTED_BOTH,
 ]
 
 

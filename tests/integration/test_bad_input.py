@@ -49,6 +49,11 @@ def counters(manager: ManagerProcess, name: str) -> dict[tuple[str, ...], float]
     }
 
 
+THIRTY = "[" + ",".join(["1"] * 30) + "]"
+OVER_BUDGET = f"{THIRTY}.all(a, {THIRTY}.all(b, a == b))"
+"""Within every compile-time limit (1.2 KB less than the API server allows), 900 evaluations of
+its body: past the 2,000-step budget of an override expression, evaluated in the manager's loop."""
+
 BAD = [
     pytest.param(
         {
@@ -64,6 +69,16 @@ BAD = [
         "OverrideError",
         "spec.overrides[0].jobTemplatePatch[0]",
         id="override-json-patch-path",
+    ),
+    pytest.param(
+        {
+            "overrides": [
+                {"when": {"expression": OVER_BUDGET}, "jobTemplate": {"metadata": {"labels": {"a": "b"}}}}
+            ]
+        },
+        "OverrideError",
+        "spec.overrides[0].when.expression: evaluating CEL expression",
+        id="override-expression-over-budget",
     ),
     pytest.param(
         {"job_spec": {"checkpoint": {"pvcName": "ckpt"}}},

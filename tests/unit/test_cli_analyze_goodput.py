@@ -125,7 +125,7 @@ def test_a_log_without_a_training_step_measures_nothing() -> None:
 
 
 def test_bad_input_is_one_line() -> None:
-    assert run("--profile", "nope", N6)[2].startswith('Error: --profile "nope": neither a built-in profile')
+    assert run("--profile", "nope", N6)[2].startswith("Error: nope: neither a built-in LogProfile")
     assert run("/no/such/log")[2].startswith("Error: /no/such/log: cannot read file")
     assert run("--profile", "nope", N6)[0] == 2
     assert run("-o", "xml", N6)[0] != 0

@@ -48,9 +48,10 @@ def test_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.yaml"
     bad.write_text("kind: [unclosed\n")
     code, _, err = run("validate", str(bad))
-    assert code == 1
-    assert err.splitlines()[0].startswith(f"{bad}: document 1: not valid YAML (line ")
-    assert "Traceback" not in err
+    assert code == 2
+    assert err.splitlines() == [
+        f"Error: {bad}: not valid YAML (line 2, column 1): did not find expected ',' or ']'"
+    ]
 
 
 def test_unknown_kind_and_api_version(tmp_path: Path) -> None:
@@ -73,13 +74,38 @@ def test_missing_required_field(tmp_path: Path) -> None:
     assert f"{bad}: WorkloadRun/ok: spec.image: Required value" in err
 
 
-def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+def test_missing_file_is_bad_input(tmp_path: Path) -> None:
     code, _, err = run("validate", str(tmp_path / "nope.yaml"))
-    assert code == 1
-    assert "cannot read file: No such file or directory" in err
+    assert code == 2
+    assert err == f"Error: {tmp_path / 'nope.yaml'}: cannot read file: No such file or directory\n"
 
 
 def test_version() -> None:
     code, out, _ = run("--version")
     assert code == 0
     assert out.startswith("nvcrectl ")
+
+
+def test_a_measurement_profile_is_looked_for_among_the_files_validated(tmp_path: Path) -> None:
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text(GOOD + "  goodputMeasurement: {logProfileRef: my-training, sampleInterval: 30s}\n")
+    code, out, err = run("validate", str(run_file))
+    assert (code, out) == (0, f"{run_file}: WorkloadRun/ok: OK\n")
+    assert err == (
+        f"{run_file}: WorkloadRun/ok: warning: spec.goodputMeasurement.logProfileRef: LogProfile "
+        '"my-training" is neither built in (megatron-bridge, megatron-training, nccl-bandwidth, '
+        "nccl-loopback, nemo-training) nor among the manifests validated; it must exist on the cluster\n"
+    )
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(
+        "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: LogProfile\nmetadata: {name: my-training}\n"
+        "spec:\n  timestamp: {layout: '2006-01-02 15:04:05'}\n"
+        "  patterns: {bandwidthResult: {regex: '(?P<size>[0-9]+) (?P<algBW>[0-9.]+) (?P<busBW>[0-9.]+)'}}\n"
+    )
+    code, _, err = run("validate", str(run_file), str(profile))
+    assert code == 1
+    assert err.splitlines() == [
+        f'{run_file}: WorkloadRun/ok: spec.goodputMeasurement.logProfileRef: LogProfile "my-training" has no '
+        "spec.patterns.trainingStep, which this measurement reads",
+        "1 of 2 objects invalid",
+    ]

@@ -119,8 +119,8 @@ def run(runner: CliRunner, *args: str) -> Any:
     return runner.invoke(cli, ["workflow", "render", *args], catch_exceptions=False)
 
 
-def one_line_error(result: Any, message: str) -> None:
-    assert result.exit_code == 1
+def one_line_error(result: Any, message: str, code: int = 1) -> None:
+    assert result.exit_code == code
     assert result.stdout == ""
     assert result.stderr == f"Error: {message}\n"
     assert "Traceback" not in result.output
@@ -218,13 +218,13 @@ def test_invalid_output_format(runner: CliRunner, tmp_path: Path) -> None:
 def test_missing_file(runner: CliRunner, tmp_path: Path) -> None:
     missing = tmp_path / "missing.yaml"
     result = run(runner, "--platform", "aws", str(missing))
-    one_line_error(result, f"{missing}: cannot read file: No such file or directory")
+    one_line_error(result, f"{missing}: cannot read file: No such file or directory", code=2)
 
 
 def test_not_yaml(runner: CliRunner, tmp_path: Path) -> None:
     path = write(tmp_path, "kind: [", "bad.yaml")
     result = run(runner, "--platform", "aws", str(path))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: {path}: not valid YAML (line ")
     assert result.stderr.count("\n") == 1
 

@@ -355,6 +355,44 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
     assert hardware["message"] == "Hardware failure detected on node(s): [broken queued]"
 
 
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ("node.metadata.name", "must evaluate to bool, got string"),
+        ("node.spec.unschedulable ==", "syntax error at line 1, column 25"),
+        (
+            "[" + ",".join(["1"] * 300) + "].all(a, [" + ",".join(["1"] * 300) + "].all(b, a == b))",
+            "exceeded the evaluation budget of 10000 steps",
+        ),
+    ],
+    ids=["not-boolean", "syntax", "over-budget"],
+)
+async def test_an_unusable_health_expression_is_reported_once_and_fails_no_node(
+    expression: str, why: str
+) -> None:
+    client, manager, controller = setup()
+    job = make_job("n0", nodeHealthMonitor={"cel": {"expression": expression}})
+    trainjob = client.put(make_trainjob(job))
+    manager.cache(trainjob)
+    manager.cache(client.put(with_workload(job, trainjob)))
+    manager.cache(node("n0", heartbeat="2026-01-01T00:00:00Z", unschedulable=True))
+    for pod in job_pods(job, {"n0": "Running"}):
+        manager.cache(pod)
+    await controller.reconcile(KEY)
+    await controller.reconcile(KEY)
+    assert [(e["type"], e["reason"], e["note"]) for e in client.events] == [
+        (
+            "Warning",
+            "InvalidNodeHealthExpression",
+            f"nodeHealthMonitor.cel.expression: {why}; node health is not monitored",
+        )
+    ]
+    stored = client.stored(resources.Job, "j", NS)
+    assert stored is not None
+    assert not stored["status"].get("failedNodes")
+    assert all(c["type"] != "HardwareFailed" for c in stored["status"]["conditions"])
+
+
 # -- reads the cache answers --------------------------------------------------------------------------
 
 

@@ -7,9 +7,24 @@ from typing import Any
 import pytest
 
 from nvcre.validation.manifests import check_object
-from tests.manifests import BANDWIDTH, CERT, JOB, PROFILE, RUN, WORKFLOW, at
+from tests.manifests import (
+    ACCEPTED_BOTH,
+    BANDWIDTH,
+    CERT,
+    JOB,
+    NINE_MACROS,
+    PROFILE,
+    REJECTED_BOTH,
+    RUN,
+    WORKFLOW,
+    at,
+)
 
 LABELS_33 = {f"l{i}": "v" for i in range(33)}
+TEN = "[" + ", ".join("0123456789") + "]"
+NESTED_THREE = f"{TEN}.all(a, {TEN}.all(b, {TEN}.all(c, value > 0.0)))"
+HUNDRED = "[" + ", ".join(["1"] * 100) + "]"
+HUNDRED_SQUARED = f"{HUNDRED}.all(a, {HUNDRED}.all(b, a == b))"
 
 CASES = [
     # (id, document, expected path, text in the message)
@@ -285,6 +300,149 @@ CASES = [
         "spec.logProfileRef",
         "at least 1 chars",
     ),
+    # What only nvcre's own code finds (the API server cannot compile CEL or regular expressions):
+    # before, each of these passed validation and failed only once the workload had run.
+    (
+        "run-threshold-syntax",
+        at(RUN, "spec.thresholds", {"busBandwidthGBps": "value >="}),
+        'spec.thresholds["busBandwidthGBps"]',
+        'Invalid value: "value >=": syntax error at line 1, column 7',
+    ),
+    (
+        "run-threshold-not-boolean",
+        at(RUN, "spec.thresholds", {"goodputRatio": "value * 2.0"}),
+        'spec.thresholds["goodputRatio"]',
+        "must evaluate to bool, got double",
+    ),
+    (
+        "run-threshold-typo",
+        at(RUN, "spec.thresholds", {"goodputRatio": "vlaue > 0.9"}),
+        'spec.thresholds["goodputRatio"]',
+        "undeclared reference to 'vlaue'",
+    ),
+    (
+        "run-threshold-string-comparison",
+        at(RUN, "spec.thresholds", {"avgStepTimeSec": "value < '3'"}),
+        'spec.thresholds["avgStepTimeSec"]',
+        "no matching overload for '<' applied to (double, string)",
+    ),
+    (
+        "run-threshold-nested-macros",
+        at(RUN, "spec.thresholds", {"busBandwidthGBps": NESTED_THREE}),
+        'spec.thresholds["busBandwidthGBps"]',
+        "comprehension macros nested 3 deep, at most 2",
+    ),
+    (
+        "cert-category-threshold-not-boolean",
+        at(
+            CERT,
+            "spec.categories",
+            [{"domain": "d", "variant": "v", "options": {"thresholds": {"goodputRatio": "value"}}}],
+        ),
+        'spec.categories[0].options.thresholds["goodputRatio"]',
+        "must evaluate to bool, got double",
+    ),
+    (
+        "workflow-template-threshold-syntax",
+        at(WORKFLOW, "spec.jobTemplate.spec.thresholds", {"busBandwidthGBps": "value >"}),
+        'spec.jobTemplate.spec.thresholds["busBandwidthGBps"]',
+        "syntax error",
+    ),
+    (
+        "job-health-syntax",
+        at(JOB, "spec.nodeHealthMonitor", {"cel": {"expression": "node.spec.unschedulable =="}}),
+        "spec.nodeHealthMonitor.cel.expression",
+        "syntax error",
+    ),
+    (
+        "job-health-not-boolean",
+        at(JOB, "spec.nodeHealthMonitor", {"cel": {"expression": "node.metadata.name"}}),
+        "spec.nodeHealthMonitor.cel.expression",
+        "must evaluate to bool, got string",
+    ),
+    (
+        "job-health-typo",
+        at(JOB, "spec.nodeHealthMonitor", {"cel": {"expression": "nodes.spec.unschedulable"}}),
+        "spec.nodeHealthMonitor.cel.expression",
+        "undeclared reference to 'nodes'",
+    ),
+    (
+        "job-health-over-budget",
+        at(JOB, "spec.nodeHealthMonitor", {"cel": {"expression": HUNDRED_SQUARED}}),
+        "spec.nodeHealthMonitor.cel.expression",
+        "exceeded the evaluation budget of 10000 steps",
+    ),
+    (
+        "job-health-reduce",
+        at(JOB, "spec.nodeHealthMonitor", {"cel": {"expression": "[1, 2].reduce(r, i, 'a', r + r) == ''"}}),
+        "spec.nodeHealthMonitor.cel.expression",
+        "reduce() is not a CEL macro",
+    ),
+    (
+        "run-when-typo",
+        at(RUN, "spec.overrides", [{"when": {"expression": "platfrom == 'aws'"}, "jobTemplate": {}}]),
+        "spec.overrides[0].when.expression",
+        "undeclared reference to 'platfrom'",
+    ),
+    (
+        "run-when-nine-macros",
+        at(RUN, "spec.overrides", [{"when": {"expression": NINE_MACROS}, "jobTemplate": {}}]),
+        "spec.overrides[0].when.expression",
+        "calls 9 comprehension macros (all, exists, exists_one, map, filter), at most 8",
+    ),
+    (
+        "workflow-override-threshold-key",
+        at(
+            WORKFLOW,
+            "spec.overrides",
+            [{"when": {}, "jobTemplate": {"spec": {"thresholds": {"busBW": "value > 1"}}}}],
+        ),
+        "spec.overrides[0].jobTemplate.spec.thresholds",
+        "unknown threshold key(s) [busBW]",
+    ),
+    (
+        "workflow-dependency-when-syntax",
+        at(
+            WORKFLOW,
+            "spec.dependencies",
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "c"},
+                    "when": {"expression": "("},
+                }
+            ],
+        ),
+        "spec.dependencies[0].when.expression",
+        "syntax error",
+    ),
+    (
+        "run-bandwidth-profile-without-rows",
+        at(RUN, "spec.bandwidthMeasurement", {"logProfileRef": "megatron-training"}),
+        "spec.bandwidthMeasurement.logProfileRef",
+        'LogProfile "megatron-training" has no spec.patterns.bandwidthResult (nor spec.reader: NcclTests), '
+        "which this measurement reads",
+    ),
+    (
+        "goodput-profile-without-steps",
+        at(at(BANDWIDTH, "kind", "GoodputMeasurement"), "spec.logProfileRef", "nccl-bandwidth"),
+        "spec.logProfileRef",
+        'LogProfile "nccl-bandwidth" has no spec.patterns.trainingStep',
+    ),
+    (
+        "profile-regex-does-not-compile",
+        at(PROFILE, "spec.patterns", {"trainingStep": {"regex": "iteration (?P<iteration>[0-9]+"}}),
+        "spec.patterns.trainingStep.regex",
+        "missing )",
+    ),
+    (
+        "profile-bandwidth-groups",
+        at(PROFILE, "spec.patterns", {"bandwidthResult": {"regex": "(?P<size>[0-9]+)"}}),
+        "spec.patterns.bandwidthResult.regex",
+        "must capture the named group(s) ['algBW', 'busBW']",
+    ),
+    *(case.offline() for case in REJECTED_BOTH),
 ]
 
 
@@ -316,6 +474,19 @@ def test_rejected_with_field_path(document: dict[str, Any], path: str, text: str
         at(PROFILE, "spec.workerStrategy", {"type": "Multi"}),
         WORKFLOW,
         JOB,
+        *(document for _, document in ACCEPTED_BOTH),
+        at(
+            JOB,
+            "spec.nodeHealthMonitor",
+            {"cel": {"expression": "'gpud.nvidia.com/unhealthy' in node.metadata.labels"}},
+        ),
+        at(
+            JOB,
+            "spec.nodeHealthMonitor",
+            {"cel": {"expression": "node.metadata.labels['gpud.nvidia.com/state'] == 'unhealthy'"}},
+        ),
+        at(RUN, "spec.goodputMeasurement", {"logProfileRef": "nemo-training", "sampleInterval": "30s"}),
+        at(WORKFLOW, "spec.overrides", [{"when": {"expression": "config.a.b == 1"}, "jobTemplate": {}}]),
     ],
     ids=lambda d: d["kind"],
 )

@@ -382,6 +382,39 @@ def test_cli_invalid_nic_resource_name(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            {"thresholds": {"busBandwithGBps": "value >= 400"}},
+            "spec.thresholds: unknown threshold key(s) [busBandwithGBps]",
+            id="threshold-key",
+        ),
+        pytest.param(
+            {"thresholds": {"busBandwidthGBps": "value"}},
+            'spec.thresholds["busBandwidthGBps"]: Invalid value: "value": must evaluate to bool, got double',
+            id="threshold-not-boolean",
+        ),
+        pytest.param(
+            {"bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "sampleInterval": "1ns"}},
+            "spec.bandwidthMeasurement.sampleInterval: sampleInterval must be at least 5s",
+            id="sample-interval",
+        ),
+        pytest.param(
+            {"overrides": [{"when": {"expression": "platfrom == 'aws'"}, "jobTemplate": {}}]},
+            "spec.overrides[0].when.expression: Invalid value: \"platfrom == 'aws'\": undeclared reference to 'platfrom'",
+            id="override-expression-typo",
+        ),
+    ],
+)
+def test_cli_refuses_what_would_fail_after_the_workload(
+    tmp_path: Path, spec: dict[str, Any], message: str
+) -> None:
+    """Mistakes that on main passed the render and failed the Job once its GPUs had run."""
+    line = cli_error(tmp_path, {**BASIC, "spec": {**BASIC["spec"], **spec}}, "--gpu-arch", "h100")
+    assert line.startswith(f"Error: {tmp_path / 'run.yaml'}: {message}"), line
+
+
 def test_cli_schema_error_names_the_field(tmp_path: Path) -> None:
     wr = {**BASIC, "spec": {**BASIC["spec"], "numNodes": 0}}
     line = cli_error(tmp_path, wr, "--gpu-arch", "h100")

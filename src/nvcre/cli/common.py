@@ -1,7 +1,9 @@
 """Helpers every ``nvcrectl`` command shares: output format, loading manifests, user errors.
 
-A user error (bad flag value, unreadable or invalid file, a spec the core rejects) is one line
-on stderr, ``Error: <message>``, and exit status 1 -- never a traceback.
+A user error is one line on stderr, ``Error: <message>``, never a traceback: exit status 2 when
+an input cannot be read as what the command takes (``InputError``: a missing, binary, non-UTF-8
+or empty file, YAML that does not parse or is not a Kubernetes object), 1 for everything else
+(a bad flag value, a manifest of the wrong kind or with invalid fields, a spec the core rejects).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import yaml
 
 from nvcre import yamlio
 from nvcre.api.v1alpha1.resource import Resource
+from nvcre.inputs import NO_OBJECTS, InputError, label, manifest_text, objects, read_bytes, yaml_documents
 from nvcre.validation.manifests import check_object
 
 P = ParamSpec("P")
@@ -25,6 +28,8 @@ R = TypeVar("R")
 K = TypeVar("K", bound=Resource)
 
 OUTPUT_FORMATS: Final = ("yaml", "json")
+BAD_INPUT: Final = 2
+"""The exit status of an ``InputError``."""
 
 
 class UserError(Exception):
@@ -35,14 +40,15 @@ class UserError(Exception):
         super().__init__(self.message)
 
 
-def fail(message: str) -> None:
-    """Print ``Error: <message>`` on stderr and exit 1."""
+def fail(message: str, status: int = 1) -> None:
+    """Print ``Error: <message>`` on stderr and exit ``status``."""
     click.echo(f"Error: {' '.join(message.splitlines())}", err=True)
-    sys.exit(1)
+    sys.exit(status)
 
 
 def user_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn ``UserError`` raised by a command into one line on stderr and exit status 1."""
+    """Turn ``UserError`` (exit 1) and ``InputError`` (exit 2) raised by a command into one line
+    on stderr."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -50,7 +56,9 @@ def user_errors(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except UserError as error:
             fail(error.message)
-            raise AssertionError("unreachable") from None
+        except InputError as error:
+            fail(str(error), BAD_INPUT)
+        raise AssertionError("unreachable")
 
     return wrapper
 
@@ -117,30 +125,18 @@ def emit(data: Any, output: str) -> None:
 
 
 def load_documents(path: Path | str) -> list[Any]:
-    """The YAML documents of a file (``-`` reads stdin); ``UserError`` when unreadable or not YAML."""
+    """The non-empty YAML documents of a file (``-`` reads stdin); ``InputError`` when it cannot
+    be read, is not UTF-8 text or not YAML."""
     source = str(path)
-    try:
-        text = sys.stdin.read() if source == "-" else Path(path).read_text()
-    except OSError as error:
-        raise UserError(f"{source}: cannot read file: {error.strerror or error}") from error
-    try:
-        return [doc for doc in yamlio.load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise UserError(f"{source}: not valid YAML{at}: {problem}") from error
+    return yaml_documents(source, manifest_text(source, read_bytes(source)))
 
 
 def load_object(path: Path | str) -> dict[str, Any]:
     """The single object of a YAML file, unvalidated."""
-    documents = load_documents(path)
+    documents = objects(str(path), load_documents(path))
     if len(documents) != 1:
-        raise UserError(f"{path}: expected exactly one object, found {len(documents)}")
-    document = documents[0]
-    if not isinstance(document, dict):
-        raise UserError(f"{path}: expected a Kubernetes object, got {type(document).__name__}")
-    return document
+        raise UserError(f"{label(str(path))}: expected exactly one object, found {len(documents)}")
+    return documents[0]
 
 
 def load_validated(path: Path | str, kind: type[K]) -> tuple[dict[str, Any], K]:
@@ -150,14 +146,15 @@ def load_validated(path: Path | str, kind: type[K]) -> tuple[dict[str, Any], K]:
     keeps what the model cannot (explicit nulls in override patches, unset defaults).
     """
     document = load_object(path)
+    where = label(str(path))
     found = document.get("kind")
     if found != kind.KIND:
-        raise UserError(f"{path}: expected kind {kind.KIND}, got {json.dumps(found)}")
-    report = check_object(document, str(path), 0)
+        raise UserError(f"{where}: expected kind {kind.KIND}, got {json.dumps(found)}")
+    report = check_object(document, where, 0)
     if report.findings:
-        raise UserError(f"{path}: {'; '.join(str(finding) for finding in report.findings)}")
+        raise UserError(f"{where}: {'; '.join(str(finding) for finding in report.findings)}")
     if not isinstance(report.resource, kind):
-        raise UserError(f"{path}: not a valid {kind.KIND}")
+        raise UserError(f"{where}: not a valid {kind.KIND}")
     return document, report.resource
 
 
@@ -169,6 +166,9 @@ def load_resource(path: Path | str, kind: type[K]) -> K:
 def load_nodes(path: Path | str) -> list[dict[str, Any]]:
     """Nodes from a file: a YAML list, a ``v1/List``/``NodeList``, or a stream of Node documents."""
     documents = load_documents(path)
+    where = label(str(path))
+    if not documents:
+        raise InputError(f"{where}: {NO_OBJECTS}")
     items: list[Any] = []
     for document in documents:
         if isinstance(document, list):
@@ -180,11 +180,11 @@ def load_nodes(path: Path | str) -> list[dict[str, Any]]:
     nodes: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-            raise UserError(f"{path}: item {index} is not a Node")
+            raise UserError(f"{where}: item {index} is not a Node")
         metadata = item.get("metadata")
         if not isinstance(metadata, dict) or not metadata.get("name"):
-            raise UserError(f"{path}: item {index}: metadata.name is required")
+            raise UserError(f"{where}: item {index}: metadata.name is required")
         nodes.append(item)
     if not nodes:
-        raise UserError(f"{path}: no nodes in file")
+        raise UserError(f"{where}: no nodes in file")
     return nodes

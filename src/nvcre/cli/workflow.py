@@ -60,7 +60,7 @@ def _architecture(gpu_arch: str, selector: dict[str, str]) -> str:
 )
 @click.option(
     "--nodes-file",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path, allow_dash=True),
     default=None,
     help="YAML Node objects to detect the platform and architecture from, instead of synthetic nodes.",
 )

@@ -78,7 +78,7 @@ def _annotate(rendered: WorkloadRunRender) -> dict[str, Any]:
 
 
 @workloadrun_group.command("render")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(path_type=Path, allow_dash=True))
 @click.option("--platform", default="", help="Render for this platform: resolve its overrides offline.")
 @click.option("--gpu-arch", default="", help="GPU architecture (h100, gb200, ... or NVIDIA-GB200).")
 @click.option(

@@ -7,9 +7,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.api.v1alpha1.limits import HEALTH_EXPRESSION_MAX_STEPS
 from nvcre.cel import CELError, compile_expression
 
 HARDWARE_FAILURE_MESSAGE = "Hardware failure detected by node health check"
+EXPRESSION_FAULTS = frozenset({"compile", "type", "budget"})
+"""``CELError`` kinds that are the expression's fault, whatever the node."""
 
 
 _DEFAULTS: tuple[tuple[str, str, Any], ...] = (
@@ -60,17 +63,21 @@ class HealthVerdict:
 def unhealthy_nodes(expression: str, nodes: Iterable[Mapping[str, Any]]) -> HealthVerdict:
     """Evaluate ``expression`` (over variable ``node``, with defaults) on every node.
 
-    A node on which the expression fails anyway (a wrong type, a field outside the defaults) is
+    A node on which the expression fails anyway (a field outside the defaults, a missing key) is
     counted healthy and its error returned for the caller to log: the monitor reports hardware
-    it sees failing, never its own errors. Raises ``CELError`` when the expression does not compile.
+    it sees failing, never its own errors. Raises ``CELError`` when the expression itself is
+    unusable: it does not compile, returns something other than a bool, or exceeds its
+    evaluation budget (then no further node is evaluated).
     """
     program = compile_expression(expression)
     failing, errors = [], {}
     for node in nodes:
         name = str(node.get("metadata", {}).get("name"))
         try:
-            if program.evaluate_bool({"node": with_defaults(node)}):
+            if program.evaluate_bool({"node": with_defaults(node)}, steps=HEALTH_EXPRESSION_MAX_STEPS):
                 failing.append(name)
         except CELError as error:
+            if error.kind in EXPRESSION_FAULTS:
+                raise
             errors[name] = str(error)
     return HealthVerdict(sorted(failing), errors)

@@ -8,7 +8,7 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.durations import parse_duration
+from nvcre.measure.interval import sample_interval_seconds
 
 STARTUP_STALL = "Workload stalled: no training step observed within startup timeout"
 TRAINING_STALL = "Workload stalled: no training step within the configured threshold"
@@ -22,11 +22,8 @@ def _number(value: Any) -> float | None:
 
 
 def sample_interval(job_spec: Mapping[str, Any]) -> float:
-    raw = (job_spec.get("goodputMeasurement") or {}).get("sampleInterval")
-    try:
-        return parse_duration(str(raw)) / 1e9 if raw else Default.SAMPLE_INTERVAL_SECONDS
-    except ValueError:
-        return Default.SAMPLE_INTERVAL_SECONDS
+    """The goodput measurement's ``sampleInterval`` in seconds, as its controller reads it."""
+    return sample_interval_seconds((job_spec.get("goodputMeasurement") or {}).get("sampleInterval"))
 
 
 def restart_eligible(

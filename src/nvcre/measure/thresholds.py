@@ -10,18 +10,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import ConditionType, JobReason, MeasurementReason
-from nvcre.cel import CELError, compile_expression
+from nvcre.api.v1alpha1.constants import (
+    THRESHOLD_KEYS,
+    ConditionType,
+    JobReason,
+    MeasurementReason,
+    ThresholdKey,
+)
+from nvcre.api.v1alpha1.limits import THRESHOLD_EXPRESSION_MAX_LENGTH
+from nvcre.cel import CELError, Program, compile_expression
 from nvcre.conditions import condition_of
 
-BUS_BANDWIDTH: Final = "busBandwidthGBps"
-ALG_BANDWIDTH: Final = "algBandwidthGBps"
-GOODPUT_RATIO: Final = "goodputRatio"
-AVG_TFLOPS_PER_GPU: Final = "avgTFLOPsPerGPU"
-AVG_STEP_TIME: Final = "avgStepTimeSec"
+BUS_BANDWIDTH: Final = ThresholdKey.BUS_BANDWIDTH
+ALG_BANDWIDTH: Final = ThresholdKey.ALG_BANDWIDTH
+GOODPUT_RATIO: Final = ThresholdKey.GOODPUT_RATIO
+AVG_TFLOPS_PER_GPU: Final = ThresholdKey.AVG_TFLOPS_PER_GPU
+AVG_STEP_TIME: Final = ThresholdKey.AVG_STEP_TIME
 
-KEYS: Final = (BUS_BANDWIDTH, ALG_BANDWIDTH, GOODPUT_RATIO, AVG_TFLOPS_PER_GPU, AVG_STEP_TIME)
+KEYS: Final = THRESHOLD_KEYS
 """The known keys, in registry order (the order error messages list them in)."""
+
+SAMPLE_VALUE: Final = 1.0
+"""The ``value`` a threshold expression is tried on before any measurement exists."""
 
 _GOODPUT_FIELDS: Final = (
     (GOODPUT_RATIO, "result"),
@@ -133,9 +143,27 @@ def timeout_verdict(missing: list[str], timeout: str) -> Verdict:
     )
 
 
+def compile_threshold(expression: str) -> Program:
+    """A threshold expression compiled; ``CELError`` when it is longer than
+    :data:`THRESHOLD_EXPRESSION_MAX_LENGTH` or cannot be compiled."""
+    if len(expression) > THRESHOLD_EXPRESSION_MAX_LENGTH:
+        raise CELError(
+            expression,
+            f"{len(expression)} characters long, at most {THRESHOLD_EXPRESSION_MAX_LENGTH}",
+            "compile",
+        )
+    return compile_expression(expression)
+
+
+def check_threshold(expression: str) -> None:
+    """``CELError`` unless the expression compiles and gives a bool for a sample ``value``:
+    the mistakes found before any workload runs."""
+    compile_threshold(expression).evaluate_bool({"value": SAMPLE_VALUE})
+
+
 def _violation(key: str, expression: str, value: float) -> Verdict | None:
     try:
-        passed = compile_expression(expression).evaluate_bool({"value": float(value)})
+        passed = compile_threshold(expression).evaluate_bool({"value": float(value)})
     except CELError as error:
         return Verdict(True, JobReason.INVALID_THRESHOLD_EXPRESSION, f'Threshold "{key}": {error.error}')
     if passed:

@@ -9,25 +9,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from nvcre import yamlio
 from nvcre.api.v1alpha1 import API_VERSION, KIND_MODULES, kind_model
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.validation.logprofiles import profile_problems
+from nvcre.inputs import manifest_documents
+from nvcre.validation.findings import Finding
 from nvcre.validation.schema import validate
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem with a manifest: the field path (may be empty) and what is wrong."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+from nvcre.validation.semantics import Profiles, semantic_findings
 
 
 @dataclass
@@ -39,6 +28,8 @@ class ObjectReport:
     kind: str = ""
     name: str = ""
     findings: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    """Not errors (the object is valid): what offline validation cannot know."""
     resource: Resource | None = None
 
     @property
@@ -70,8 +61,9 @@ def _pydantic_findings(error: ValidationError) -> list[Finding]:
     return findings
 
 
-def check_object(document: Any, source: str, index: int) -> ObjectReport:
-    """Validate one decoded document."""
+def check_object(document: Any, source: str, index: int, profiles: Profiles | None = None) -> ObjectReport:
+    """Validate one decoded document: its schema, its model, then what only nvcre's own code
+    checks (``profiles``: LogProfiles validated alongside, see :func:`semantic_findings`)."""
     report = ObjectReport(source, index)
     if not isinstance(document, dict):
         report.findings.append(Finding("", f"expected a Kubernetes object, got {type(document).__name__}"))
@@ -103,30 +95,31 @@ def check_object(document: Any, source: str, index: int) -> ObjectReport:
             report.resource = kind_model(kind).model_validate(document)
         except ValidationError as error:
             report.findings.extend(_pydantic_findings(error))
-        if kind == "LogProfile" and report.resource is not None:
-            report.findings.extend(Finding(path, problem) for path, problem in profile_problems(document))
+    if report.resource is not None:
+        semantics = semantic_findings(document, profiles)
+        report.findings.extend(semantics.findings)
+        report.warnings.extend(semantics.warnings)
     return report
 
 
-def validate_documents(documents: Iterable[Any], source: str) -> Iterator[ObjectReport]:
+def log_profiles(documents: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """The LogProfiles among ``documents``, by name: measurements validated with them may name them."""
+    return {
+        str(doc["metadata"]["name"]): doc
+        for doc in documents
+        if isinstance(doc, dict) and doc.get("kind") == "LogProfile" and isinstance(doc.get("metadata"), dict)
+    }
+
+
+def validate_documents(
+    documents: Iterable[Any], source: str, profiles: Profiles | None = None
+) -> Iterator[ObjectReport]:
     for index, document in enumerate(documents):
         if document is not None:
-            yield check_object(document, source, index)
+            yield check_object(document, source, index, profiles)
 
 
 def validate_file(path: Path) -> list[ObjectReport]:
-    """Every object of a YAML file; a file that is not YAML gives one report saying so."""
-    source = str(path)
-    try:
-        documents = yamlio.load_all(path.read_text())
-    except OSError as error:
-        return [ObjectReport(source, 0, findings=[Finding("", f"cannot read file: {error.strerror}")])]
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
-        problem = getattr(error, "problem", None) or str(error)
-        return [ObjectReport(source, 0, findings=[Finding("", f"not valid YAML{at}: {problem}")])]
-    reports = list(validate_documents(documents, source))
-    if not reports:
-        return [ObjectReport(source, 0, findings=[Finding("", "no Kubernetes objects in file")])]
-    return reports
+    """Every object of a manifest file; ``InputError`` when it cannot be read as manifests."""
+    documents = manifest_documents(str(path))
+    return list(validate_documents(documents, str(path), log_profiles(documents)))

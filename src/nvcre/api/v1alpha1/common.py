@@ -6,6 +6,17 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
 
+from nvcre.api.v1alpha1.constants import THRESHOLD_KEYS
+from nvcre.api.v1alpha1.limits import (
+    EXPRESSION_MAX_LENGTH,
+    EXPRESSION_MAX_MACROS,
+    GO_DURATION_PATTERN,
+    MACRO_CALL,
+    MACROS_MESSAGE,
+    MIN_SAMPLE_INTERVAL,
+    SAMPLE_INTERVAL_MESSAGE,
+    THRESHOLD_EXPRESSION_MAX_LENGTH,
+)
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.schema import Json, JsonObject, NodeSelectorRequirement, cel
 
@@ -40,6 +51,57 @@ NicResourceName = Annotated[
 ]
 
 WorkloadLabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
+
+MACRO_COUNT_RULE = (
+    f"self.findAll('{MACRO_CALL}').size() <= {EXPRESSION_MAX_MACROS}",
+    f"expression {MACROS_MESSAGE}",
+)
+"""The structure of a CEL expression the API server can measure: its macro calls, counted in its
+text (nesting and cost are measured by nvcre: ``nvcrectl validate``, and when it compiles)."""
+
+
+def expression_schema(max_length: int, *, count_macros: bool = True) -> dict[str, object]:
+    """A CEL expression string: 1 to ``max_length`` characters and, with ``count_macros``, at
+    most 8 macro calls (a rule the API server cannot afford on a list without ``maxItems``)."""
+    schema: dict[str, object] = {"type": "string", "minLength": 1, "maxLength": max_length}
+    return schema | cel(MACRO_COUNT_RULE) if count_macros else schema
+
+
+VALID_THRESHOLD_KEYS = f"valid keys: [{', '.join(THRESHOLD_KEYS)}]"
+"""Both the API server's message for an unknown threshold key and nvcre's (which names the key:
+the API server cannot afford to, the keys of a map having no length bound) end with this."""
+_KEY_LIST = ", ".join(f"'{key}'" for key in THRESHOLD_KEYS)
+Thresholds = Annotated[
+    dict[str, str],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "maxProperties": len(THRESHOLD_KEYS),
+            "additionalProperties": expression_schema(THRESHOLD_EXPRESSION_MAX_LENGTH),
+            **cel((f"self.all(k, k in [{_KEY_LIST}])", f"unknown threshold key(s); {VALID_THRESHOLD_KEYS}")),
+        }
+    ),
+]
+"""Threshold key (one of :data:`THRESHOLD_KEYS`) to a CEL expression over the double ``value``."""
+
+SampleInterval = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": 64,
+            "pattern": GO_DURATION_PATTERN,
+            **cel(
+                (
+                    f"!self.matches('{GO_DURATION_PATTERN}') || duration(self) >= duration('{MIN_SAMPLE_INTERVAL}')",
+                    SAMPLE_INTERVAL_MESSAGE,
+                )
+            ),
+        }
+    ),
+]
+"""How often a running Job's logs are sampled: a Go duration of at least 5s."""
+SAMPLE_INTERVAL_DESCRIPTION = f"Duration, at least {MIN_SAMPLE_INTERVAL}; 60s when unset."
 
 
 class LocalObjectReference(NvcreModel):
@@ -152,13 +214,13 @@ ALLOW_MISSING_DATA = (
 
 class GoodputMeasurementConfig(NvcreModel):
     log_profile_ref: str = Field(min_length=1)
-    sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
+    sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
     allow_missing_data: bool | None = Field(default=None, description=ALLOW_MISSING_DATA)
 
 
 class BandwidthMeasurementConfig(NvcreModel):
     log_profile_ref: str = Field(min_length=1)
-    sample_interval: str | None = Field(default=None, description="Duration; 60s when unset.")
+    sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
     test_type: str | None = Field(default=None, description="NCCL test name, e.g. all_reduce.")
     expected_transport: str | None = Field(
         default=None,
@@ -196,7 +258,9 @@ class WhenSpec(NvcreModel):
     workload_kind: str | None = None
     topology: TopologyMatchSpec | None = None
     config: Json = None
-    expression: str | None = Field(
+    expression: (
+        Annotated[str, WithJsonSchema(expression_schema(EXPRESSION_MAX_LENGTH, count_macros=False))] | None
+    ) = Field(
         default=None,
         description="CEL over gpuArchitecture, platform, workloadKind, topology and config.",
     )
@@ -254,6 +318,3 @@ class OverrideSpec(NvcreModel):
         default=None, description="Objects merged into dependencies by apiVersion, kind and name."
     )
     orchestration: OrchestrationOverrideSpec | None = None
-
-
-Thresholds = dict[str, str]

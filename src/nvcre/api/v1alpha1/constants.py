@@ -410,6 +410,26 @@ class NodeHealthReason:
     CEL_EXPRESSION_MATCHED: Final = "CELExpressionMatched"
 
 
+class ThresholdKey:
+    """The keys of a ``thresholds`` map: the values a Job's final measurements give."""
+
+    BUS_BANDWIDTH: Final = "busBandwidthGBps"
+    ALG_BANDWIDTH: Final = "algBandwidthGBps"
+    GOODPUT_RATIO: Final = "goodputRatio"
+    AVG_TFLOPS_PER_GPU: Final = "avgTFLOPsPerGPU"
+    AVG_STEP_TIME: Final = "avgStepTimeSec"
+
+
+THRESHOLD_KEYS: Final = (
+    ThresholdKey.BUS_BANDWIDTH,
+    ThresholdKey.ALG_BANDWIDTH,
+    ThresholdKey.GOODPUT_RATIO,
+    ThresholdKey.AVG_TFLOPS_PER_GPU,
+    ThresholdKey.AVG_STEP_TIME,
+)
+"""The registry of threshold keys, in the order error messages list them."""
+
+
 class FailureLogReason:
     """``Job.status.failureLog.reason`` values the controller itself writes."""
 
@@ -451,6 +471,9 @@ class EventReason:
     NIC_RESOURCE_DETECTION: Final = "NICResourceDetection"
     GKE_NETWORK_DETECTION: Final = "GKENetworkDetection"
     TCPXO_PLUGIN_DETECTION: Final = "TCPXOPluginDetection"
+    INVALID_NODE_HEALTH_EXPRESSION: Final = "InvalidNodeHealthExpression"
+    """A Job's ``nodeHealthMonitor`` expression does not compile, is not boolean or exceeds its
+    evaluation budget: the monitor cannot judge its nodes (they count as healthy)."""
 
 
 class EventType:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from nvcre.api.v1alpha1.common import (
     BandwidthMeasurementConfig,
@@ -12,7 +12,9 @@ from nvcre.api.v1alpha1.common import (
     Thresholds,
     WorkloadMetadata,
     WorkloadReference,
+    expression_schema,
 )
+from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import TrainJobSpecSchema, cel
@@ -45,8 +47,8 @@ class WorkloadSpec(NvcreModel):
 
 
 class CELHealthCheck(NvcreModel):
-    expression: str = Field(
-        min_length=1, max_length=2048, description="CEL over `node`; true means the node is unhealthy."
+    expression: Annotated[str, WithJsonSchema(expression_schema(EXPRESSION_MAX_LENGTH))] = Field(
+        description="CEL over `node`; true means the node is unhealthy."
     )
 
 

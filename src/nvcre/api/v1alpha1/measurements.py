@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from nvcre.api.v1alpha1.common import TypedLocalObjectReference
+from nvcre.api.v1alpha1.common import SAMPLE_INTERVAL_DESCRIPTION, SampleInterval, TypedLocalObjectReference
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 
@@ -14,7 +14,7 @@ from nvcre.api.v1alpha1.resource import Resource
 class GoodputMeasurementSpec(NvcreModel):
     job_ref: TypedLocalObjectReference | None = None
     log_profile_ref: str = Field(min_length=1)
-    sample_interval: str | None = None
+    sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
     allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")
 
 
@@ -102,7 +102,7 @@ class GoodputMeasurement(Resource):
 class BandwidthMeasurementSpec(NvcreModel):
     job_ref: TypedLocalObjectReference | None = None
     log_profile_ref: str = Field(min_length=1)
-    sample_interval: str | None = None
+    sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
     test_type: str | None = None
     expected_transport: str | None = None
     allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")

@@ -4,25 +4,25 @@ exit codes: the verdict of :func:`nvcre.measure.verdicts.judge`, the Job control
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
-import yaml
 
-from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import JobReason
-from nvcre.cli.common import emit
+from nvcre.cli.common import BAD_INPUT, emit
+from nvcre.inputs import STDIN, InputError, label, manifest_documents, open_log
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import read_lines
 from nvcre.measure.profile import CompiledProfile, ProfileError, compile_profile
 from nvcre.measure.thresholds import Verdict
+from nvcre.validation.manifests import check_object
 
 PASSED = 0
 FAILED = 1
-BAD_INPUT = 2
 INPUT_ERRORS = (JobReason.UNKNOWN_THRESHOLD_KEY, JobReason.INVALID_THRESHOLD_EXPRESSION)
 """Verdicts that judge the command line, not the log: exit 2."""
 FORMATS = ("yaml", "json", "table")
@@ -38,16 +38,31 @@ def bad_input(message: str) -> NoReturn:
 
 def log_lines(paths: Sequence[str]) -> Iterator[str]:
     """The lines of every log in order (``-`` is stdin), one at a time, without line ends, each
-    cut at :data:`~nvcre.measure.lines.MAX_LINE_BYTES` as the controllers cut them."""
+    cut at :data:`~nvcre.measure.lines.MAX_LINE_BYTES` as the controllers cut them (a binary file
+    is bad input; stray invalid bytes read as U+FFFD, see ``nvcre.inputs``)."""
     for path in paths:
-        if path == "-":
-            yield from read_lines(sys.stdin.buffer)
-            continue
         try:
-            with open(path, "rb") as log:
+            with open_log(path) as log:
                 yield from read_lines(log)
+        except InputError as error:
+            bad_input(str(error))
         except OSError as error:
-            bad_input(f"{path}: cannot read file: {error.strerror or error}")
+            bad_input(f"{label(path)}: cannot read file: {error.strerror or error}")
+
+
+def _profile_manifest(path: str) -> dict[str, Any]:
+    """The one LogProfile of a manifest file, checked like ``nvcrectl validate`` checks it."""
+    try:
+        documents = manifest_documents(path)
+    except InputError as error:
+        bad_input(str(error))
+    if len(documents) != 1 or documents[0].get("kind") != "LogProfile":
+        kinds = ", ".join(json.dumps(doc.get("kind")) for doc in documents)
+        bad_input(f"{label(path)}: expected one LogProfile, found {len(documents)} object(s) of kind {kinds}")
+    findings = check_object(documents[0], label(path), 0).findings
+    if findings:
+        bad_input(f"{label(path)}: LogProfile: {'; '.join(str(f) for f in findings)}")
+    return documents[0]
 
 
 def load_profile(spec: str, needs: str | None = None) -> CompiledProfile:
@@ -56,15 +71,10 @@ def load_profile(spec: str, needs: str | None = None) -> CompiledProfile:
     builtin = {str(p["metadata"]["name"]): p for p in builtin_profiles()}
     if spec in builtin:
         manifest: Any = builtin[spec]
-    elif Path(spec).is_file():
-        try:
-            manifest = yamlio.load(Path(spec).read_text())
-        except (OSError, yaml.YAMLError) as error:
-            bad_input(f"{spec}: not a readable LogProfile: {error}")
-        if not isinstance(manifest, dict) or manifest.get("kind") != "LogProfile":
-            bad_input(f"{spec}: not a LogProfile manifest")
+    elif spec == STDIN or Path(spec).exists():
+        manifest = _profile_manifest(spec)
     else:
-        bad_input(f'--profile "{spec}": neither a built-in profile ({", ".join(sorted(builtin))}) nor a file')
+        bad_input(f"{spec}: neither a built-in LogProfile ({', '.join(sorted(builtin))}) nor a file")
     try:
         profile = compile_profile(manifest)
     except ProfileError as error:

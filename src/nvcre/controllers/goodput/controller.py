@@ -17,7 +17,6 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.goodput import metrics, reading
 from nvcre.controllers.indexes import POD_JOB_INDEX
 from nvcre.controllers.status import now
-from nvcre.durations import parse_duration
 from nvcre.measure.goodput import Window, interrupt, restart_seen
 from nvcre.measure.goodput.lifecycle import complete, profile_missing, running, terminal
 from nvcre.measure.goodput.sampling import (
@@ -27,6 +26,7 @@ from nvcre.measure.goodput.sampling import (
     training_started,
     warmup_base,
 )
+from nvcre.measure.interval import sample_interval_seconds
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import goodput_measurement_name
 from nvcre.runtime.controller import Controller, Result
@@ -38,12 +38,8 @@ STARTED_PHASES = frozenset({"Running", "Succeeded", "Failed"})
 
 
 def sample_interval(gm: Obj) -> float:
-    raw = (gm.get("spec") or {}).get("sampleInterval")
-    try:
-        seconds = parse_duration(str(raw)) / 1e9 if raw else Default.SAMPLE_INTERVAL_SECONDS
-    except ValueError:
-        return Default.SAMPLE_INTERVAL_SECONDS
-    return seconds if seconds > 0 else Default.SAMPLE_INTERVAL_SECONDS
+    """``spec.sampleInterval`` in seconds (see :func:`sample_interval_seconds`)."""
+    return sample_interval_seconds((gm.get("spec") or {}).get("sampleInterval"))
 
 
 def job_outcome(job: Obj) -> tuple[Outcome, datetime] | None:

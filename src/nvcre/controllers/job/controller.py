@@ -3,6 +3,7 @@ do, and carries it out with one status write (events after it)."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from typing import Any, NoReturn
@@ -16,6 +17,7 @@ from nvcre.api.v1alpha1.constants import (
     Annotation,
     ConditionType,
     Default,
+    EventReason,
     Finalizer,
     JobReason,
     Kind,
@@ -42,6 +44,7 @@ from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import StatusChange, conditions_of, now
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
+from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
 from nvcre.runtime.errors import is_invalid, server_message
 from nvcre.runtime.objects import Obj, ObjectKey
@@ -93,6 +96,8 @@ class JobController:
         self.goodputs = manager.informer(resources.GoodputMeasurement)
         self.bandwidths = manager.informer(resources.BandwidthMeasurement)
         self.controller = Controller("job", self.reconcile, workers=workers)
+        self._invalid_health: set[tuple[str, str]] = set()
+        """(Job uid, expression) whose unusable node-health expression was reported by an event."""
         self.controller.watch(self.jobs)
         self.controller.watch(self.trainjobs, owned_by(Kind.JOB, GROUP))
         self.controller.watch(self.runtime_copies, by_label(Label.JOB))
@@ -421,10 +426,20 @@ class JobController:
         await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
 
     async def _check_node_health(self, job: Obj) -> None:
+        nodes = health.nodes_to_check(self._job_pods(job), lambda name: self.nodes.get("", name))
         try:
-            verdict = health.check(job, self._job_pods(job), lambda name: self.nodes.get("", name))
+            # cel-python takes milliseconds a node: the offload pool keeps the loop serving
+            verdict = await asyncio.get_running_loop().run_in_executor(
+                offload.executor(), health.check, job, nodes
+            )
         except CELError as error:  # a bad expression is the user's; report it, never crash-loop
-            log.warning("node health expression of %s failed: %s", job["metadata"]["name"], error)
+            log.warning("node health expression of %s is unusable: %s", job["metadata"]["name"], error)
+            reported = (job["metadata"].get("uid", ""), error.expression)
+            if reported not in self._invalid_health:
+                self._invalid_health.add(reported)
+                await self.ctx.recorder.warning(
+                    job, EventReason.INVALID_NODE_HEALTH_EXPRESSION, health.invalid_expression_message(error)
+                )
             return
         for node, why in verdict.errors.items():
             log.info("node health of %s: %s counts as healthy: %s", job["metadata"]["name"], node, why)

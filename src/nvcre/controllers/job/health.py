@@ -8,6 +8,7 @@ from typing import Any
 
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason, FailureCause
+from nvcre.cel import CELError
 from nvcre.controllers.status import StatusChange, condition_true
 from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, monitored_nodes, unhealthy_nodes
 from nvcre.runtime.objects import Obj
@@ -25,6 +26,11 @@ class HardwareFailure:
     """The condition flips to True now (the Warning event is emitted once)."""
 
 
+def invalid_expression_message(error: CELError) -> str:
+    """The Warning event of an unusable expression: why, and that the nodes go unjudged."""
+    return f"nodeHealthMonitor.cel.expression: {error.error}; node health is not monitored"
+
+
 @dataclass(frozen=True)
 class HealthCheck:
     update: HardwareFailure | None
@@ -32,13 +38,19 @@ class HealthCheck:
     """Nodes the expression failed on (logged; they count as healthy)."""
 
 
-def check(job: Obj, pods: list[Obj], node: NodeLookup) -> HealthCheck:
-    """Evaluate the Job's CEL monitor on the nodes of its Running and Pending pods.
+def nodes_to_check(pods: list[Obj], node: NodeLookup) -> list[Obj]:
+    """The Node objects of the Job's Running and Pending pods (those the monitor judges)."""
+    return [n for n in (node(name) for name in monitored_nodes(pods)) if n is not None]
 
-    Raises ``CELError`` when the expression does not compile (the caller logs it; no condition).
+
+def check(job: Obj, nodes: list[Obj]) -> HealthCheck:
+    """Evaluate the Job's CEL monitor on ``nodes`` (:func:`nodes_to_check`).
+
+    Raises ``CELError`` when the expression is unusable (it does not compile, is not boolean or
+    exceeds its evaluation budget): the caller reports it as ``InvalidNodeHealthExpression``,
+    and no condition changes.
     """
     expression = job["spec"]["nodeHealthMonitor"]["cel"]["expression"]
-    nodes = [n for n in (node(name) for name in monitored_nodes(pods)) if n is not None]
     verdict = unhealthy_nodes(expression, nodes)
     reason = FailedNodeReason.HARDWARE_FAILURE_DETECTED
     known = {(e["name"], e["reason"]) for e in (job.get("status") or {}).get("failedNodes") or ()}
