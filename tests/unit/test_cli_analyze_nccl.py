@@ -167,3 +167,33 @@ def test_a_threshold_judges_the_peak_as_the_job_controller_does() -> None:
     assert code == 2 and 'Threshold "busBandwidthGBps": ' in err
     code, _, err = run(log, "--threshold", "busBandwidthGBps")
     assert code == 2 and "expected KEY=EXPR" in err
+
+
+def test_a_corrupted_real_run_fails_as_data_corruption() -> None:
+    """A real run whose #wrong columns count about a billion values (in %g form) and whose
+    footer says `Out of bounds values : 108 FAILED`: the Job's verdict, exit 1."""
+    code, out, err = run(str(DATA / "inc-rtx3090-2node-wrong-exponent-oob-failed.log"), "-o", "json")
+    status = json.loads(out)
+    assert code == 1
+    assert (status["wrongValues"], status["outOfBounds"]) == (1073741424, {"count": 108, "status": "FAILED"})
+    assert status["results"][-1]["wrong"] == 536870000  # 2.68435e+08 in each half
+    message = "nccl-tests found 1073741424 wrong values (#wrong columns): the results are corrupted, whatever the bandwidth"
+    assert status["verdict"] == {"failed": True, "reason": "DataCorruption", "message": message}
+    assert err == f"Error: {message}\n"
+    code, out, _ = run(str(CORPUS / "issue37-v100-allgather-old-error-column-FAILED.log"), "-o", "json")
+    assert code == 1 and json.loads(out)["verdict"]["message"] == (
+        "nccl-tests reported Out of bounds values : 2 FAILED: the results are corrupted, whatever the bandwidth"
+    )
+
+
+def test_a_table_cut_short_fails_with_the_completeness_reason() -> None:
+    """The only table of a real log stops at 16 MiB of a sweep to 128 MiB, with no footer."""
+    code, out, err = run(str(CORPUS / "eunomia-rtx5090-allgather-LL-aborted.log"), "-o", "json")
+    verdict = json.loads(out)["verdict"]
+    assert code == 1 and verdict["reason"] == "MeasurementUnavailable"
+    assert verdict["message"].startswith(
+        "No final bandwidth data: the nccl-tests table is incomplete: the table stopped at 16777216 B "
+        "before the footer; the sweep was to reach 134217728 B; the log ends: "
+    )
+    assert "# Note: 32MB+ sizes aborted" in verdict["message"]
+    assert err.startswith("Error: No final bandwidth data: the nccl-tests table is incomplete")

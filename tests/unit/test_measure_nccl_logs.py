@@ -87,6 +87,19 @@ CASES: dict[str, Case] = {
         oob=None,
         complete=False,
     ),
+    "inc-rtx3090-2node-wrong-exponent-oob-failed.log": Case(
+        rows=27,
+        sizes=27,
+        first=(8, "0.00", "0.00", "0.00", "0.00", 1),
+        last=(536870912, "7.41", "7.41", "7.35", "7.35", 1),
+        peak=(7.5, 7.5),
+        avg="3.02663",
+        oob=(108, "FAILED"),
+        complete=True,
+        ranks=2,
+        hosts=2,
+        wrong=1073741424,  # 4 + 8 + ... + 524288, then 1.04858e+06 ... 2.68435e+08, both halves
+    ),
     "issue264-h100-cuda-not-initialized-before-table.log": Case(
         rows=0, sizes=0, avg=None, oob=None, complete=False, failures=2, test="all_reduce_perf", ranks=8
     ),
