@@ -10,6 +10,7 @@ import pytest
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
 from nvcre.sandbox.nccl import CommandError, group_bandwidth, parse_command, parse_size
+from nvcre.sandbox.script import resolve
 from nvcre.sandbox.runner import node_member
 from nvcre.testing.nodes import platform_nodes
 
@@ -215,9 +216,11 @@ def test_the_render_command_of_the_catalog_parses() -> None:
         "alltoall_perf_mpi", "alltoall", "uint8", SIZE_16G, 2,
     )  # fmt: skip
     assert (test.procs_per_host, test.debug) == (8, "INFO")
-    shell = parse_command(
+    (removal, program) = resolve(
         ["sh", "-c", "rm -rf /opt/amazon; /usr/local/bin/all_reduce_perf_mpi -b 8 -e 1G -g 4"]
-    )
+    ).invocations
+    shell = parse_command(program.argv)
+    assert parse_command(removal.argv) is None
     assert shell is not None and (shell.max_bytes, shell.ngpus) == (1 << 30, 4)
     assert parse_command(["sleep", "60"]) is None
 

@@ -14,13 +14,14 @@ from nvcre.sandbox.faults import apply_node_change, node_change, parse_faults
 from nvcre.sandbox.runner import (
     HEARTBEAT_PAUSED,
     change_lost,
+    configmap_mounts,
     container_command,
+    container_files,
     end_annotations,
     expected_pods,
     is_service_pod,
     node_patches,
     pause,
-    script_source,
 )
 from nvcre.sandbox.state import StateDir, group_alive, listening_ports
 from nvcre.sandbox.supervisor import Options, ready_timeout, startup_timeout
@@ -47,37 +48,54 @@ def test_end_annotations_are_the_kwok_stage_ones() -> None:
     assert failed[PHASE_ANNOTATION] == "Failed" and failed[EXIT_CODE_ANNOTATION] == "3"
 
 
-def test_a_script_from_a_configmap_volume_runs_its_text() -> None:
-    """The catalog's training pods run ``/bin/bash /config/train.sh`` from a ConfigMap volume."""
+def test_the_container_sees_its_configmap_scripts_and_the_kubelets_env() -> None:
+    """The catalog's training pods run ``/bin/bash /config/train.sh`` from a ConfigMap volume;
+    the kubelet resolves ``$(VAR)`` and ``fieldRef`` values before anything runs."""
     pod = {
+        "metadata": {"name": "p-0", "annotations": {"batch.kubernetes.io/job-completion-index": "3"}},
         "spec": {
             "containers": [
                 {
                     "name": "node",
                     "command": ["/bin/bash"],
-                    "args": ["/config/train.sh"],
-                    "env": [{"name": "TRAIN_ITERS", "value": "5"}],
+                    "args": ["/config/train.sh", "$(TRAIN_ITERS)", "$$(TRAIN_ITERS)", "$(UNSET)"],
+                    "env": [
+                        {"name": "TRAIN_ITERS", "value": "5"},
+                        {"name": "LIMIT", "value": "iters=$(TRAIN_ITERS)"},
+                        {
+                            "name": "PET_NODE_RANK",
+                            "valueFrom": {
+                                "fieldRef": {
+                                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                                }
+                            },
+                        },
+                        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    ],
                     "volumeMounts": [
                         {"name": "work", "mountPath": "/mnt"},
                         {"name": "cfg", "mountPath": "/config"},
+                        {"name": "topo", "mountPath": "/etc/topo/"},
                     ],
                 }
             ],
             "volumes": [
                 {"name": "work", "emptyDir": {}},
                 {"name": "cfg", "configMap": {"name": "train-config"}},
+                {"name": "topo", "configMap": {"name": "topo", "items": [{"key": "a.xml", "path": "t.xml"}]}},
             ],
-        }
+        },
     }
-    assert script_source(pod) == ("train-config", "train.sh")
-    script = "exec torchrun pretrain_gpt.py --train-iters ${TRAIN_ITERS}"
-    assert container_command(pod, {"train-config": {"train.sh": script}}) == (
-        ["/bin/bash", "-c", script],
-        {"TRAIN_ITERS": "5"},
-    )
-    assert container_command(pod, {}) == (["/bin/bash", "/config/train.sh"], {"TRAIN_ITERS": "5"})
-    pod["spec"]["containers"][0]["args"] = ["-c", "echo hi"]
-    assert script_source(pod) is None
+    command, env = container_command(pod)
+    assert command == ["/bin/bash", "/config/train.sh", "5", "$(TRAIN_ITERS)", "$(UNSET)"]
+    assert env == {"TRAIN_ITERS": "5", "LIMIT": "iters=5", "PET_NODE_RANK": "3", "POD": "p-0"}
+    assert [(path, name) for path, name, _ in configmap_mounts(pod)] == [
+        ("/config", "train-config"),
+        ("/etc/topo", "topo"),
+    ]
+    configmaps = {"train-config": {"train.sh": "exec x"}, "topo": {"a.xml": "<a/>", "b.xml": "<b/>"}}
+    assert container_files(pod, configmaps) == {"/config/train.sh": "exec x", "/etc/topo/t.xml": "<a/>"}
+    assert container_files(pod, {}) == {}
 
 
 def test_expected_pods_counts_replicas_times_parallelism() -> None:

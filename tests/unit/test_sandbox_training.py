@@ -23,12 +23,15 @@ NEMO = re.compile(
     r"global_step: (\d+) \| reduced_train_loss: ([\d.]+) \| train_step_timing in s: ([\d.]+)"
 )
 
-SCRIPT = """exec torchrun --nnodes="${PET_NNODES}" --nproc_per_node="${PET_NPROC_PER_NODE}" \
+SCRIPT = """CKPT_ARGS=""
+if [ "${ENABLE_CHECKPOINT:-false}" = "true" ]; then
+  mkdir -p "$CKPT_DIR"
+  CKPT_ARGS="--save $CKPT_DIR --save-interval ${SAVE_INTERVAL}"
+fi
+exec torchrun --nnodes="${PET_NNODES}" --nproc_per_node="${PET_NPROC_PER_NODE}" \
   "$MEGATRON/pretrain_mamba.py" --num-layers 24 --hidden-size 2048 --seq-length "$SEQ_LENGTH" \
   --global-batch-size 64 --lr 3.0e-4 --min-lr 3.0e-5 --lr-decay-style cosine --lr-warmup-iters 10 \
-  --vocab-size 131072 --log-interval 1 --train-iters ${TRAIN_ITERS} $CKPT_ARGS
-CKPT_ARGS="--save $CKPT_DIR --save-interval ${SAVE_INTERVAL}"
-if [ "${ENABLE_CHECKPOINT:-false}" = "true" ]; then mkdir -p x; fi"""
+  --vocab-size 131072 --log-interval 1 --train-iters ${TRAIN_ITERS} $CKPT_ARGS"""
 ENV = {
     "PET_NNODES": "2",
     "PET_NPROC_PER_NODE": "8",

@@ -11,7 +11,6 @@ domain), else the slowest member's network and the worst link between two member
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -130,17 +129,6 @@ def parse_size(text: str) -> int:
     return int(digits) * (unit_ or 1)
 
 
-def _tokens(command: Sequence[str]) -> list[str]:
-    """``command`` with ``sh -c "..."`` strings split into words."""
-    out: list[str] = []
-    for arg in command:
-        if "_perf" in arg and (" " in arg or ";" in arg):
-            out += [w for w in shlex.split(arg.replace(";", " ; "))]
-        else:
-            out.append(arg)
-    return out
-
-
 def _collective_of(word: str) -> tuple[str, Collective] | None:
     base = word.rsplit("/", 1)[-1]
     stem = base.removesuffix("_mpi")
@@ -150,8 +138,9 @@ def _collective_of(word: str) -> tuple[str, Collective] | None:
 
 
 def parse_command(command: Sequence[str]) -> NcclTest | None:
-    """The nccl-tests run in ``command`` (``None`` if it runs no nccl-tests binary)."""
-    words = _tokens(command)
+    """The nccl-tests run in the argv ``command`` (``None`` if it runs no nccl-tests binary), run
+    directly or under a launcher (``timeout``, ``env``, ``mpirun``...)."""
+    words = list(command)
     at = next((i for i, w in enumerate(words) if _collective_of(w)), None)
     if at is None:
         return None
@@ -173,8 +162,6 @@ def parse_command(command: Sequence[str]) -> NcclTest | None:
     i = 0
     while i < len(args):
         flag = args[i]
-        if flag in (";", "&&", "|", "||"):
-            break
         field_name = _FLAGS.get(flag)
         if field_name is None and flag not in _IGNORED:
             raise CommandError(f"{binary}: invalid option -- '{flag.lstrip('-')}'")

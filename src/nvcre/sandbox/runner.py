@@ -18,6 +18,7 @@ import argparse
 import datetime
 import heapq
 import itertools
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -125,39 +126,87 @@ def _container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return next((c for c in containers if c.get("name") == CONTAINER), containers[0] if containers else {})
 
 
-def container_command(
-    pod: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, str]] | None = None
-) -> tuple[list[str], dict[str, str]]:
-    """The main container's command + args and its literal environment.
+_KUBELET_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_FIELD = re.compile(r"metadata\.(labels|annotations)\['([^']*)'\]")
 
-    A shell running a script from a ConfigMap volume (the catalog's ``/bin/bash /config/train.sh``)
-    runs that script's text (``configmaps``: ConfigMap name -> data), as the shell would.
+
+def kubelet_expand(text: str, env: Mapping[str, str]) -> str:
+    """``text`` with ``$(VAR)`` replaced from ``env`` as the kubelet does in command, args and
+    env values: ``$$`` is a literal ``$``; a reference to an unknown variable stays as it is."""
+
+    def sub(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return env.get(match.group(1), match.group(0))
+
+    return _KUBELET_REF.sub(sub, text)
+
+
+def _field(pod: Mapping[str, Any], path: str) -> str:
+    """A ``fieldRef``'s value: the pod's name, namespace, uid, a label or annotation, node,
+    service account or IPs."""
+    meta = _meta(pod)
+    labelled = _FIELD.fullmatch(path)
+    if labelled:
+        return str((meta.get(labelled.group(1)) or {}).get(labelled.group(2), ""))
+    section, _, key = path.partition(".")
+    source = {"metadata": meta, "spec": pod.get("spec") or {}, "status": pod.get("status") or {}}
+    return str((source.get(section) or {}).get(key) or "")
+
+
+def container_command(pod: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The main container's command + args and environment, as the kubelet starts it.
+
+    Env values and ``$(VAR)`` references are resolved in order (a ``fieldRef`` reads the pod;
+    a ``secretKeyRef`` or ``configMapKeyRef`` is left empty); command and args get the
+    kubelet's ``$(VAR)`` expansion. What a shell would expand is left to :mod:`.script`.
     """
     container = _container(pod)
-    command = [str(c) for c in (*(container.get("command") or ()), *(container.get("args") or ()))]
-    env = {str(e["name"]): str(e.get("value") or "") for e in container.get("env") or () if "name" in e}
-    found = script_source(pod)
-    if found is not None and configmaps is not None:
-        name, key = found
-        text = (configmaps.get(name) or {}).get(key)
-        if text is not None:
-            command = [command[0], "-c", text]
+    env: dict[str, str] = {}
+    for item in container.get("env") or ():
+        if "name" not in item:
+            continue
+        field_ref = (item.get("valueFrom") or {}).get("fieldRef") or {}
+        value = (
+            _field(pod, str(field_ref.get("fieldPath", ""))) if field_ref else str(item.get("value") or "")
+        )
+        env[str(item["name"])] = kubelet_expand(value, env)
+    command = [
+        kubelet_expand(str(c), env)
+        for c in (*(container.get("command") or ()), *(container.get("args") or ()))
+    ]
     return command, env
 
 
-def script_source(pod: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(ConfigMap, key) of the script a ``<shell> <path>`` command runs from a ConfigMap volume."""
+def configmap_mounts(pod: Mapping[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+    """(mount path, ConfigMap name, key -> path in the mount) of each ConfigMap volume the main
+    container mounts (``items`` renames keys; without ``items`` every key is a file)."""
     container = _container(pod)
-    command = [str(c) for c in (*(container.get("command") or ()), *(container.get("args") or ()))]
-    if len(command) != 2 or command[0].rsplit("/", 1)[-1] not in ("bash", "sh"):
-        return None
     volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or ()}
+    out = []
     for mount in container.get("volumeMounts") or ():
-        prefix = str(mount.get("mountPath", "")).rstrip("/") + "/"
         configmap = (volumes.get(str(mount.get("name"))) or {}).get("configMap") or {}
-        if command[1].startswith(prefix) and configmap.get("name"):
-            return str(configmap["name"]), command[1][len(prefix) :]
-    return None
+        if configmap.get("name"):
+            items = {
+                str(i["key"]): str(i.get("path") or i["key"])
+                for i in configmap.get("items") or ()
+                if "key" in i
+            }
+            out.append((str(mount.get("mountPath", "")).rstrip("/"), str(configmap["name"]), items))
+    return out
+
+
+def container_files(pod: Mapping[str, Any], configmaps: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Path -> text of the files the main container sees from ConfigMap volumes (``configmaps``:
+    name -> data), the scripts a shell in it may run (the catalog's ``/config/train.sh``)."""
+    files: dict[str, str] = {}
+    for path, name, items in configmap_mounts(pod):
+        data = configmaps.get(name) or {}
+        for key, text in data.items():
+            if items and key not in items:
+                continue
+            files[f"{path}/{items.get(key, key)}"] = text
+    return files
 
 
 @dataclass(frozen=True)
@@ -195,10 +244,18 @@ def plan_group(
     for pod in ordered:
         if only is not None and _meta(pod).get("uid") not in only:
             continue
-        command, env = container_command(pod, configmaps)
+        command, env = container_command(pod)
         rank = 0 if pod in launcher else workers.index(pod)
         sim = simulate(
-            command, members, faults, seed=seed, attempt=attempt, rank=rank, env=env, started_at=started_at
+            command,
+            members,
+            faults,
+            seed=seed,
+            attempt=attempt,
+            rank=rank,
+            env=env,
+            files=container_files(pod, configmaps or {}),
+            started_at=started_at,
         )
         plans.append(Plan(str(_meta(pod)["namespace"]), str(_meta(pod)["name"]), sim))
     return plans
@@ -386,19 +443,19 @@ class Runner:
         self.handled.update(uids)
 
     def _scripts(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-        """The data of the ConfigMaps the pods' scripts come from (a missing one: no script)."""
+        """The data of the ConfigMaps the pods' main containers mount (a missing one: no files)."""
         found: dict[str, dict[str, str]] = {}
         for pod in pods:
-            source = script_source(pod)
-            if source is None or source[0] in found:
-                continue
-            try:
-                configmap = self.client.get(ConfigMap, source[0], namespace=str(_meta(pod)["namespace"]))
-            except ApiError as error:
-                if error.status.code != 404:
-                    raise
-                continue
-            found[source[0]] = dict(configmap.data or {})
+            for _, name, _ in configmap_mounts(pod):
+                if name in found:
+                    continue
+                try:
+                    configmap = self.client.get(ConfigMap, name, namespace=str(_meta(pod)["namespace"]))
+                except ApiError as error:
+                    if error.status.code != 404:
+                        raise
+                    continue
+                found[name] = dict(configmap.data or {})
         return found
 
     def _patch_pod(self, namespace: str, name: str, body: dict[str, Any]) -> Callable[[], None]:

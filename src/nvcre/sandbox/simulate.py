@@ -27,6 +27,7 @@ from nvcre.sandbox.nccl import (
     mpirun_abort,
     parse_command,
 )
+from nvcre.sandbox.script import resolve
 from nvcre.sandbox.training import Training, parse_training, training_lines
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -113,35 +114,40 @@ def simulate(
     attempt: int = 0,
     rank: int = 0,
     env: Mapping[str, str] | None = None,
+    files: Mapping[str, str] | None = None,
     started_at: datetime = EPOCH,
     horizon_s: float = 3600.0,
 ) -> Simulation:
     """What the pod of ``members[rank]`` running ``command`` prints and how it ends.
 
     ``members`` are the group's hosts in rank order (for an MPI job the launcher is rank 0 and
-    prints the table). ``env`` is the container's environment. ``attempt`` (0, 1, ...) is the
-    retry number ``flaky`` faults draw on.
+    prints the table). ``env`` is the container's environment and ``files`` (path -> text) the
+    scripts it can run: a shell command is read by :func:`~nvcre.sandbox.script.resolve` (never
+    run) and the first program it starts that the simulator knows is simulated. ``attempt``
+    (0, 1, ...) is the retry number ``flaky`` faults draw on.
     """
-    env = dict(env or {})
-    words = [w for arg in command for w in arg.split()]
-    if any(w.rsplit("/", 1)[-1] == "sshd" for w in words):
-        return _worker(words)
-    try:
-        test = parse_command(command)
-    except CommandError as err:
-        return Simulation((LogLine(0.1, str(err), "stderr"),), 1, 0.2)
-    if test is not None:
-        return _nccl(test, members, faults, seed, attempt, env, horizon_s)
-    training = parse_training(command, env)
-    if training is not None:
-        return _training(training, members, faults, seed, attempt, rank, started_at, horizon_s)
-    return Simulation((), 0, 1.0)
+    script = resolve(command, env or {}, files or {})
+    for program in script.invocations:
+        argv = list(program.argv)
+        if argv[0].rsplit("/", 1)[-1] == "sshd":
+            return _worker(argv)
+        try:
+            test = parse_command(argv)
+        except CommandError as err:
+            return Simulation((LogLine(0.1, str(err), "stderr"),), 1, 0.2)
+        if test is not None:
+            return _nccl(test, members, faults, seed, attempt, program.env, horizon_s)
+        training = parse_training(argv)
+        if training is not None:
+            return _training(training, members, faults, seed, attempt, rank, started_at, horizon_s)
+    if script.error is not None:
+        return Simulation((LogLine(0.05, script.error, "stderr"),), script.exit_code, 0.1)
+    return Simulation((), script.exit_code, 1.0)
 
 
-def _worker(words: Sequence[str]) -> Simulation:
+def _worker(argv: Sequence[str]) -> Simulation:
     """An MPI worker: sshd in the foreground (``-De``) until the launcher is done."""
-    at = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "sshd"), 0)
-    flags = words[at + 1 :]
+    flags = argv[1:]
     port = next(
         (flags[i + 1] for i, w in enumerate(flags[:-1]) if w == "-p" and flags[i + 1].isdigit()), "22"
     )

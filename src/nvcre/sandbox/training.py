@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -18,9 +18,7 @@ from typing import Literal
 from nvcre.sandbox.faults import Fault, factor
 from nvcre.sandbox.model import NodeModel, noise
 
-_VAR = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)")
-_FLAG = re.compile(r"--([a-z][a-z0-9-]*)[ =]+\"?([^\s\"\\]+)")
-_HYDRA = re.compile(r"(?:^|\s)([a-z_.]+)=([^\s\"]+)")
+_HYDRA = re.compile(r"[A-Za-z_][\w.]*=\S*")
 #: Share of a healthy step spent in communication that the network does not hide.
 COMM_SHARE = 0.08
 
@@ -45,48 +43,59 @@ class Training:
     exit_minutes: float | None
 
 
-def _expand(text: str, env: Mapping[str, str]) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3)
-        value = env.get(name)
-        return value if value is not None else (m.group(2) or "")
+def _arguments(argv: Sequence[str]) -> dict[str, str]:
+    """``--key value``, ``--key=value`` and Hydra's ``key=value``; a repeated key's last value
+    wins, as argparse and Hydra take it."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("--") and len(word) > 2:
+            key, eq, value = word[2:].partition("=")
+            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                value, i = argv[i + 1], i + 1
+            out[key] = value
+        elif _HYDRA.fullmatch(word):
+            key, _, value = word.partition("=")
+            out[key] = value
+        i += 1
+    return out
 
-    return _VAR.sub(sub, text)
+
+def _framework(argv: Sequence[str]) -> Literal["megatron", "nemo"] | None:
+    """What a training program runs: a Megatron ``pretrain_*.py`` (or a script under a Megatron
+    path), NeMo's CLI or a NeMo script; ``None`` for any other program."""
+    scripts = [w.lower() for w in argv if w.lower().endswith(".py")]
+    modules = [argv[i + 1].lower() for i, w in enumerate(argv[:-1]) if w == "-m"]
+    named = [*scripts, *modules]
+    if any(s.rsplit("/", 1)[-1].startswith("pretrain_") or "megatron" in s for s in named):
+        return "megatron"
+    if (argv and argv[0].rsplit("/", 1)[-1] == "nemo") or any("nemo" in s for s in named):
+        return "nemo"
+    return None
 
 
-def parse_training(command: Sequence[str], env: Mapping[str, str]) -> Training | None:
-    """The training run in ``command`` (a Megatron or NeMo launch), ``None`` if it is none."""
-    text = _expand(" ".join(command), env)
-    lower = text.lower()
-    framework: Literal["megatron", "nemo"]
-    if "pretrain_" in lower or "megatron" in lower:
-        framework = "megatron"
-    elif "nemo" in lower:
-        framework = "nemo"
-    else:
+def parse_training(argv: Sequence[str]) -> Training | None:
+    """The training run ``argv`` starts (a Megatron or NeMo launch), ``None`` if it is none."""
+    framework = _framework(argv)
+    if framework is None:
         return None
-    flags = {k: v for k, v in _FLAG.findall(text)}
-    hydra = {k: v for k, v in _HYDRA.findall(text)}
+    args = _arguments(argv)
 
     def num(key: str, default: float, *more: str) -> float:
         for k in (key, *more):
-            raw = flags.get(k, hydra.get(k))
-            if raw is None:
-                continue
             try:
-                return float(raw)
-            except ValueError:
+                return float(args[k])
+            except (KeyError, ValueError):
                 continue
         return default
 
     def ival(key: str, default: int, *more: str) -> int:
         value = num(key, default, *more)
-        return default if math.isnan(value) else int(value)
+        return default if math.isnan(value) or math.isinf(value) else int(value)
 
-    checkpoint = "save" in flags or "save-interval" in flags
-    if "ENABLE_CHECKPOINT" in " ".join(command):
-        checkpoint = env.get("ENABLE_CHECKPOINT", "false").lower() == "true"
     exit_minutes = num("exit-duration-in-mins", math.nan)
+    checkpoint = "save" in args or "save-interval" in args
     return Training(
         framework=framework,
         train_iters=ival("train-iters", 100, "trainer.max_steps", "max-steps"),
@@ -99,9 +108,7 @@ def parse_training(command: Sequence[str], env: Mapping[str, str]) -> Training |
         min_lr=num("min-lr", 3.0e-5),
         warmup_iters=ival("lr-warmup-iters", 10),
         procs_per_node=ival("nproc_per_node", 0) or ival("nproc-per-node", 0) or None,
-        save_dir=(flags.get("save") or env.get("CKPT_DIR") or "/mnt/workspace/checkpoints")
-        if checkpoint
-        else None,
+        save_dir=(args.get("save") or "/mnt/workspace/checkpoints") if checkpoint else None,
         save_interval=ival("save-interval", 100, "checkpoint.every_n_train_steps"),
         exit_minutes=None if math.isnan(exit_minutes) else exit_minutes,
     )
