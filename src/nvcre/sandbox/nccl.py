@@ -118,6 +118,10 @@ _IGNORED = {
     "-M", "--memory", "-J", "--output_file", "-u", "--cumask",
 }  # fmt: skip
 _MPIRUN_PPN = {"-N", "--npernode", "-npernode"}
+_MAP_BY = {"--map-by", "-map-by"}
+#: Open MPI's default slots per host (Kubeflow Trainer's MPI policy sets it to numProcPerNode):
+#: mpirun without ``-N`` starts that many ranks on each host of its hostfile.
+DEFAULT_SLOTS_ENV = "OMPI_MCA_orte_set_default_slots"
 
 
 def parse_size(text: str) -> int:
@@ -137,9 +141,10 @@ def _collective_of(word: str) -> tuple[str, Collective] | None:
     return None
 
 
-def parse_command(command: Sequence[str]) -> NcclTest | None:
+def parse_command(command: Sequence[str], env: Mapping[str, str] | None = None) -> NcclTest | None:
     """The nccl-tests run in the argv ``command`` (``None`` if it runs no nccl-tests binary), run
-    directly or under a launcher (``timeout``, ``env``, ``mpirun``...)."""
+    directly or under a launcher (``timeout``, ``env``, ``mpirun``...). ``env`` is the environment
+    it starts in (mpirun's default slots per host come from it)."""
     words = list(command)
     at = next((i for i, w in enumerate(words) if _collective_of(w)), None)
     if at is None:
@@ -147,16 +152,18 @@ def parse_command(command: Sequence[str]) -> NcclTest | None:
     found = _collective_of(words[at])
     assert found is not None
     binary, collective = found
-    env: dict[str, str] = {}
-    ppn = 1
+    flags: dict[str, str] = {}
+    ppn: int | None = None
     launcher = words[:at]
     for i, w in enumerate(launcher):
         nxt = launcher[i + 1] if i + 1 < len(launcher) else ""
         if w == "-x" and "=" in nxt:
             name, _, value = nxt.partition("=")
-            env[name] = value
+            flags[name] = value
         elif w in _MPIRUN_PPN and nxt.isdigit() and any(x.endswith("mpirun") for x in launcher[:i]):
             ppn = int(nxt)
+        elif w in _MAP_BY and nxt.startswith("ppr:") and nxt.split(":")[1].isdigit():
+            ppn = int(nxt.split(":")[1])
     values: dict[str, int | str] = {}
     args = words[at + 1 :]
     i = 0
@@ -182,7 +189,10 @@ def parse_command(command: Sequence[str]) -> NcclTest | None:
                 raise CommandError(f"{binary}: invalid value {value!r} for {flag}")
             values[field_name] = int(value)
     mpirun = any(x.endswith("mpirun") for x in launcher)
-    test = NcclTest(binary=binary, collective=collective, procs_per_host=ppn, mpirun=mpirun, env=env)
+    slots = (env or {}).get(DEFAULT_SLOTS_ENV, "")
+    if ppn is None:
+        ppn = int(slots) if mpirun and slots.isdigit() and int(slots) > 0 else 1
+    test = NcclTest(binary=binary, collective=collective, procs_per_host=ppn, mpirun=mpirun, env=flags)
     return replace(test, **values)  # type: ignore[arg-type]
 
 

@@ -29,6 +29,8 @@ SHELLS = frozenset({"sh", "bash", "dash", "ash"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", ">&", "<&", "&>", ">|", ";", "&", "|", "(", ")", "<", ">")
+#: Reserved words that end a compound command: never the start of a simple one.
+_CLOSERS = frozenset({"then", "elif", "else", "fi", "do", "done", "esac", "}"})
 #: Steps (commands run, loop turns) after which a script is taken as stuck and stops.
 MAX_STEPS = 10_000
 #: How deep scripts may run scripts and functions may call functions.
@@ -482,6 +484,8 @@ class _Parser:
             self.i += 1
             if not tok.parts:  # a file descriptor number before a redirection
                 continue
+            if not assigns and not words and tok.literal in _CLOSERS:
+                raise _SyntaxError(f"syntax error near unexpected token `{tok.literal}'", tok.line)
             first = tok.parts[0]
             match = _ASSIGNMENT.match(first.text) if not first.quoted and not first.expand else None
             if not words and match:
@@ -752,6 +756,13 @@ class _Shell:
             current, started = "", False
 
         for part in word.parts:
+            if part.expand and part.quoted and part.text in ("$@", "${@}"):
+                for k, arg in enumerate(self.args):  # "$@": one field per positional argument
+                    if k:
+                        close()
+                    current += arg
+                    started = True
+                continue
             value = self.parameter(part.text, word.line) if part.expand else part.text
             if part.quoted or not part.expand:
                 current += value

@@ -10,7 +10,7 @@ faults, the seed and the attempt. The shell writes :attr:`Simulation.lines` as a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, on_node
@@ -126,23 +126,51 @@ def simulate(
     run) and the first program it starts that the simulator knows is simulated. ``attempt``
     (0, 1, ...) is the retry number ``flaky`` faults draw on.
     """
+    found = workload(command, env, files)
+    if found.error is not None:
+        return Simulation((LogLine(0.1, found.error, "stderr"),), found.exit_code, 0.2)
+    if found.worker is not None:
+        return _worker(found.worker)
+    if found.nccl is not None:
+        return _nccl(found.nccl, members, faults, seed, attempt, found.env, horizon_s)
+    if found.training is not None:
+        return _training(found.training, members, faults, seed, attempt, rank, started_at, horizon_s)
+    return Simulation((), found.exit_code, 1.0)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The program a container runs as the simulator sees it: an nccl-tests run, a training
+    run, an MPI worker's sshd, or none of them (``error``: how it failed before starting)."""
+
+    env: Mapping[str, str] = field(default_factory=dict)  #: the program's environment
+    nccl: NcclTest | None = None
+    training: Training | None = None
+    worker: tuple[str, ...] | None = None  #: sshd's argv
+    error: str | None = None  #: what the shell or the binary printed when it refused
+    exit_code: int = 0
+
+
+def workload(
+    command: Sequence[str], env: Mapping[str, str] | None = None, files: Mapping[str, str] | None = None
+) -> Workload:
+    """The first program ``command`` starts (its shell script read, never run) that the simulator
+    knows, parsed as the program would parse its arguments."""
     script = resolve(command, env or {}, files or {})
     for program in script.invocations:
         argv = list(program.argv)
         if argv[0].rsplit("/", 1)[-1] == "sshd":
-            return _worker(argv)
+            return Workload(program.env, worker=program.argv)
         try:
-            test = parse_command(argv)
+            test = parse_command(argv, program.env)
         except CommandError as err:
-            return Simulation((LogLine(0.1, str(err), "stderr"),), 1, 0.2)
+            return Workload(program.env, error=str(err), exit_code=1)
         if test is not None:
-            return _nccl(test, members, faults, seed, attempt, program.env, horizon_s)
+            return Workload(program.env, nccl=test)
         training = parse_training(argv)
         if training is not None:
-            return _training(training, members, faults, seed, attempt, rank, started_at, horizon_s)
-    if script.error is not None:
-        return Simulation((LogLine(0.05, script.error, "stderr"),), script.exit_code, 0.1)
-    return Simulation((), script.exit_code, 1.0)
+            return Workload(program.env, training=training)
+    return Workload(error=script.error, exit_code=script.exit_code)
 
 
 def _worker(argv: Sequence[str]) -> Simulation:
@@ -292,4 +320,14 @@ def cri_log(sim: Simulation, started_at: datetime) -> list[str]:
     return out
 
 
-__all__ = ["EPOCH", "LogLine", "NodeEffect", "Simulation", "cri_log", "initial_node_change", "simulate"]
+__all__ = [
+    "EPOCH",
+    "LogLine",
+    "NodeEffect",
+    "Simulation",
+    "Workload",
+    "cri_log",
+    "initial_node_change",
+    "simulate",
+    "workload",
+]

@@ -13,7 +13,12 @@ from typing import Any
 from lightkube import ApiError, Client
 from lightkube.codecs import from_dict
 
-from nvcre.api.v1alpha1.constants import ReplicatedJob
+from nvcre.api.v1alpha1.constants import (
+    TRAINJOB_ANCESTOR_STEP_TRAINER,
+    WORKLOAD_CONTAINER_NAME,
+    Label,
+    ReplicatedJob,
+)
 from nvcre.controllers import resources
 from nvcre.controllers.children import owner_reference
 from nvcre.testing.waiting import wait_for
@@ -391,6 +396,67 @@ def creator(kube: Client) -> Callable[[dict[str, Any]], dict[str, Any]]:
         return created
 
     return create
+
+
+#: The port Trainer's torch policy gives ``PET_MASTER_PORT``.
+TORCH_MASTER_PORT = 29400
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+
+def with_trainer(
+    pods: list[dict[str, Any]], trainjob: dict[str, Any], runtime: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """``pods`` (of :func:`pods_of`) with the TrainJob's ``trainer`` applied as Kubeflow Trainer
+    applies it: the workload container (``node``) of the replicated job labelled
+    ``trainjob-ancestor-step: trainer`` (the torch ``node`` job, the MPI ``launcher``) gets the
+    trainer's image, command and args, its env merged by name (the trainer's wins), and the
+    policy's variables: under torch the ``PET_*`` torchrun reads (node count, processes per
+    node, the node rank from the pod's completion index, the first pod as master), under
+    OpenMPI the ``OMPI_MCA_*`` defaults (the hostfile, one slot per process per node)."""
+    name, spec = trainjob["metadata"]["name"], trainjob["spec"]
+    trainer = spec.get("trainer") or {}
+    steps = {
+        j["name"]
+        for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        if ((j.get("template") or {}).get("metadata") or {})
+        .get("labels", {})
+        .get(Label.TRAINJOB_ANCESTOR_STEP)
+        == TRAINJOB_ANCESTOR_STEP_TRAINER
+    }
+    policy = runtime["spec"].get("mlPolicy") or {}
+    policy_env: list[dict[str, Any]] = []
+    if "mpi" in policy:
+        slots = trainer.get("numProcPerNode") or (policy.get("mpi") or {}).get("numProcPerNode") or 1
+        policy_env = [
+            {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+            {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "OMPI_MCA_orte_set_default_slots", "value": str(slots)},
+            {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+        ]
+    if "torch" in policy:
+        procs = trainer.get("numProcPerNode") or (policy.get("torch") or {}).get("numProcPerNode") or 1
+        policy_env = [
+            {"name": "PET_NNODES", "value": str(trainer.get("numNodes") or policy.get("numNodes") or 1)},
+            {"name": "PET_NPROC_PER_NODE", "value": str(procs)},
+            {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}},
+            {"name": "PET_MASTER_ADDR", "value": f"{name}-{ReplicatedJob.NODE}-0-0.{name}"},
+            {"name": "PET_MASTER_PORT", "value": str(TORCH_MASTER_PORT)},
+        ]
+    out = copy.deepcopy(pods)
+    for pod in out:
+        if pod["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") not in steps:
+            continue
+        for container in pod["spec"].get("containers") or ():
+            if container.get("name") != WORKLOAD_CONTAINER_NAME:
+                continue
+            for key in ("image", "command", "args"):
+                if key in trainer:
+                    container[key] = copy.deepcopy(trainer[key])
+            env = {e["name"]: e for e in container.get("env") or ()}
+            for item in [*(trainer.get("env") or ()), *policy_env]:
+                env[item["name"]] = copy.deepcopy(item)
+            container["env"] = list(env.values())
+    return out
 
 
 def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
