@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
-from nvcre.sandbox.nccl import CommandError, group_bandwidth, parse_command, parse_size
-from nvcre.sandbox.script import resolve
+from nvcre.sandbox.nccl import CommandError, group_bandwidth, parse_command
 from nvcre.sandbox.runner import node_member
+from nvcre.sandbox.script import resolve
 from nvcre.testing.nodes import platform_nodes
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "nccl"
@@ -228,8 +228,8 @@ def test_the_render_command_of_the_catalog_parses() -> None:
 def test_bad_nccl_tests_arguments_fail_like_the_binary() -> None:
     with pytest.raises(CommandError, match="invalid option -- 'q'"):
         parse_command(["all_reduce_perf", "-q", "1"])
-    with pytest.raises(CommandError, match="invalid size"):
-        parse_size("12X")
+    with pytest.raises(CommandError, match="invalid size '12X'"):
+        parse_command(["all_reduce_perf", "-e", "12X"])
     sim = simulate(["all_reduce_perf", "-d", "complex"], h100_group(1))
     assert sim.exit_code == 1 and "invalid type" in sim.lines[0].text
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nvcre.sandbox.model import unit
+from nvcre.sandbox.model import parse_size, unit
 
 Outcome = Literal["fail", "hang"]
 
@@ -99,6 +99,10 @@ def _no_outcome(_: Fault, seed: int, attempt: int) -> Outcome | None:
     return None
 
 
+def _no_wrong(_: Fault) -> int:
+    return 0
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """A registered fault kind and its hooks (defaults: no effect)."""
@@ -115,6 +119,15 @@ class FaultKind:
     #: When an event strikes without ``@DELAY``: ``start`` (at once), ``collective`` (at the
     #: first collective after start-up) or ``mid`` (half way through the healthy run).
     default_at: Literal["start", "collective", "mid"] = "start"
+    #: The fabric NCCL picks on the node at start-up instead of the platform's (``socket``).
+    fabric: str | None = None
+    #: Wrong elements per rank in each checked result from the fault's time on (data corruption).
+    wrong: Callable[[Fault], int] = _no_wrong
+    #: The launcher's log stops after the table row of the fault's size (its value; ``None``:
+    #: half the sweep) while the program runs on to its end.
+    log_cut: bool = False
+    #: Whether the pods of a group with the node have their log served through the API.
+    log_served: bool = True
 
 
 KINDS: dict[str, FaultKind] = {}
@@ -153,6 +166,19 @@ def _count(arg: str | None) -> float:
     if arg is None or not arg.isdigit() or int(arg) < 1:
         raise FaultSpecError(f"argument {arg!r} must be a whole number >= 1")
     return float(int(arg))
+
+
+def _optional_count(arg: str | None) -> float | None:
+    return None if arg is None else _count(arg)
+
+
+def _optional_size(arg: str | None) -> float | None:
+    if arg is None:
+        return None
+    try:
+        return float(parse_size(arg))
+    except ValueError:
+        raise FaultSpecError(f"argument {arg!r} is not a size (8, 512M, 16G)") from None
 
 
 def _none(arg: str | None) -> float | None:
@@ -300,6 +326,35 @@ for _kind in (
         network=_value,
     ),
     FaultKind(
+        "corrupt",
+        "[<n>]",
+        "nccl-tests finds n wrong elements (default 1) per rank in every checked result: "
+        "non-zero #wrong, Out of bounds values FAILED, exit 7",
+        _optional_count,
+        wrong=lambda f: int(f.value or 1),
+    ),
+    FaultKind(
+        "tcp-fallback",
+        "",
+        "NCCL on the node uses sockets instead of the platform's network (Using network Socket)",
+        _none,
+        fabric="socket",
+    ),
+    FaultKind(
+        "truncate",
+        "[<size>]",
+        "the launcher's log stops after the row of that size (default: half the sweep), no footer; exit 0",
+        _optional_size,
+        log_cut=True,
+    ),
+    FaultKind(
+        "no-log",
+        "",
+        "the logs of a group's pods are not served through the API (kubectl logs fails)",
+        _none,
+        log_served=False,
+    ),
+    FaultKind(
         "flaky",
         "<probability>",
         "each attempt fails with that probability (an NCCL error); a retry may clear it",
@@ -380,6 +435,30 @@ def factor(
         if f.active(at_s):
             result *= getattr(KINDS[f.kind], hook)(f)
     return result
+
+
+def fallback_fabric(faults: Iterable[Fault], node: str, at_s: float) -> str | None:
+    """The fabric ``node``'s NCCL falls back to ``at_s`` into the run, ``None`` if it uses its own."""
+    return next(
+        (KINDS[f.kind].fabric for f in on_node(faults, node) if KINDS[f.kind].fabric and f.active(at_s)), None
+    )
+
+
+def wrong_elements(faults: Iterable[Fault], node: str, at_s: float) -> int:
+    """How many elements per rank ``node``'s GPUs get wrong in a result ``at_s`` into the run."""
+    return max((KINDS[f.kind].wrong(f) for f in on_node(faults, node) if f.active(at_s)), default=0)
+
+
+def log_cut(faults: Iterable[Fault], nodes: Iterable[str]) -> Fault | None:
+    """The fault that cuts the launcher's log of a group of ``nodes`` short, if one does."""
+    names = set(nodes)
+    return next((f for f in faults if f.node in names and f.peer is None and KINDS[f.kind].log_cut), None)
+
+
+def log_served(faults: Iterable[Fault], nodes: Iterable[str]) -> bool:
+    """Whether the logs of a group of ``nodes`` are served through the API."""
+    names = set(nodes)
+    return not any(f.node in names and f.peer is None and not KINDS[f.kind].log_served for f in faults)
 
 
 def node_change(faults: Iterable[Fault], node: str, *, at_s: float | None = None) -> NodeChange:
@@ -476,11 +555,15 @@ __all__ = [
     "Taint",
     "apply_node_change",
     "factor",
+    "fallback_fabric",
     "link_factor",
+    "log_cut",
+    "log_served",
     "node_change",
     "on_node",
     "parse_delay",
     "parse_fault",
     "parse_faults",
     "register",
+    "wrong_elements",
 ]

@@ -144,6 +144,14 @@ def node_model(
     )
 
 
+def on_fabric(model: NodeModel, fabric: str) -> NodeModel:
+    """``model`` talking over ``fabric`` (a :class:`Fabric` name, e.g. ``socket``) instead of its
+    platform's: that fabric's transport, latency and network bandwidth."""
+    found = next(f for f in FABRICS.values() if f.name == fabric)
+    network = _NETWORK.get((fabric, model.gpu.product), _NETWORK[(fabric, None)])
+    return replace(model, fabric=found, network_busbw=network)
+
+
 def scaled(model: NodeModel, *, nvlink: float = 1.0, network: float = 1.0, speed: float = 1.0) -> NodeModel:
     """``model`` with its bandwidths and GPU speed multiplied by the given factors."""
     return replace(
@@ -152,6 +160,18 @@ def scaled(model: NodeModel, *, nvlink: float = 1.0, network: float = 1.0, speed
         network_busbw=model.network_busbw * network,
         tflops=model.tflops * speed,
     )
+
+
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``8``, ``16G``, ``512M``, ``1K`` as bytes (binary units, as nccl-tests reads them)."""
+    unit_ = _UNITS.get(text[-1:].upper()) if text else None
+    digits = text[:-1] if unit_ else text
+    if not digits.isdigit():
+        raise ValueError(f"invalid size {text!r}")
+    return int(digits) * (unit_ or 1)
 
 
 def unit(*key: object) -> float:
@@ -174,6 +194,8 @@ __all__ = [
     "NodeModel",
     "node_model",
     "noise",
+    "on_fabric",
+    "parse_size",
     "scaled",
     "unit",
 ]

@@ -1,11 +1,10 @@
-"""nccl-tests output for a simulated group: the argv parser and the log generator.
+"""nccl-tests for a simulated group: the argv parser and the run model.
 
-The layout is nccl-tests 2.17 (``# nccl-tests version`` and ``# Collective test starting``
-lines, ``#wrong`` columns 6 wide plus two spaces, a trailing space on the column headers),
-field for field as its ``writeDeviceReport``/``writeResultHeader``/``writeBenchmarkLine*``
-print them. Times follow an alpha-beta model: ``time = alpha + factor * size / busbw``, where
-``busbw`` is the group's ceiling: the slowest member's NVLink on one node (or one NVLink
-domain), else the slowest member's network and the worst link between two members.
+Times follow an alpha-beta model: ``time = alpha + factor * size / busbw``, where ``busbw`` is
+the group's ceiling: the slowest member's NVLink on one node (or one NVLink domain), else the
+slowest member's network and the worst link between two members. A node whose NCCL fell back to
+sockets (``tcp-fallback``) brings its group down to socket bandwidth; a node that corrupts data
+(``corrupt``) makes the checked results wrong. What the run prints is :mod:`.nccl_log`'s.
 """
 
 from __future__ import annotations
@@ -14,16 +13,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from nvcre.sandbox.faults import Fault, factor, link_factor
-from nvcre.sandbox.model import NVLINK_LATENCY_US, NodeModel, noise, unit
+from nvcre.sandbox.faults import Fault, factor, fallback_fabric, link_factor, wrong_elements
+from nvcre.sandbox.model import NVLINK_LATENCY_US, noise, on_fabric, parse_size
+from nvcre.sandbox.nccl_log import (
+    LAYOUTS,
+    Layout,
+    Line,
+    Member,
+    Ranks,
+    RowCells,
+    connect_info,
+    destroy_info,
+    init_info,
+    pid,
+)
 
-NCCL_TESTS_VERSION = "2.17.8"
-NCCL_VERSION = "2.29.2+cuda13.1"
-NCCL_CODE = 22902
-#: Exit code of an nccl-tests rank after an NCCL error (``testNcclError``), as mpirun passes it on.
-NCCL_ERROR_EXIT = 3
-
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _TYPES = {
     "int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8, "uint64": 8,
     "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8, "float64": 8, "bfloat16": 2,
@@ -124,15 +128,6 @@ _MAP_BY = {"--map-by", "-map-by"}
 DEFAULT_SLOTS_ENV = "OMPI_MCA_orte_set_default_slots"
 
 
-def parse_size(text: str) -> int:
-    """``8``, ``16G``, ``512M``, ``1K`` as bytes (binary units, as nccl-tests reads them)."""
-    unit_ = _UNITS.get(text[-1:].upper()) if text else None
-    digits = text[:-1] if unit_ else text
-    if not digits.isdigit():
-        raise CommandError(f"invalid size {text!r}")
-    return int(digits) * (unit_ or 1)
-
-
 def _collective_of(word: str) -> tuple[str, Collective] | None:
     base = word.rsplit("/", 1)[-1]
     stem = base.removesuffix("_mpi")
@@ -179,7 +174,10 @@ def parse_command(command: Sequence[str], env: Mapping[str, str] | None = None) 
         if field_name is None:
             continue
         if field_name in ("min_bytes", "max_bytes", "step_bytes"):
-            values[field_name] = parse_size(value)
+            try:
+                values[field_name] = parse_size(value)
+            except ValueError as err:
+                raise CommandError(str(err)) from None
         elif field_name in ("op", "datatype"):
             if field_name == "datatype" and value not in _TYPES:
                 raise CommandError(f"{binary}: invalid type {value!r}")
@@ -197,46 +195,17 @@ def parse_command(command: Sequence[str], env: Mapping[str, str] | None = None) 
 
 
 @dataclass(frozen=True)
-class Member:
-    """One host of the group: the name it prints (the pod's hostname) and its node's model."""
-
-    host: str
-    node: NodeModel
-
-
-@dataclass(frozen=True)
-class Row:
-    size: int
-    count: int
-    time_us: tuple[float, float]  #: out-of-place, in-place
-    algbw: tuple[float, float]
-    busbw: tuple[float, float]
-    at_s: float  #: when the row is printed, seconds since the start
-
-
-@dataclass(frozen=True)
 class Run:
-    """A healthy run's lines before and after its table and its rows (with their times)."""
+    """A healthy run: its lines before and after the table, its rows (with their times), and how
+    many checked results were wrong (nccl-tests' ``Out of bounds values``)."""
 
-    head: list[tuple[float, str]]
-    rows: list[Row]
-    foot: list[str]
+    ranks: Ranks
+    head: list[tuple[float, Line]]
+    rows: list[tuple[float, RowCells]]
+    foot: list[Line]
     end_s: float | None  #: ``None``: it cycles until killed (``-N 0``)
     first_collective_s: float
-
-
-def _format(value: float, width: int) -> str:
-    """nccl-tests' ``getFloatStr``: 2 decimals if they fit, then 1, then 0, then exponent."""
-    for spec in (".2f", ".1f", ".0f"):
-        text = f"{value:{width}{spec}}"
-        if len(text) <= width:
-            return text
-    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
-
-
-def _g(value: float) -> str:
-    """C's ``%g``."""
-    return f"{value:g}"
+    errors: int = 0
 
 
 def _sizes(test: NcclTest) -> list[int]:
@@ -248,15 +217,6 @@ def _sizes(test: NcclTest) -> list[int]:
             break
         size = following
     return sizes
-
-
-def _ip(seed: int, host: str) -> str:
-    n = int(unit(seed, "ip", host) * 2**16)
-    return f"10.1.{n >> 8}.{n & 255 or 1}"
-
-
-def _pid(seed: int, host: str, proc: int) -> int:
-    return 100 + int(unit(seed, "pid", host) * 9000) + proc
 
 
 def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: float) -> tuple[float, float]:
@@ -276,72 +236,92 @@ def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: fl
     return min(network * scale, nvlink), latency
 
 
+def fallen_back(members: Sequence[Member], faults: Sequence[Fault]) -> list[Member]:
+    """``members`` with each node whose NCCL fell back to another fabric (``tcp-fallback``) on it."""
+    out = []
+    for m in members:
+        fabric = fallback_fabric(faults, m.node.name, 0.0)
+        out.append(m if fabric is None else Member(m.host, on_fabric(m.node, fabric)))
+    return out
+
+
+def _corrupted(test: NcclTest, ranks: Ranks, bad: set[str], per_rank: int, count: int) -> tuple[int, int]:
+    """(wrong elements nccl-tests reports, processes that count the result wrong) when the GPUs of
+    the hosts ``bad`` corrupt ``per_rank`` elements of a result of ``count`` elements.
+
+    A reduction or gather to every rank carries the bad data to all of them; a rooted reduce or
+    gather to the root only; broadcast, scatter and sendrecv to the bad hosts' own ranks."""
+    name = test.collective.name
+    local = test.procs_per_host * test.nthreads * test.ngpus
+    if name in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
+        ranks_hit, procs_hit = ranks.nranks, len(ranks.hosts) * test.procs_per_host
+    elif name in ("reduce", "gather"):
+        ranks_hit, procs_hit = 1, 1
+    else:
+        ranks_hit, procs_hit = local * len(bad), test.procs_per_host * len(bad)
+    return min(per_rank, max(count, 1)) * ranks_hit, procs_hit
+
+
 def healthy_run(
-    test: NcclTest, members: Sequence[Member], faults: Sequence[Fault], seed: int, horizon_s: float = 3600.0
+    test: NcclTest,
+    members: Sequence[Member],
+    faults: Sequence[Fault],
+    seed: int,
+    horizon_s: float = 3600.0,
+    *,
+    layout: str = "current",
 ) -> Run:
-    """The run's lines and rows as if no event struck (bandwidth faults apply).
+    """The run's lines and rows as if no event struck (bandwidth, fallback and data faults apply).
 
-    ``-N 0`` (cycle until killed) prints cycles up to ``horizon_s`` and no footer.
+    ``-N 0`` (cycle until killed) prints cycles up to ``horizon_s`` and no footer. ``layout`` is
+    a name of :data:`~nvcre.sandbox.nccl_log.LAYOUTS`.
     """
-    nranks = len(members) * test.procs_per_host * test.nthreads * test.ngpus
-    per_proc = test.nthreads * test.ngpus
+    style: Layout = LAYOUTS[layout]
+    legacy = layout != "current"
+    members = fallen_back(members, faults)
+    ranks = Ranks(members, test.procs_per_host, test.nthreads * test.ngpus)
+    nranks = ranks.nranks
     first = members[0]
+    info = test.debug == "INFO"
     t = 0.6
-    head: list[tuple[float, str]] = []
+    head: list[tuple[float, Line]] = []
 
-    def say(text: str, dt: float = 0.0) -> None:
+    def say(line: Line, dt: float = 0.0) -> None:
         nonlocal t
         t += dt
-        head.append((t, text))
+        head.append((t, line))
 
-    step = f"{test.step_factor}(factor)" if test.step_factor > 1 else f"{test.step_bytes}(bytes)"
-    say(f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={NCCL_CODE} nccl-library={NCCL_CODE}")
-    say(f"# Collective test starting: {test.binary}")
-    say(
-        f"# nThread {test.nthreads} nGpus {test.ngpus} minBytes {test.min_bytes} maxBytes {test.max_bytes} "
-        f"step: {step} warmup iters: {test.warmup} iters: {test.iters} agg iters: {test.agg_iters} "
-        f"validation: {test.check} graph: {test.graph}"
-    )
-    say("#")
-    say("# Using devices")
-    rank = 0
-    for m in members:
-        for proc in range(test.procs_per_host):
-            pid = _pid(seed, m.host, proc)
-            for i in range(per_proc):
-                dev = proc * per_proc + i
-                pci = m.node.gpu.pci_bus_ids[dev % len(m.node.gpu.pci_bus_ids)]
-                say(
-                    f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {m.host:>10s} device {dev:2d} [0000:{pci}:00] {m.node.gpu.device_name}"
-                )
-                rank += 1
-    infos = _init_info(test, members, nranks, seed) if test.debug == "INFO" else []
-    for line in infos:
-        say(line, 0.002)
+    for text in style.preamble(test):
+        say((text, 0))
+    for rank, _, m, dev in ranks.each():
+        pci = m.node.gpu.pci_bus_ids[dev % len(m.node.gpu.pci_bus_ids)]
+        p = pid(seed, m.host, dev // ranks.gpus_per_proc)
+        say((style.device(rank, p, m.host, dev, pci, m.node.gpu.device_name), 0))
+    nodes = {m.node.name: m.node for m in members}
+    if info:
+        mnnvl = len(nodes) > 1 and all(n.nvlink_domain is not None for n in nodes.values())
+        for line in init_info(ranks, seed, legacy=legacy, mnnvl=mnnvl):
+            say(line, 0.002)
     max_bytes = test.max_bytes
     limit = (min(m.node.gpu.memory_bytes for m in members) - (1 << 30)) // (3 if test.check else 2)
     if max_bytes > limit:
-        say("#")
-        say(f"# Reducing maxBytes to {limit} due to memory limitation")
+        if not legacy:
+            say(("#", 0))
+            say((f"# Reducing maxBytes to {limit} due to memory limitation", 0))
         max_bytes = limit
-    say("#", 0.2)
-    say(
-        f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place                       in-place          "
-    )
-    say(
-        f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  {'root':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  {'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  {'#wrong':>6s} "
-    )
-    say(
-        f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>8s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>6s} "
-    )
-    if test.debug == "INFO":
-        for line in _connect_info(members, test, seed):
+    for k, text in enumerate(style.table_header(test)):
+        say((text, 0), 0.2 if k == 0 else 0.0)
+    if info:
+        worst = min(nodes.values(), key=lambda n: n.network_busbw).fabric
+        for line in connect_info(ranks, seed, worst.transport if len(nodes) > 1 else "P2P/CUMEM"):
             say(line, 0.001)
     first_collective = t
     t += 0.5
     typesize = _TYPES[test.datatype]
     busbw_factor = test.collective.factor(nranks)
-    rows: list[Row] = []
+    checked = (test.check != 0, test.check != 0 and test.collective.in_place_checked)
+    rows: list[tuple[float, RowCells]] = []
+    errors = 0
     sizes = [s for s in _sizes(test) if s <= max_bytes]
     cycle = 0
     while sizes and (cycle < test.cycles or (test.cycles == 0 and t < horizon_s)):
@@ -349,10 +329,12 @@ def healthy_run(
             count = size // typesize // (nranks if test.collective.per_rank_count else 1)
             nbytes = count * typesize * (nranks if test.collective.per_rank_count else 1)
             busbw, latency = group_bandwidth(members, faults, t)
+            bad = {m.host: n for m in members if (n := wrong_elements(faults, m.node.name, t))}
             times: list[float] = []
             alg: list[float] = []
             bus: list[float] = []
-            for place in ("out", "in"):
+            wrong: list[int] = []
+            for k, place in enumerate(("out", "in")):
                 if nranks == 1 or busbw_factor == 0.0:
                     base = 6.0 + nbytes / 1.2e6
                 else:
@@ -362,151 +344,34 @@ def healthy_run(
                 times.append(time_us)
                 alg.append(algbw)
                 bus.append(algbw * busbw_factor)
+                elements, processes = (0, 0)
+                if bad and checked[k]:
+                    elements, processes = _corrupted(test, ranks, set(bad), max(bad.values()), count)
+                wrong.append(elements)
+                errors += processes
             t += (test.warmup + test.iters * test.agg_iters) * sum(times) * 1e-6 + 0.004
-            rows.append(Row(nbytes, count, (times[0], times[1]), (alg[0], alg[1]), (bus[0], bus[1]), t))
+            cells = RowCells(
+                nbytes, count, (times[0], times[1]), (alg[0], alg[1]), (bus[0], bus[1]), (wrong[0], wrong[1])
+            )
+            rows.append((t, cells))
         cycle += 1
     if test.cycles == 0:
-        return Run(head, rows, [], None, first_collective)
-    avg = sum(sum(r.busbw) for r in rows) / (2 * len(rows)) if rows else 0.0
-    foot = [
-        "# Out of bounds values : 0 OK",
-        f"# Avg bus bandwidth    : {_g(avg)} ",
-        "#",
-        f"# Collective test concluded: {test.binary}",
-        "#",
-        "",
-    ]
-    return Run(head, rows, foot, t + 0.1, first_collective)
-
-
-def format_row(test: NcclTest, row: Row) -> str:
-    """One table row, as ``writeBenchmarkLinePreamble`` + two ``writeBenchmarkLineBody``."""
-    c = test.collective
-    redop = test.op if c.redop else "none"
-    root = test.root if c.rooted else -1
-    line = f"{row.size:12d}  {row.count:12d}  {test.datatype:>8s}  {redop:>6s}  {root:6d}"
-    for i, checked in enumerate((test.check != 0, test.check != 0 and c.in_place_checked)):
-        body = f"  {_format(row.time_us[i], 7)}  {_format(row.algbw[i], 6)}  {_format(row.busbw[i], 6)}"
-        line += body + (f"  {0:6d}" if checked else "    N/A")
-    return line
-
-
-def _prefix(host: str, seed: int, proc: int, dev: int) -> str:
-    """``host:pid:tid [cudaDev]``, how NCCL starts its debug lines."""
-    pid = _pid(seed, host, proc)
-    return f"{host}:{pid}:{pid} [{dev}]"
-
-
-def _init_info(test: NcclTest, members: Sequence[Member], nranks: int, seed: int) -> list[str]:
-    """``NCCL_DEBUG=INFO`` start-up lines: version, bootstrap, network transport, init."""
-    lines = []
-    nodes = len({m.node.name for m in members})
-    local = test.procs_per_host * test.nthreads * test.ngpus
-    rank = 0
-    for m in members:
-        for dev in range(local):
-            p = _prefix(m.host, seed, dev // (test.nthreads * test.ngpus), dev)
-            if rank == 0:
-                lines.append(f"{p} NCCL INFO NCCL version {NCCL_VERSION}")
-            lines.append(f"{p} NCCL INFO Bootstrap: Using eth0:{_ip(seed, m.host)}<0>")
-            fabric = m.node.fabric
-            if fabric.name == "efa":
-                lines.append(f"{p} NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0")
-                lines.append(f"{p} NCCL INFO NET/OFI Selected Provider is efa (found {m.node.gpus * 4} nics)")
-            elif fabric.name in ("ib", "roce"):
-                kind = "IB" if fabric.name == "ib" else "RoCE"
-                nics = " ".join(f"[{i}]mlx5_{i}:1/{kind}" for i in range(m.node.gpus))
-                lines.append(f"{p} NCCL INFO NET/IB : Using {nics} [RO]; OOB eth0:{_ip(seed, m.host)}<0>")
-            elif fabric.name == "socket":
-                lines.append(f"{p} NCCL INFO NET/Socket : Using [0]eth0:{_ip(seed, m.host)}<0>")
-            lines.append(f"{p} NCCL INFO Using network {fabric.network}")
-            lines.append(
-                f"{p} NCCL INFO comm 0x{int(unit(seed, 'comm', m.host, dev) * 2**44):x} rank {rank} nRanks {nranks} "
-                f"nNodes {nodes} localRanks {local} localRank {dev} MNNVL {int(m.node.nvlink_domain is not None and nodes > 1)}"
-            )
-            lines.append(
-                f"{p} NCCL INFO ncclCommInitRankConfig comm rank {rank} nranks {nranks} cudaDev {dev} - Init COMPLETE"
-            )
-            rank += 1
-    return lines
-
-
-def _connect_info(members: Sequence[Member], test: NcclTest, seed: int) -> list[str]:
-    p = _prefix(members[0].host, seed, 0, 0)
-    nodes = len({m.node.name for m in members})
-    via = members[0].node.fabric.transport if nodes > 1 else "P2P/CUMEM"
-    return [
-        f"{p} NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via {via}",
-        f"{p} NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via {via}",
-        f"{p} NCCL INFO Connected all rings, use ring PXN 0 GDR {int(nodes > 1)}",
-    ]
-
-
-def error_lines(test: NcclTest, members: Sequence[Member], failing: str, seed: int) -> list[str]:
-    """What the launcher prints when ``failing`` (a host of ``members``) hits a network error."""
-    host = next(m for m in members if m.host == failing)
-    peer = next((m for m in members if m.host != failing), host)
-    pid = _pid(seed, failing, 0)
-    p = _prefix(failing, seed, 0, 0)
-    if host.node.fabric.name == "efa":
-        warn = (
-            f"NET/OFI Request 0x7f3a{int(unit(seed, 'req', failing) * 2**24):06x} completed with error. "
-            f"RC: 21. Error: 12 (Connection reset by peer). Completed length: 0, Peer: {_ip(seed, peer.host)}"
-        )
-        where = "net.cc:1349"
-    else:
-        warn = (
-            f"NET/IB : Got completion from peer {_ip(seed, peer.host)}<{40000 + int(unit(seed, 'port', peer.host) * 9999)}> "
-            f"with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:{_ip(seed, failing)} hca mlx5_0"
-        )
-        where = "transport/net_ib.cc:1696"
-    lines = []
-    if test.debug in ("INFO", "WARN"):
-        lines += ["", f"{p} {where} NCCL WARN {warn}", f"{p} NCCL INFO transport/net.cc:1249 -> 6"]
-    lines += [
-        f"{failing}: Test NCCL failure common.cu:1204 'remote process exited or there was a network error / {warn}'",
-        f" .. {failing} pid {pid}: Test failure common.cu:915",
-    ]
-    return lines
-
-
-def mpirun_abort(members: Sequence[Member], failing: str, test: NcclTest, seed: int) -> list[str]:
-    """The banner Open MPI's mpirun prints on stderr when a rank exits non-zero."""
-    return [
-        "--------------------------------------------------------------------------",
-        "Primary job  terminated normally, but 1 process returned",
-        "a non-zero exit code. Per user-direction, the job has been aborted.",
-        "--------------------------------------------------------------------------",
-        "--------------------------------------------------------------------------",
-        "mpirun detected that one or more processes exited with non-zero status, thus causing",
-        "the job to be terminated. The first process to do so was:",
-        "",
-        f"  Process name: [[{int(unit(seed, 'job') * 60000) + 1000},1],{_rank_of(members, failing, test)}]",
-        f"  Exit code:    {NCCL_ERROR_EXIT}",
-        "--------------------------------------------------------------------------",
-    ]
-
-
-def _rank_of(members: Sequence[Member], host: str, test: NcclTest) -> int:
-    index = next(i for i, m in enumerate(members) if m.host == host)
-    return index * test.procs_per_host
+        return Run(ranks, head, rows, [], None, first_collective, errors)
+    avg = sum(sum(r.busbw) for _, r in rows) / (2 * len(rows)) if rows else 0.0
+    foot = destroy_info(ranks, seed) if info else []
+    foot += [(text, 0) for text in style.footer(test, errors, avg)]
+    return Run(ranks, head, rows, foot, t + 0.1, first_collective, errors)
 
 
 __all__ = [
     "COLLECTIVES",
-    "NCCL_ERROR_EXIT",
-    "NCCL_TESTS_VERSION",
     "Collective",
     "CommandError",
     "Member",
     "NcclTest",
-    "Row",
     "Run",
-    "error_lines",
-    "format_row",
+    "fallen_back",
     "group_bandwidth",
     "healthy_run",
-    "mpirun_abort",
     "parse_command",
-    "parse_size",
 ]

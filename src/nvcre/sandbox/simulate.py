@@ -13,21 +13,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, on_node
+from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, log_cut, log_served, on_node
 from nvcre.sandbox.faults import node_change as combined_change
 from nvcre.sandbox.model import unit
-from nvcre.sandbox.nccl import (
+from nvcre.sandbox.nccl import CommandError, Member, NcclTest, healthy_run, parse_command
+from nvcre.sandbox.nccl_log import (
+    LAYOUTS,
     NCCL_ERROR_EXIT,
-    CommandError,
-    Member,
-    NcclTest,
+    WRONG_RESULTS_EXIT,
+    Line,
     error_lines,
-    format_row,
-    healthy_run,
     mpirun_abort,
-    parse_command,
+    wrong_results_lines,
 )
 from nvcre.sandbox.script import resolve
+from nvcre.sandbox.styles import PLAIN, LogStyle, prefixer
 from nvcre.sandbox.training import Training, parse_training, training_lines
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -38,6 +38,7 @@ class LogLine:
     offset_s: float  #: seconds after the container started
     text: str
     stream: str = "stdout"
+    origin: int | None = 0  #: the process rank that printed it; ``None``: the launcher (mpirun)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Simulation:
     duration_s: float | None  #: when it exits; ``None``: runs until killed
     node_effects: tuple[NodeEffect, ...] = ()
     failed_hosts: tuple[str, ...] = ()  #: hosts an error names (for tests and status)
+    log_served: bool = True  #: whether the log is served through the API (``no-log``)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ def simulate(
     rank: int = 0,
     env: Mapping[str, str] | None = None,
     files: Mapping[str, str] | None = None,
+    style: LogStyle = PLAIN,
     started_at: datetime = EPOCH,
     horizon_s: float = 3600.0,
 ) -> Simulation:
@@ -124,18 +127,26 @@ def simulate(
     prints the table). ``env`` is the container's environment and ``files`` (path -> text) the
     scripts it can run: a shell command is read by :func:`~nvcre.sandbox.script.resolve` (never
     run) and the first program it starts that the simulator knows is simulated. ``attempt``
-    (0, 1, ...) is the retry number ``flaky`` faults draw on.
+    (0, 1, ...) is the retry number ``flaky`` faults draw on; ``style`` the launcher's prefixes
+    and table layout.
     """
     found = workload(command, env, files)
+    served = log_served(faults, (m.node.name for m in members))
     if found.error is not None:
-        return Simulation((LogLine(0.1, found.error, "stderr"),), found.exit_code, 0.2)
+        return Simulation((LogLine(0.1, found.error, "stderr"),), found.exit_code, 0.2, log_served=served)
     if found.worker is not None:
-        return _worker(found.worker)
+        return replace(_worker(found.worker), log_served=served)
     if found.nccl is not None:
-        return _nccl(found.nccl, members, faults, seed, attempt, found.env, horizon_s)
-    if found.training is not None:
-        return _training(found.training, members, faults, seed, attempt, rank, started_at, horizon_s)
-    return Simulation((), found.exit_code, 1.0)
+        sim = _nccl(found.nccl, members, faults, seed, attempt, found.env, horizon_s, style.layout)
+        procs = len(members) * found.nccl.procs_per_host
+    elif found.training is not None:
+        sim = _training(found.training, members, faults, seed, attempt, rank, started_at, horizon_s)
+        procs = len(members)
+    else:
+        return Simulation((), found.exit_code, 1.0, log_served=served)
+    prefix = prefixer(style, head=members[0].host, procs=procs, seed=seed, started_at=started_at)
+    lines = tuple(replace(x, text=prefix(x.offset_s, x.stream, x.origin) + x.text) for x in sim.lines)
+    return replace(sim, lines=lines, log_served=served)
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,7 @@ def _nccl(
     attempt: int,
     env: Mapping[str, str],
     horizon_s: float,
+    layout: str,
 ) -> Simulation:
     if env.get("NCCL_DEBUG") and "NCCL_DEBUG" not in test.env:
         test = replace(test, env={**test.env, "NCCL_DEBUG": env["NCCL_DEBUG"]})
@@ -208,20 +220,35 @@ def _nccl(
                 LogLine(0.5, "Please check the number of processes and GPUs per process.", "stderr"),
             )
             return Simulation(lines, 1, 1.0, failed_hosts=(m.host,))
-    run = healthy_run(test, members, faults, seed, horizon_s)
-    timed = [*run.head, *((row.at_s, format_row(test, row)) for row in run.rows)]
+    run = healthy_run(test, members, faults, seed, horizon_s, layout=layout)
+    style = LAYOUTS[layout]
+    timed = [_line(at, line) for at, line in run.head]
+    timed += [_line(at, (style.row(test, cells), 0)) for at, cells in run.rows]
+    healthy_exit = 0
     if run.end_s is not None:
-        timed += [(run.end_s, text) for text in run.foot]
+        tail = list(run.foot)
+        if run.errors:  # nccl-tests exits non-zero after wrong results; mpirun reports the first
+            healthy_exit = 1 if layout != "current" else WRONG_RESULTS_EXIT
+            tail += wrong_results_lines(run.ranks, seed) if layout == "current" else []
+        timed += [_line(run.end_s, line) for line in tail]
+        if healthy_exit and test.mpirun:
+            timed += [
+                _line(run.end_s + 0.1, line, "stderr")
+                for line in mpirun_abort(run.ranks, 0, healthy_exit, seed)
+            ]
 
     def failure(event: _Event, at: float) -> list[LogLine]:
-        lines = [LogLine(at, text) for text in error_lines(test, members, event.host, seed)]
+        lines = [
+            _line(at, line)
+            for line in error_lines(run.ranks, event.host, seed, debug=test.debug in ("INFO", "WARN"))
+        ]
         if test.mpirun:
-            lines += [
-                LogLine(at + 0.1, text, "stderr") for text in mpirun_abort(members, event.host, test, seed)
-            ]
+            proc = next(i for i, m in enumerate(members) if m.host == event.host) * test.procs_per_host
+            abort = mpirun_abort(run.ranks, proc, NCCL_ERROR_EXIT, seed)
+            lines += [_line(at + 0.1, line, "stderr") for line in abort]
         return lines
 
-    return _conclude(
+    sim = _conclude(
         timed,
         run.end_s,
         run.first_collective_s,
@@ -232,7 +259,19 @@ def _nccl(
         horizon_s,
         failure,
         NCCL_ERROR_EXIT,
+        healthy_exit,
     )
+    cut = log_cut(faults, (m.node.name for m in members))
+    if cut is None or not run.rows:
+        return sim
+    sizes = sorted({cells.size for _, cells in run.rows})
+    last = next((s for s in sizes if s >= cut.value), sizes[-1]) if cut.value else sizes[len(sizes) // 2]
+    cut_at = next(at for at, cells in run.rows if cells.size == last)
+    return replace(sim, lines=tuple(x for x in sim.lines if x.offset_s <= cut_at))
+
+
+def _line(at: float, line: Line, stream: str = "stdout") -> LogLine:
+    return LogLine(at, line[0], stream, line[1])
 
 
 def _training(
@@ -257,26 +296,30 @@ def _training(
                 "terminated with exception: NCCL error: remote process exited or there was a network error, "
                 "NCCL version 2.29.2",
                 "stderr",
+                rank,
             ),
             LogLine(
                 at,
                 "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
                 f"prematurely. Last error: NET/IB : Got completion from peer on {event.host} with status=12",
                 "stderr",
+                rank,
             ),
             LogLine(
                 at + 0.5,
                 "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 "
                 f"(pid: {100 + rank}) of binary: /usr/bin/python on {host}",
                 "stderr",
+                rank,
             ),
         ]
 
-    return _conclude(timed, end, first, members, faults, seed, attempt, horizon_s, failure, 1)
+    lines = [LogLine(at, text, origin=rank) for at, text in timed]
+    return _conclude(lines, end, first, members, faults, seed, attempt, horizon_s, failure, 1)
 
 
 def _conclude(
-    timed: list[tuple[float, str]],
+    timed: list[LogLine],
     end_s: float | None,
     first_s: float,
     members: Sequence[Member],
@@ -286,8 +329,10 @@ def _conclude(
     horizon_s: float,
     failure: Callable[[_Event, float], list[LogLine]],
     fail_exit: int,
+    healthy_exit: int = 0,
 ) -> Simulation:
-    """The healthy run ``timed`` cut by the first event fault that strikes before its end.
+    """The run ``timed`` (ending ``healthy_exit`` at ``end_s``) cut by the first event fault that
+    strikes before its end.
 
     ``end_s`` ``None``: the healthy run is still going at ``horizon_s``.
     """
@@ -295,11 +340,12 @@ def _conclude(
     events = _events(members, faults, seed, attempt, first_s, until)
     event = next((e for e in events if e.at_s < until), None)
     if event is None:
-        lines = tuple(LogLine(at, text) for at, text in timed)
+        lines = tuple(timed)
         if end_s is None:
             return Simulation(lines, None, None, _effects(members, faults, first_s, until, None))
-        return Simulation(lines, 0, end_s + 0.2, _effects(members, faults, first_s, until, end_s))
-    kept = [LogLine(at, text) for at, text in timed if at <= event.at_s]
+        done = max(end_s, lines[-1].offset_s if lines else end_s) + 0.2
+        return Simulation(lines, healthy_exit, done, _effects(members, faults, first_s, until, end_s))
+    kept = [line for line in timed if line.offset_s <= event.at_s]
     if event.outcome == "hang":
         return Simulation(tuple(kept), None, None, _effects(members, faults, first_s, until, None))
     at = event.at_s + 0.05 + 2.0 * unit(seed, "fail", attempt)
