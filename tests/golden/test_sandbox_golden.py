@@ -9,9 +9,10 @@ Each case is a directory under ``sandbox/`` with ``input.yaml``:
     seed: 1                           # default 1
     attempt: 0                        # default 0
     rank: 0                           # the pod's index in the group (default 0)
+    log_style: srun                   # --log-style (default plain)
 
-and ``expected.yaml``: the exit code, duration, failed hosts and node effects, and the log as
-the pod prints it, one ``stream: text`` entry a line. Update with ``NVCRE_UPDATE_GOLDEN=1 pytest tests/golden`` and review every
+and ``expected.yaml``: the exit code, duration, failed hosts, node effects, whether the log is
+served, and the log as the pod prints it, one ``stream: text`` entry a line. Update with ``NVCRE_UPDATE_GOLDEN=1 pytest tests/golden`` and review every
 changed file by hand.
 """
 
@@ -25,6 +26,7 @@ import pytest
 import yaml
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
+from nvcre.sandbox.styles import parse_log_style
 
 CASES = Path(__file__).parent / "sandbox"
 UPDATE = os.environ.get("NVCRE_UPDATE_GOLDEN") == "1"
@@ -40,11 +42,13 @@ def _observed(spec: dict[str, Any]) -> dict[str, Any]:
         seed=spec.get("seed", 1),
         attempt=spec.get("attempt", 0),
         rank=spec.get("rank", 0),
+        style=parse_log_style(spec.get("log_style", "")),
     )
     return {
         "exit_code": sim.exit_code,
         "duration_s": None if sim.duration_s is None else round(sim.duration_s, 3),
         "failed_hosts": list(sim.failed_hosts),
+        "log_served": sim.log_served,
         "node_effects": [
             {
                 "offset_s": round(e.offset_s, 3),

@@ -38,6 +38,12 @@ from nvcre.sandbox.faults import (
         ("link:n1,n2:0.1", Fault("link", "n1", 0.1, peer="n2")),
         ("link:clique-a,clique-b:0.5@10", Fault("link", "clique-a", 0.5, peer="clique-b", delay_s=10.0)),
         ("n1=flaky:0.3", Fault("flaky", "n1", 0.3)),
+        ("n1=corrupt", Fault("corrupt", "n1")),
+        ("n1=corrupt:1000@20s", Fault("corrupt", "n1", 1000.0, delay_s=20.0)),
+        ("n1=tcp-fallback", Fault("tcp-fallback", "n1")),
+        ("n1=truncate", Fault("truncate", "n1")),
+        ("n1=truncate:512M", Fault("truncate", "n1", float(512 << 20))),
+        ("n1=no-log", Fault("no-log", "n1")),
     ],
 )
 def test_every_kind_parses(spec: str, expected: Fault) -> None:
@@ -57,6 +63,10 @@ def test_every_kind_parses(spec: str, expected: Fault) -> None:
         ("n1=xid:seventy", "whole number"),
         ("n1=missing-gpus:0", "whole number >= 1"),
         ("n1=flaky:2", "probability"),
+        ("n1=corrupt:0", "whole number >= 1"),
+        ("n1=truncate:1X", "'1X' is not a size"),
+        ("n1=tcp-fallback:1", "takes no argument"),
+        ("n1=no-log:1", "takes no argument"),
         ("Node_1=hang", "node 'Node_1'"),
         ("n1=hang@soon", "delay 'soon'"),
         ("link:n1:0.5", "link:<A>,<B>:<fraction>"),

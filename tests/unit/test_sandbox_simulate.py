@@ -145,3 +145,89 @@ def test_the_commands_nvcre_renders_run_on_the_simulator() -> None:
     assert any("Using network AWS Libfabric" in t for t in texts)  # the render sets NCCL_DEBUG=INFO
     worker = simulate(commands["node"], GROUP, rank=1)
     assert (worker.exit_code, worker.duration_s) == (None, None)  # sshd serves until the launcher is done
+
+
+# --- corrupt, tcp-fallback, truncate, no-log ----------------------------------------------------
+
+FOUR = [Member(f"n{i}", node_model(f"n{i}", "NVIDIA-H100-80GB-HBM3", "aws")) for i in range(4)]
+TABLE = re.compile(
+    r"^ +(\d+) +(\d+) +\w+ +\w+ +-?\d+ +[\d.]+ +[\d.]+ +([\d.]+) +(\S+) +[\d.]+ +[\d.]+ +([\d.]+) +(\S+)$"
+)
+
+
+def table(sim: Simulation) -> list[tuple[int, float, str, str]]:
+    """(size, out-of-place busbw, out-of-place #wrong, in-place #wrong) of each row."""
+    found = [TABLE.match(line.text) for line in sim.lines]
+    return [(int(m.group(1)), float(m.group(3)), m.group(4), m.group(6)) for m in found if m]
+
+
+def footer(sim: Simulation, name: str) -> str | None:
+    return next(
+        (line.text.split(":", 1)[1].strip() for line in sim.lines if line.text.startswith(f"# {name}")), None
+    )
+
+
+def test_corrupt_makes_every_checked_result_wrong_and_the_run_fail_like_nccl_tests() -> None:
+    """An all_reduce carries one GPU's bad data to every rank: #wrong is N per rank over the 32
+    ranks (the whole result in small rows); each of the 32 processes counts each wrong check in
+    the footer; run() returns testNumResults (7), which every process traces."""
+    sim = simulate(COMMAND, FOUR, parse_faults(["n2=corrupt:1000"]), seed=1)
+    rows_ = table(sim)
+    assert [(size, out, inplace) for size, _, out, inplace in rows_][:2] == [
+        (8, "64", "64"),
+        (16, "128", "128"),
+    ]
+    assert all(out == inplace == "32000" for size, _, out, inplace in rows_ if size >= 4000 * 4)
+    assert footer(sim, "Out of bounds values") == f"{2 * 32 * len(rows_)} FAILED"
+    traces = [line.text for line in sim.lines if line.text.endswith("Test failure common.cu:1189")]
+    assert len(traces) == 32 and traces[0].startswith(" .. n0 pid ")
+    assert sim.exit_code == 7 and "  Exit code:    7" in [line.text for line in sim.lines]
+
+
+def test_corrupt_from_its_delay_on_and_only_where_the_bad_data_lands() -> None:
+    healthy = simulate(COMMAND, FOUR, seed=1)
+    printed = [line.offset_s for line in healthy.lines if TABLE.match(line.text)]
+    late = simulate(COMMAND, FOUR, parse_faults([f"n2=corrupt@{printed[len(printed) // 2]}"]), seed=1)
+    wrong = [out != "0" for _, _, out, _ in table(late)]
+    assert wrong[0] is False and wrong[-1] is True and wrong == sorted(wrong)
+    reduce_ = [*COMMAND[:5], "/opt/nccl-tests/build/reduce_perf", *COMMAND[6:]]
+    rooted = simulate(reduce_, FOUR, parse_faults(["n2=corrupt:5"]), seed=1)
+    assert {out for size, _, out, _ in table(rooted) if size >= 20} == {"5"}  # the root's result only
+    assert footer(rooted, "Out of bounds values") == f"{2 * len(table(rooted))} FAILED"
+
+
+def test_tcp_fallback_runs_the_group_over_sockets_and_says_so() -> None:
+    healthy = simulate(COMMAND, GROUP, seed=1)
+    fallback = simulate(COMMAND, GROUP, parse_faults(["n1=tcp-fallback"]), seed=1)
+    assert table(healthy)[-1][1] > 300.0 and 9.0 < table(fallback)[-1][1] < 13.0
+    networks = {
+        line.text.split(" [")[0].split(":")[0]: line.text.rsplit("network ", 1)[1]
+        for line in fallback.lines
+        if "Using network" in line.text
+    }
+    assert networks == {"n0": "AWS Libfabric", "n1": "Socket"}
+    assert any(line.text.endswith("via NET/Socket/0") for line in fallback.lines)
+    one_node = [GROUP[1]]
+    single = [*COMMAND[:2], "8", *COMMAND[3:]]
+    assert table(simulate(single, one_node, parse_faults(["n1=tcp-fallback"]), seed=1)) == table(
+        simulate(single, one_node, seed=1)
+    )
+
+
+def test_truncate_cuts_the_launchers_log_mid_table_and_exits_0() -> None:
+    healthy = simulate(COMMAND, GROUP, seed=1)
+    cut = simulate(COMMAND, GROUP, parse_faults(["n1=truncate:1M"]), seed=1)
+    assert cut.exit_code == 0 and cut.duration_s == healthy.duration_s
+    assert [size for size, *_ in table(cut)][-1] == 1 << 20
+    assert footer(cut, "Out of bounds values") is None and footer(cut, "Avg bus bandwidth") is None
+    half = simulate(COMMAND, GROUP, parse_faults(["n0=truncate"]), seed=1)
+    sizes = [size for size, *_ in table(healthy)]
+    assert [size for size, *_ in table(half)][-1] == sizes[len(sizes) // 2]
+
+
+def test_no_log_is_a_run_whose_log_is_not_served() -> None:
+    sim = simulate(COMMAND, GROUP, parse_faults(["n1=no-log"]), seed=1)
+    assert (sim.exit_code, sim.log_served) == (0, False) and rows(sim) == rows(run())
+    worker = simulate(["/usr/sbin/sshd", "-De"], GROUP, parse_faults(["n1=no-log"]), rank=1)
+    assert worker.log_served is False
+    assert simulate(COMMAND, GROUP, parse_faults(["n7=no-log"]), seed=1).log_served is True

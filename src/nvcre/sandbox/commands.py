@@ -69,6 +69,12 @@ def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
             "--fault", "faults", multiple=True, help="NODE=KIND[:ARG][@DELAY] (repeatable; docs/sandbox.md)."
         ),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation."),
+        click.option(
+            "--log-style",
+            default="",
+            help="How the simulated launchers print: mpi, skypilot, pdsh or srun prefixes, timestamps, "
+            "the nccl-2.4 table layout; comma-separated (docs/sandbox.md).",
+        ),
         _STATE_DIR,
     ]
     for option in reversed(options):
@@ -92,12 +98,13 @@ def up_command(
     domain_size: int | None,
     faults: tuple[str, ...],
     seed: int,
+    log_style: str,
     state_dir: Path | None,
     timeout: float | None,
 ) -> None:
     """Start a sandbox and return once it is ready; it keeps running until `down`."""
     state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed)
+    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style)
     try:
         record = up(state, options, timeout=timeout, log=lambda line: click.echo(line, err=True))
     except SandboxError as error:
@@ -162,6 +169,7 @@ def run_command(
     domain_size: int | None,
     faults: tuple[str, ...],
     seed: int,
+    log_style: str,
     state_dir: Path | None,
     timeout: str | None,
     results_file: Path | None,
@@ -188,7 +196,7 @@ def run_command(
     else:
         raise UserError(f'{file}: expected kind Certification or WorkloadRun, got "{found}"')
     state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed)
+    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style)
     t0 = time.monotonic()
     try:  # in the foreground: a first run builds the control plane (minutes, see docs/testing.md)
         bins.ensure((*bins.REQUIRED, *bins.CHAIN))
@@ -202,7 +210,8 @@ def run_command(
         raise UserError("interrupted") from None
     click.echo(
         f"[sandbox] ready in {record.startup_seconds:.1f}s: {len(record.nodes)} {record.product} nodes "
-        f"({record.platform}){''.join(f', {f}' for f in record.faults)}",
+        f"({record.platform}){''.join(f', {f}' for f in record.faults)}"
+        f"{f', log style {record.log_style}' if record.log_style else ''}",
         err=True,
     )
     try:

@@ -14,6 +14,7 @@ from lightkube.resources.core_v1 import Node
 
 from nvcre.sandbox.faults import parse_faults
 from nvcre.sandbox.state import SUPERVISOR, Record, StateDir, alive, default_state_dir
+from nvcre.sandbox.styles import parse_log_style
 from nvcre.sandbox.supervisor import Options, startup_timeout, write_options
 from nvcre.testing import binaries as bins
 from nvcre.testing.nodes import gpu_node_names, platform_node_spec
@@ -76,10 +77,12 @@ def up(
 
 
 def check_options(options: Options) -> None:
-    """Reject faults that do not parse or name no node of the sandbox, before anything starts."""
+    """Reject faults that do not parse or name no node of the sandbox, and a log style that does
+    not parse, before anything starts."""
     names = set(gpu_node_names(options.nodes, options.prefix))
     try:
         faults = parse_faults(options.faults)
+        parse_log_style(options.log_style)
         platform_node_spec(options.platform, options.product, gpus=options.gpus)
     except ValueError as error:
         raise SandboxError(str(error)) from None

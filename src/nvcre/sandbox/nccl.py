@@ -232,7 +232,8 @@ def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: fl
         min(n.network_busbw * factor(faults, name, "network", at_s) for name, n in nodes.items()) * links
     )
     scale = max(0.8, 1.0 - 0.03 * math.log2(len(nodes) / 2.0))
-    latency = next(iter(nodes.values())).fabric.latency_us * (1.0 + 0.15 * math.log2(len(nodes) / 2.0))
+    fabric_latency = max(n.fabric.latency_us for n in nodes.values())  # the slowest fabric's
+    latency = fabric_latency * (1.0 + 0.15 * math.log2(len(nodes) / 2.0))
     return min(network * scale, nvlink), latency
 
 

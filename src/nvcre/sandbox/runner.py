@@ -36,6 +36,7 @@ from nvcre.sandbox.faults import Fault, NodeChange, apply_node_change, parse_fau
 from nvcre.sandbox.model import node_model
 from nvcre.sandbox.nccl import Member
 from nvcre.sandbox.simulate import Simulation, cri_log, initial_node_change, simulate
+from nvcre.sandbox.styles import PLAIN, LogStyle, parse_log_style
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.kwok import (
     EXIT_CODE_ANNOTATION,
@@ -228,6 +229,7 @@ def plan_group(
     started_at: datetime.datetime,
     only: Sequence[str] | None = None,
     configmaps: Mapping[str, Mapping[str, str]] | None = None,
+    style: LogStyle = PLAIN,
 ) -> list[Plan]:
     """The simulation of the pods of one group (all Running, all bound) named in ``only`` (uids;
     every pod when ``None``): a launcher the Job controller replaced runs with the same workers.
@@ -255,6 +257,7 @@ def plan_group(
             rank=rank,
             env=env,
             files=container_files(pod, configmaps or {}),
+            style=style,
             started_at=started_at,
         )
         plans.append(Plan(str(_meta(pod)["namespace"]), str(_meta(pod)["name"]), sim))
@@ -348,12 +351,20 @@ class Runner:
     """Polls pods and nodes, runs the plans, fires the timed actions."""
 
     def __init__(
-        self, client: Client, logs_dir: Path, faults: Sequence[Fault], *, seed: int, interval: float = 0.25
+        self,
+        client: Client,
+        logs_dir: Path,
+        faults: Sequence[Fault],
+        *,
+        seed: int,
+        style: LogStyle = PLAIN,
+        interval: float = 0.25,
     ) -> None:
         self.client = client
         self.logs_dir = logs_dir
         self.faults = list(faults)
         self.seed = seed
+        self.style = style
         self.interval = interval
         self.handled: set[str] = set()  # pod uids simulated
         self.attempts: dict[tuple[str, str], int] = {}
@@ -424,17 +435,19 @@ class Runner:
             started_at=started,
             only=uids,
             configmaps=self._scripts(pods),
+            style=self.style,
         )
         for plan in plans:
             sim = plan.simulation
-            register_pod_log(
-                self.client,
-                self.logs_dir,
-                plan.namespace,
-                plan.pod,
-                "".join(line + "\n" for line in cri_log(sim, started)),
-                container=CONTAINER,
-            )
+            if sim.log_served:  # no-log: no Logs object, so kwok serves nothing for the pod
+                register_pod_log(
+                    self.client,
+                    self.logs_dir,
+                    plan.namespace,
+                    plan.pod,
+                    "".join(line + "\n" for line in cri_log(sim, started)),
+                    container=CONTAINER,
+                )
             if sim.exit_code is not None and sim.duration_s is not None:
                 body = {"metadata": {"annotations": end_annotations(sim.exit_code)}}
                 self.at(t0 + sim.duration_s, self._patch_pod(plan.namespace, plan.pod, body))
@@ -499,9 +512,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ready-file", type=Path, default=None, help="written after the first poll")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fault", action="append", default=[])
+    parser.add_argument("--log-style", default="", help="docs/sandbox.md: mpi, skypilot, pdsh, srun, ...")
     args = parser.parse_args(argv)
     client = Client(KubeConfig.from_file(args.kubeconfig), field_manager="nvcre-sandbox-runner")
-    Runner(client, args.logs_dir, parse_faults(args.fault), seed=args.seed).run(args.ready_file)
+    style = parse_log_style(args.log_style)
+    Runner(client, args.logs_dir, parse_faults(args.fault), seed=args.seed, style=style).run(args.ready_file)
     return 0
 
 

@@ -50,6 +50,7 @@ class Record:
     nodes: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     seed: int = 0
+    log_style: str = ""
     components: list[ComponentRecord] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
     ready: bool = False

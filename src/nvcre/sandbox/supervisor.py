@@ -53,6 +53,7 @@ class Options:
     domain_size: int | None = None
     faults: list[str] = field(default_factory=list)
     seed: int = 0
+    log_style: str = ""  #: ``--log-style`` (:func:`~nvcre.sandbox.styles.parse_log_style`)
     prefix: str = "gpu-node"
 
 
@@ -85,6 +86,7 @@ def serve(state: StateDir) -> int:
         product=options.product,
         faults=list(options.faults),
         seed=options.seed,
+        log_style=options.log_style,
     )
     nodes = sandbox_nodes(options)
     record.nodes = [str(n.metadata.name) for n in nodes if n.metadata]
@@ -182,6 +184,7 @@ def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
         f"--logs-dir={cluster.kwok.logs_dir}",
         f"--ready-file={workdir / f'{RUNNER}.ready'}",
         f"--seed={options.seed}",
+        f"--log-style={options.log_style}",
         *(f"--fault={f}" for f in options.faults),
     ]
 
