@@ -123,8 +123,8 @@ def test_delays(text: str, seconds: float) -> None:
 
 
 def test_kinds_are_registered_once_with_their_hooks() -> None:
-    expected = {"slow-nic", "slow-nvlink", "slow-gpu", "nccl-error", "hang", "xid", "not-ready"}
-    assert expected | {"missing-gpus", "link", "flaky", "corrupt", "tcp-fallback", "truncate", "no-log"} == set(KINDS)
+    expected = {"slow-nic", "slow-nvlink", "slow-gpu", "nccl-error", "hang", "xid", "not-ready", "corrupt"}
+    assert expected | {"missing-gpus", "link", "flaky", "tcp-fallback", "truncate", "no-log"} == set(KINDS)
     with pytest.raises(ValueError, match="already registered"):
         register(FaultKind("hang", "", "again", lambda arg: None))
     assert KINDS["slow-nic"].network(parse_fault("n=slow-nic:0.3")) == 0.3
