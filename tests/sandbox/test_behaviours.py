@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import re
 import secrets
 import sys
@@ -36,6 +37,7 @@ from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod
 
 from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation
 from nvcre.controllers import resources
+from nvcre.measure.builtin import builtin_profiles
 from nvcre.orchestration.results import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION, parse_faults
 from nvcre.sandbox.model import unit
@@ -68,6 +70,7 @@ POOLS: dict[str, list[str]] = {
     "blocked": ["missing-gpus:1", "hang", "hang"],
     "health": ["not-ready", "xid:79"],
     "teardown": ["hang"],
+    "logs": ["truncate:64M", "no-log", "corrupt:1000", "tcp-fallback"],
 }
 
 
@@ -555,6 +558,67 @@ def test_deleting_a_running_workflow_tears_down_in_order_through_the_garbage_col
     assert deleted["Job"] < deleted["ConfigMap"] < deleted["Workflow"], (
         "workflow dependencies go after the Jobs, the Workflow last"
     )
+
+
+def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_reads(
+    sandbox: Sandbox,
+) -> None:
+    """One single-node group per fault of the ``logs`` pool, each measured as nvcre measures a
+    catalog category. What the BandwidthMeasurement says of each is today's verdict input: a log
+    lost mid-table reads as a short table, an unserved log as unavailable once the grace is over."""
+    box = sandbox
+    truncated, unserved, corrupted, sockets = box.pools["logs"]
+    profile = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
+    with contextlib.suppress(ApiError):  # another module may have created it
+        box.kube.create(resources.LogProfile.from_dict(copy.deepcopy(profile)))
+    measurement = {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce", "sampleInterval": "5s"}
+    workflow(
+        box,
+        "logs",
+        "logs",
+        ["env", "NCCL_DEBUG=INFO", *SHORT],
+        job_spec={"bandwidthMeasurement": measurement},
+    )
+
+    def measured(node: str, reason: str) -> dict[str, Any]:
+        def complete() -> dict[str, Any] | None:
+            job = next(
+                (j for j in jobs_of(box.kube, box.namespace, "logs").values() if group_nodes(j) == [node]),
+                None,
+            )
+            if job is None:
+                return None
+            with contextlib.suppress(ApiError):
+                bm = get(
+                    box.kube,
+                    resources.BandwidthMeasurement,
+                    f"{job['metadata']['name']}-bandwidth",
+                    box.namespace,
+                )
+                done = [
+                    c for c in (bm.get("status") or {}).get("conditions") or () if c["type"] == "Complete"
+                ]
+                if done and done[0]["status"] == "True":
+                    assert done[0]["reason"] == reason, (node, done[0])
+                    return bm
+            return None
+
+        return wait_for(complete, 240, what=f"the measurement of {node}'s group Complete ({reason})")
+
+    short = measured(truncated, "JobSucceeded")["status"]
+    assert max(r["sizeBytes"] for r in short["results"]) == 64 << 20, "the table stops at the cut"
+    assert len(short["results"]) == 24, "8 B to 64 MiB of the 8 B to 1 GiB sweep"
+    over_sockets = measured(sockets, "JobSucceeded")["status"]
+    assert over_sockets["transport"] == ["Socket"] and over_sockets["wrongValues"] == 0
+    bad = measured(corrupted, "JobFailed")["status"]
+    assert bad["wrongValues"] > 0, "the #wrong columns nccl-tests printed"
+    failed = next(
+        j for j in jobs_of(box.kube, box.namespace, "logs").values() if group_nodes(j) == [corrupted]
+    )
+    assert failed["status"]["failureLog"]["exitCode"] == 7, "nccl-tests' testNumResults"
+    assert "# Out of bounds values : " in failed["status"]["failureLog"]["tail"]
+    unread = measured(unserved, "LogsUnavailable")["status"]
+    assert not unread.get("results"), "nothing of the run was read"
 
 
 # ---------------------------------------------------------------------------------------------

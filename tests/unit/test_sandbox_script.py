@@ -136,6 +136,18 @@ def test_a_program_that_is_not_a_shell_starts_itself() -> None:
     assert (list(program.argv), dict(program.env)) == (argv, {"A": "1"})
 
 
+def test_env_runs_its_command_in_the_environment_it_sets() -> None:
+    argv = ["/usr/bin/env", "-u", "OMPI_MCA_btl_tcp_if_include", "NCCL_DEBUG=INFO", "mpirun", "-N", "4"]
+    (program,) = resolve(argv, {"OMPI_MCA_btl_tcp_if_include": "eth0", "HOME": "/root"}).invocations
+    assert (program.argv, dict(program.env)) == (
+        ("mpirun", "-N", "4"),
+        {"HOME": "/root", "NCCL_DEBUG": "INFO"},
+    )
+    (nested,) = resolve(["env", "-i", "X=1", "sh", "-c", "run $X $HOME"], {"HOME": "/root"}).invocations
+    assert (nested.argv, dict(nested.env)) == (("run", "1"), {"X": "1"})
+    assert resolve(["env", "A=1"]).invocations[0].argv == ("env", "A=1")  # prints the environment
+
+
 def test_loops_that_wait_on_the_world_are_not_entered_and_runaway_scripts_stop() -> None:
     assert [p.argv for p in resolve(["sh", "-c", "while true; do run; done; run done"]).invocations] == [
         ("run", "done")

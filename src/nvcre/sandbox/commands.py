@@ -24,6 +24,10 @@ _STATE_DIR = click.option(
 )
 
 
+#: The clock ``nvcrectl sandbox`` runs at: simulated workloads take their real duration divided
+#: by this (the seed's certification, about ten simulated minutes, in under three).
+CLI_SPEED = 4.0
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -75,6 +79,13 @@ def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
             help="How the simulated launchers print: mpi, skypilot, pdsh or srun prefixes, timestamps, "
             "the nccl-2.4 table layout; comma-separated (docs/sandbox.md).",
         ),
+        click.option(
+            "--speed",
+            type=click.FloatRange(min=0.0, min_open=True),
+            default=CLI_SPEED,
+            show_default=True,
+            help="Simulated seconds per wall-clock second: how much faster than real hardware workloads run.",
+        ),
         _STATE_DIR,
     ]
     for option in reversed(options):
@@ -99,12 +110,13 @@ def up_command(
     faults: tuple[str, ...],
     seed: int,
     log_style: str,
+    speed: float,
     state_dir: Path | None,
     timeout: float | None,
 ) -> None:
     """Start a sandbox and return once it is ready; it keeps running until `down`."""
     state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style)
+    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style, speed)
     try:
         record = up(state, options, timeout=timeout, log=lambda line: click.echo(line, err=True))
     except SandboxError as error:
@@ -170,6 +182,7 @@ def run_command(
     faults: tuple[str, ...],
     seed: int,
     log_style: str,
+    speed: float,
     state_dir: Path | None,
     timeout: str | None,
     results_file: Path | None,
@@ -196,7 +209,7 @@ def run_command(
     else:
         raise UserError(f'{file}: expected kind Certification or WorkloadRun, got "{found}"')
     state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style)
+    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style, speed)
     t0 = time.monotonic()
     try:  # in the foreground: a first run builds the control plane (minutes, see docs/testing.md)
         bins.ensure((*bins.REQUIRED, *bins.CHAIN))
@@ -211,7 +224,7 @@ def run_command(
     click.echo(
         f"[sandbox] ready in {record.startup_seconds:.1f}s: {len(record.nodes)} {record.product} nodes "
         f"({record.platform}){''.join(f', {f}' for f in record.faults)}"
-        f"{f', log style {record.log_style}' if record.log_style else ''}",
+        f"{f', log style {record.log_style}' if record.log_style else ''}, {record.speed:g}x speed",
         err=True,
     )
     try:

@@ -86,6 +86,10 @@ def check_options(options: Options) -> None:
         platform_node_spec(options.platform, options.product, gpus=options.gpus)
     except ValueError as error:
         raise SandboxError(str(error)) from None
+    if not options.speed > 0:
+        raise SandboxError(
+            f"--speed {options.speed}: must be a positive number of simulated seconds a second"
+        )
     for fault in faults:
         unknown = [n for n in (fault.node, fault.peer) if n is not None and n not in names]
         if unknown and fault.peer is None:

@@ -230,6 +230,7 @@ def plan_group(
     only: Sequence[str] | None = None,
     configmaps: Mapping[str, Mapping[str, str]] | None = None,
     style: LogStyle = PLAIN,
+    speed: float = 1.0,
 ) -> list[Plan]:
     """The simulation of the pods of one group (all Running, all bound) named in ``only`` (uids;
     every pod when ``None``): a launcher the Job controller replaced runs with the same workers.
@@ -259,6 +260,7 @@ def plan_group(
             files=container_files(pod, configmaps or {}),
             style=style,
             started_at=started_at,
+            speed=speed,
         )
         plans.append(Plan(str(_meta(pod)["namespace"]), str(_meta(pod)["name"]), sim))
     return plans
@@ -358,6 +360,7 @@ class Runner:
         *,
         seed: int,
         style: LogStyle = PLAIN,
+        speed: float = 1.0,
         interval: float = 0.25,
     ) -> None:
         self.client = client
@@ -365,6 +368,7 @@ class Runner:
         self.faults = list(faults)
         self.seed = seed
         self.style = style
+        self.speed = speed  #: simulated seconds per wall-clock second
         self.interval = interval
         self.handled: set[str] = set()  # pod uids simulated
         self.attempts: dict[tuple[str, str], int] = {}
@@ -436,6 +440,7 @@ class Runner:
             only=uids,
             configmaps=self._scripts(pods),
             style=self.style,
+            speed=self.speed,
         )
         for plan in plans:
             sim = plan.simulation
@@ -445,14 +450,14 @@ class Runner:
                     self.logs_dir,
                     plan.namespace,
                     plan.pod,
-                    "".join(line + "\n" for line in cri_log(sim, started)),
+                    "".join(line + "\n" for line in cri_log(sim, started, self.speed)),
                     container=CONTAINER,
                 )
             if sim.exit_code is not None and sim.duration_s is not None:
                 body = {"metadata": {"annotations": end_annotations(sim.exit_code)}}
-                self.at(t0 + sim.duration_s, self._patch_pod(plan.namespace, plan.pod, body))
+                self.at(t0 + sim.duration_s / self.speed, self._patch_pod(plan.namespace, plan.pod, body))
             for effect in sim.node_effects:
-                self.at(t0 + effect.offset_s, self._patch_node(effect.node, effect.change))
+                self.at(t0 + effect.offset_s / self.speed, self._patch_node(effect.node, effect.change))
         self.handled.update(uids)
 
     def _scripts(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
@@ -513,10 +518,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fault", action="append", default=[])
     parser.add_argument("--log-style", default="", help="docs/sandbox.md: mpi, skypilot, pdsh, srun, ...")
+    parser.add_argument("--speed", type=float, default=1.0, help="simulated seconds per wall-clock second")
     args = parser.parse_args(argv)
     client = Client(KubeConfig.from_file(args.kubeconfig), field_manager="nvcre-sandbox-runner")
     style = parse_log_style(args.log_style)
-    Runner(client, args.logs_dir, parse_faults(args.fault), seed=args.seed, style=style).run(args.ready_file)
+    runner = Runner(
+        client, args.logs_dir, parse_faults(args.fault), seed=args.seed, style=style, speed=args.speed
+    )
+    runner.run(args.ready_file)
     return 0
 
 

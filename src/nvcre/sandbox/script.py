@@ -6,7 +6,8 @@ programs the script starts, each with its argv and environment as the shell buil
 variables assigned and exported, ``$VAR``, ``${VAR}``, ``${VAR:-default}`` (and the other
 POSIX forms) expanded, unquoted expansions split into words, ``if``/``case``/``for`` taken on
 the values, ``exec`` ending the script, ``set -u`` failing on an unset variable with the
-shell's own message.
+shell's own message. ``env [-i] [-u NAME] [NAME=VALUE]... COMMAND`` is read as the command in
+the environment it sets.
 
 Nothing is run: a program is recorded, never started; command substitutions (``$(...)``,
 backticks) expand to nothing; ``while``/``until`` loops are not entered; every file test
@@ -1110,6 +1111,10 @@ def resolve(
     if not argv:
         return Script(())
     base = argv[0].rsplit("/", 1)[-1]
+    if base == "env":
+        unwrapped = _env_command(argv, env)
+        if unwrapped is not None:
+            return resolve(unwrapped[0], unwrapped[1], files, depth=depth)
     if base not in SHELLS:
         return Script((Invocation(tuple(argv), env),))
     command, operands, options = _shell_options(argv)
@@ -1141,6 +1146,28 @@ def resolve(
     except RecursionError:
         return Script(tuple(shell.invocations), 2, shell.message(0, "script nested too deeply"))
     return Script(tuple(shell.invocations), shell.status)
+
+
+def _env_command(argv: Sequence[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]] | None:
+    """``env [-i] [-u NAME]... [NAME=VALUE]... COMMAND...`` as the command and the environment it
+    gets; ``None`` when there is no command (``env`` prints the environment)."""
+    rest, out = list(argv[1:]), dict(env)
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        option = rest.pop(0)
+        if option in ("-i", "-", "--ignore-environment"):
+            out = {}
+        elif option in ("-u", "--unset") and rest:
+            out.pop(rest.pop(0), None)
+        elif option.startswith("--unset="):
+            out.pop(option.partition("=")[2], None)
+        elif option in ("-C", "--chdir") and rest:
+            rest.pop(0)
+    if rest and rest[0] == "--":
+        rest.pop(0)
+    while rest and _ASSIGNMENT.match(rest[0]):
+        name, _, value = rest.pop(0).partition("=")
+        out[name] = value
+    return (rest, out) if rest else None
 
 
 def _syntax_message(shell: _Shell, err: _SyntaxError, from_file: bool) -> str:

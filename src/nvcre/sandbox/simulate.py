@@ -120,6 +120,7 @@ def simulate(
     style: LogStyle = PLAIN,
     started_at: datetime = EPOCH,
     horizon_s: float = 3600.0,
+    speed: float = 1.0,
 ) -> Simulation:
     """What the pod of ``members[rank]`` running ``command`` prints and how it ends.
 
@@ -128,7 +129,8 @@ def simulate(
     scripts it can run: a shell command is read by :func:`~nvcre.sandbox.script.resolve` (never
     run) and the first program it starts that the simulator knows is simulated. ``attempt``
     (0, 1, ...) is the retry number ``flaky`` faults draw on; ``style`` the launcher's prefixes
-    and table layout.
+    and table layout. Offsets are simulated seconds; the wall-clock times lines print (Megatron's,
+    ``timestamps``) pass ``speed`` simulated seconds a second from ``started_at``.
     """
     found = workload(command, env, files)
     served = log_served(faults, (m.node.name for m in members))
@@ -140,11 +142,11 @@ def simulate(
         sim = _nccl(found.nccl, members, faults, seed, attempt, found.env, horizon_s, style.layout)
         procs = len(members) * found.nccl.procs_per_host
     elif found.training is not None:
-        sim = _training(found.training, members, faults, seed, attempt, rank, started_at, horizon_s)
+        sim = _training(found.training, members, faults, seed, attempt, rank, started_at, horizon_s, speed)
         procs = len(members)
     else:
         return Simulation((), found.exit_code, 1.0, log_served=served)
-    prefix = prefixer(style, head=members[0].host, procs=procs, seed=seed, started_at=started_at)
+    prefix = prefixer(style, head=members[0].host, procs=procs, seed=seed, started_at=started_at, speed=speed)
     lines = tuple(replace(x, text=prefix(x.offset_s, x.stream, x.origin) + x.text) for x in sim.lines)
     return replace(sim, lines=lines, log_served=served)
 
@@ -283,9 +285,10 @@ def _training(
     rank: int,
     started_at: datetime,
     horizon_s: float,
+    speed: float,
 ) -> Simulation:
     nodes = [m.node for m in members]
-    timed, end, first = training_lines(training, nodes, rank, faults, seed, started_at, horizon_s)
+    timed, end, first = training_lines(training, nodes, rank, faults, seed, started_at, horizon_s, speed)
     host = members[rank].host
 
     def failure(event: _Event, at: float) -> list[LogLine]:
@@ -354,12 +357,14 @@ def _conclude(
     return Simulation(lines, fail_exit, done, _effects(members, faults, first_s, until, at), (event.host,))
 
 
-def cri_log(sim: Simulation, started_at: datetime) -> list[str]:
-    """``sim``'s lines in the CRI log format kwok serves: ``<RFC3339Nano> <stream> F <text>``."""
+def cri_log(sim: Simulation, started_at: datetime, speed: float = 1.0) -> list[str]:
+    """``sim``'s lines in the CRI log format kwok serves: ``<RFC3339Nano> <stream> F <text>``, each
+    at ``started_at`` plus its offset, ``speed`` simulated seconds passing a second."""
     out = []
     for line in sim.lines:
-        when = (started_at + timedelta(seconds=line.offset_s)).astimezone(UTC)
-        nanos = round(line.offset_s * 1e9) % 1000
+        seconds = line.offset_s / speed
+        when = (started_at + timedelta(seconds=seconds)).astimezone(UTC)
+        nanos = round(seconds * 1e9) % 1000
         out.append(
             f"{when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond:06d}{nanos:03d}Z {line.stream} F {line.text}"
         )

@@ -51,6 +51,7 @@ class Record:
     faults: list[str] = field(default_factory=list)
     seed: int = 0
     log_style: str = ""
+    speed: float = 1.0
     components: list[ComponentRecord] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
     ready: bool = False

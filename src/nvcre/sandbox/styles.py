@@ -73,11 +73,11 @@ def parse_log_style(spec: str) -> LogStyle:
 
 
 def prefixer(
-    style: LogStyle, *, head: str, procs: int, seed: int, started_at: datetime
+    style: LogStyle, *, head: str, procs: int, seed: int, started_at: datetime, speed: float = 1.0
 ) -> Callable[[float, str, int | None], str]:
-    """What goes before a line printed ``offset_s`` after the start on ``stream`` by process
-    ``origin`` (``None``: by the launcher itself), for a group of ``procs`` processes whose
-    launcher runs on host ``head``."""
+    """What goes before a line printed ``offset_s`` simulated seconds after the start (``speed``
+    of them a wall-clock second) on ``stream`` by process ``origin`` (``None``: by the launcher
+    itself), for a group of ``procs`` processes whose launcher runs on host ``head``."""
     task_pid = 1000 + int(unit(seed, "task-pid", head) * 8000)
     width = len(str(max(procs - 1, 0)))
 
@@ -91,8 +91,9 @@ def prefixer(
             "srun": "" if origin is None else f"{origin:>{width}}: ",
         }[style.prefix]
         if style.timestamps:
-            when = (started_at + timedelta(seconds=offset_s)).astimezone(UTC)
-            nanos = round(offset_s * 1e9) % 1000
+            seconds = offset_s / speed
+            when = (started_at + timedelta(seconds=seconds)).astimezone(UTC)
+            nanos = round(seconds * 1e9) % 1000
             text = f"{when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond:06d}{nanos:03d}Z {text}"
         return text
 

@@ -54,6 +54,7 @@ class Options:
     faults: list[str] = field(default_factory=list)
     seed: int = 0
     log_style: str = ""  #: ``--log-style`` (:func:`~nvcre.sandbox.styles.parse_log_style`)
+    speed: float = 1.0  #: simulated seconds per wall-clock second
     prefix: str = "gpu-node"
 
 
@@ -87,6 +88,7 @@ def serve(state: StateDir) -> int:
         faults=list(options.faults),
         seed=options.seed,
         log_style=options.log_style,
+        speed=options.speed,
     )
     nodes = sandbox_nodes(options)
     record.nodes = [str(n.metadata.name) for n in nodes if n.metadata]
@@ -185,6 +187,7 @@ def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
         f"--ready-file={workdir / f'{RUNNER}.ready'}",
         f"--seed={options.seed}",
         f"--log-style={options.log_style}",
+        f"--speed={options.speed}",
         *(f"--fault={f}" for f in options.faults),
     ]
 

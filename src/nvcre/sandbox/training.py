@@ -151,11 +151,13 @@ def training_lines(
     seed: int,
     started_at: datetime,
     horizon_s: float,
+    speed: float = 1.0,
 ) -> tuple[list[tuple[float, str]], float | None, float]:
     """(lines, end or None if still running at ``horizon_s``, time of the first iteration).
 
     Megatron prints iteration lines on the last rank and checkpoint lines on rank 0; NeMo
-    prints both on rank 0.
+    prints both on rank 0. The wall-clock times the lines print pass ``speed`` times slower
+    than the simulated ``at`` (the sandbox's clock runs ``speed`` simulated seconds a second).
     """
     last = len(nodes) - 1
     gpus = sum(t.procs_per_node or n.gpus for n in nodes)
@@ -164,7 +166,7 @@ def training_lines(
     clock = 8.0
 
     def stamp(at: float) -> str:
-        return (started_at + timedelta(seconds=at)).strftime("%Y-%m-%d %H:%M:%S")
+        return (started_at + timedelta(seconds=at / speed)).strftime("%Y-%m-%d %H:%M:%S")
 
     if t.framework == "megatron":
         lines.append((2.0, "> initializing torch distributed ..."))
