@@ -106,8 +106,12 @@ def test_unknown_commands_exit_0_quietly() -> None:
 
 def test_cri_log_lines_are_what_kwok_reads() -> None:
     lines = cri_log(run(), EPOCH)
-    assert lines[0].startswith("2026-01-01T00:00:00.6")
-    assert all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z stdout F ", line) for line in lines)
+    assert lines[0] == (
+        "2026-01-01T00:00:00.300000000Z stderr F Warning: Permanently added 'n0' (ED25519) to the list of known hosts."
+    )
+    assert next(line for line in lines if " stdout F " in line).startswith("2026-01-01T00:00:00.6")
+    assert all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z std(out|err) F ", line) for line in lines)
+    assert cri_log(run(), EPOCH, speed=4.0)[0].startswith("2026-01-01T00:00:00.075000000Z")
 
 
 def test_zero_cycles_run_until_killed() -> None:

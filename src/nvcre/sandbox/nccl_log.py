@@ -421,6 +421,15 @@ def wrong_results_lines(ranks: Ranks, seed: int) -> list[Line]:
     return lines
 
 
+def ssh_warnings(ranks: Ranks) -> list[Line]:
+    """What ssh prints as mpirun reaches each host for the first time (its known-hosts file is new
+    in every launcher pod), as the CRE pod log of nccl-tests 2.17.8 shows."""
+    return [
+        (f"Warning: Permanently added '{h.host}' (ED25519) to the list of known hosts.", None)
+        for h in ranks.hosts
+    ]
+
+
 def mpirun_abort(ranks: Ranks, failing_proc: int, exit_code: int, seed: int) -> list[Line]:
     """The banner Open MPI's mpirun prints on stderr when a rank exits non-zero."""
     return [
@@ -458,5 +467,6 @@ __all__ = [
     "ip",
     "mpirun_abort",
     "pid",
+    "ssh_warnings",
     "wrong_results_lines",
 ]

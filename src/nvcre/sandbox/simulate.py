@@ -24,6 +24,7 @@ from nvcre.sandbox.nccl_log import (
     Line,
     error_lines,
     mpirun_abort,
+    ssh_warnings,
     wrong_results_lines,
 )
 from nvcre.sandbox.script import resolve
@@ -224,7 +225,8 @@ def _nccl(
             return Simulation(lines, 1, 1.0, failed_hosts=(m.host,))
     run = healthy_run(test, members, faults, seed, horizon_s, layout=layout)
     style = LAYOUTS[layout]
-    timed = [_line(at, line) for at, line in run.head]
+    timed = [_line(0.3, line, "stderr") for line in ssh_warnings(run.ranks)] if test.mpirun else []
+    timed += [_line(at, line) for at, line in run.head]
     timed += [_line(at, (style.row(test, cells), 0)) for at, cells in run.rows]
     healthy_exit = 0
     if run.end_s is not None:
