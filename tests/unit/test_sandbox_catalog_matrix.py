@@ -23,7 +23,8 @@ from nvcre.api.v1alpha1.certification import Certification
 from nvcre.catalog import CategoryRender, load_catalog, render_category
 from nvcre.platform import GPU_ARCHITECTURES, PLATFORMS
 from nvcre.platform.synthetic import synthetic_nodes
-from nvcre.sandbox.nccl import COLLECTIVES, parse_size
+from nvcre.sandbox.model import parse_size
+from nvcre.sandbox.nccl_args import COLLECTIVES
 from nvcre.sandbox.runner import COMPLETION_INDEX, REPLICATED_JOB, container_command, container_files
 from nvcre.sandbox.simulate import Workload, workload
 from nvcre.testing.workloads import pods_of, with_trainer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
-from nvcre.sandbox.nccl import parse_command
+from nvcre.sandbox.nccl_args import parse_command
 from nvcre.sandbox.nccl_log import LAYOUTS, RowCells
 from nvcre.sandbox.styles import LogStyle, LogStyleError, parse_log_style
 

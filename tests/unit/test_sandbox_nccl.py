@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
-from nvcre.sandbox.nccl import CommandError, group_bandwidth, parse_command
+from nvcre.sandbox.nccl import group_bandwidth
+from nvcre.sandbox.nccl_args import CommandError, parse_command
 from nvcre.sandbox.runner import node_member
 from nvcre.sandbox.script import resolve
 from nvcre.testing.nodes import platform_nodes

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from nvcre.sandbox.model import NodeModel, unit
-
-if TYPE_CHECKING:
-    from nvcre.sandbox.nccl import NcclTest
+from nvcre.sandbox.nccl_args import NcclTest
 
 NCCL_TESTS_VERSION = "2.17.8"
 NCCL_VERSION = "2.29.2+cuda13.1"
@@ -103,6 +101,15 @@ class RowCells:
     wrong: tuple[int, int]
 
 
+def _summary(errors: int, avg_busbw: float) -> list[str]:
+    """``writeResultFooter``'s summary, the same in every layout (no ``NCCL_TESTS_MIN_BW`` check)."""
+    return [
+        f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
+        f"# Avg bus bandwidth    : {avg_busbw:g} ",
+        "#",
+    ]
+
+
 def _step(test: NcclTest) -> str:
     return f"{test.step_factor}(factor)" if test.step_factor > 1 else f"{test.step_bytes}(bytes)"
 
@@ -152,14 +159,7 @@ class Current:
         return line
 
     def footer(self, test: NcclTest, errors: int, avg_busbw: float) -> list[str]:
-        return [
-            f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
-            f"# Avg bus bandwidth    : {avg_busbw:g} ",
-            "#",
-            f"# Collective test concluded: {test.binary}",
-            "#",
-            "",
-        ]
+        return [*_summary(errors, avg_busbw), f"# Collective test concluded: {test.binary}", "#", ""]
 
 
 #: nccl-tests 2.4's columns per collective (``print_header`` of each test's source).
@@ -230,11 +230,7 @@ class Legacy:
         return line
 
     def footer(self, test: NcclTest, errors: int, avg_busbw: float) -> list[str]:
-        return [
-            f"# Out of bounds values : {errors} {'FAILED' if errors else 'OK'}",
-            f"# Avg bus bandwidth    : {avg_busbw:g} ",
-            "#",
-        ]
+        return _summary(errors, avg_busbw)
 
 
 LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (Current(), Legacy())}

@@ -26,10 +26,25 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nvcre.sandbox.script_syntax import (
+    ASSIGNMENT,
+    NAME,
+    AndOr,
+    Case,
+    For,
+    Group,
+    If,
+    Loop,
+    Node,
+    Pipeline,
+    ShellSyntaxError,
+    Simple,
+    Word,
+    expansion_end,
+    parse,
+)
+
 SHELLS = frozenset({"sh", "bash", "dash", "ash"})
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
-_OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", ">&", "<&", "&>", ">|", ";", "&", "|", "(", ")", "<", ">")
 #: Reserved words that end a compound command: never the start of a simple one.
 _CLOSERS = frozenset({"then", "elif", "else", "fi", "do", "done", "esac", "}"})
 #: Steps (commands run, loop turns) after which a script is taken as stuck and stops.
@@ -53,528 +68,6 @@ class Script:
     invocations: tuple[Invocation, ...]
     exit_code: int = 0
     error: str | None = None
-
-
-# ---------------------------------------------------------------------------------------------
-# words and tokens
-
-
-@dataclass(frozen=True)
-class _Part:
-    text: str
-    quoted: bool
-    expand: bool  #: ``text`` is an expansion (``$X``, ``${...}``, ``$(...)``, backticks)
-
-
-@dataclass(frozen=True)
-class _Word:
-    parts: tuple[_Part, ...]
-    line: int
-
-    @property
-    def literal(self) -> str | None:
-        """The word's text when it is one unquoted literal (what a keyword must be)."""
-        if len(self.parts) == 1 and not self.parts[0].quoted and not self.parts[0].expand:
-            return self.parts[0].text
-        return None
-
-
-@dataclass(frozen=True)
-class _Op:
-    text: str
-    line: int
-
-
-_Token = _Word | _Op
-
-
-class _SyntaxError(Exception):
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.line = line
-
-
-def _closing(text: str, start: int, open_: str, close: str) -> int:
-    """Index just past the ``close`` matching the ``open_`` before ``start`` (quotes skipped)."""
-    depth, i = 1, start
-    while i < len(text):
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'" and open_ == "(":
-            end = text.find("'", i + 1)
-            i = len(text) if end < 0 else end + 1
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -1
-
-
-def _expansion_end(text: str, i: int) -> int:
-    """Index just past the expansion starting with ``$`` at ``i`` (``i + 1``: a lone ``$``)."""
-    nxt = text[i + 1 : i + 2]
-    if nxt == "{":
-        return _closing(text, i + 2, "{", "}")
-    if nxt == "(":
-        return _closing(text, i + 2, "(", ")")
-    if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-        return i + 2
-    match = _NAME.match(text, i + 1)
-    return match.end() if match else i + 1
-
-
-class _Lexer:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.i = 0
-        self.line = 1
-        self.heredocs: list[tuple[str, bool]] = []
-
-    def tokens(self) -> list[_Token]:
-        out: list[_Token] = []
-        text = self.text
-        while self.i < len(text):
-            c = text[self.i]
-            if c in " \t\r":
-                self.i += 1
-            elif c == "\\" and text[self.i + 1 : self.i + 2] == "\n":
-                self.i += 2
-                self.line += 1
-            elif c == "#":
-                end = text.find("\n", self.i)
-                self.i = len(text) if end < 0 else end
-            elif c == "\n":
-                out.append(_Op("\n", self.line))
-                self.i += 1
-                self.line += 1
-                self._heredoc_bodies()
-            elif (op := self._operator()) is not None:
-                out.append(_Op(op, self.line))
-                self.i += len(op)
-                if op in ("<<", "<<-"):
-                    out.append(self._heredoc_start(op == "<<-"))
-            else:
-                out.append(self._word())
-        return out
-
-    def _operator(self) -> str | None:
-        return next((op for op in _OPERATORS if self.text.startswith(op, self.i)), None)
-
-    def _heredoc_start(self, strip: bool) -> _Word:
-        """The delimiter word after ``<<``; its body is skipped at the end of the line."""
-        while self.text[self.i : self.i + 1] in (" ", "\t"):
-            self.i += 1
-        word = self._word()
-        self.heredocs.append(("".join(p.text for p in word.parts), strip))
-        return word
-
-    def _heredoc_bodies(self) -> None:
-        for delimiter, strip in self.heredocs:
-            while self.i < len(self.text):
-                end = self.text.find("\n", self.i)
-                end = len(self.text) if end < 0 else end
-                line = self.text[self.i : end]
-                self.i = end + 1
-                self.line += 1
-                if (line.lstrip("\t") if strip else line) == delimiter:
-                    break
-        self.heredocs = []
-
-    def _word(self) -> _Word:
-        text, line = self.text, self.line
-        parts: list[_Part] = []
-        buf: list[str] = []
-
-        def flush(quoted: bool) -> None:
-            if buf:
-                parts.append(_Part("".join(buf), quoted, False))
-                buf.clear()
-
-        while self.i < len(text):
-            c = text[self.i]
-            if c in " \t\r\n" or self._operator() is not None:
-                if c in "<>" and buf and "".join(buf).isdigit() and not parts:
-                    buf.clear()  # a file descriptor number: ``2>&1``
-                    return _Word((), line)
-                break
-            if c == "\\":
-                nxt = text[self.i + 1 : self.i + 2]
-                if nxt == "\n":
-                    self.line += 1
-                else:
-                    buf.append(nxt)
-                self.i += 2
-            elif c == "'":
-                flush(False)
-                end = text.find("'", self.i + 1)
-                if end < 0:
-                    raise _SyntaxError("'", line)
-                parts.append(_Part(text[self.i + 1 : end], True, False))
-                self.line += text.count("\n", self.i, end)
-                self.i = end + 1
-            elif c == '"':
-                flush(False)
-                self._double(parts, line)
-            elif c == "$" or c == "`":
-                flush(False)
-                parts.append(self._expansion(quoted=False, line=line))
-            else:
-                buf.append(c)
-                self.i += 1
-        flush(False)
-        if not parts:
-            parts.append(_Part("", False, False))
-        return _Word(tuple(parts), line)
-
-    def _double(self, parts: list[_Part], line: int) -> None:
-        text = self.text
-        self.i += 1
-        buf: list[str] = []
-        while True:
-            if self.i >= len(text):
-                raise _SyntaxError('"', line)
-            c = text[self.i]
-            if c == '"':
-                self.i += 1
-                break
-            if c == "\\" and text[self.i + 1 : self.i + 2] in ("$", "`", '"', "\\", "\n"):
-                if text[self.i + 1] != "\n":
-                    buf.append(text[self.i + 1])
-                self.i += 2
-            elif c in "$`":
-                if buf:
-                    parts.append(_Part("".join(buf), True, False))
-                    buf = []
-                parts.append(self._expansion(quoted=True, line=line))
-            else:
-                if c == "\n":
-                    self.line += 1
-                buf.append(c)
-                self.i += 1
-        parts.append(_Part("".join(buf), True, False))
-
-    def _expansion(self, *, quoted: bool, line: int) -> _Part:
-        text, i = self.text, self.i
-        if text[i] == "`":
-            end = text.find("`", i + 1)
-            if end < 0:
-                raise _SyntaxError("`", line)
-            self.i = end + 1
-            return _Part("$()", quoted, True)
-        end = _expansion_end(text, i)
-        if end < 0:
-            raise _SyntaxError("}" if text[i + 1] == "{" else ")", line)
-        if end == i + 1:
-            self.i = end
-            return _Part("$", quoted, False)
-        self.line += text.count("\n", i, end)
-        self.i = end
-        return _Part(text[i:end], quoted, True)
-
-
-# ---------------------------------------------------------------------------------------------
-# the syntax tree
-
-
-@dataclass
-class _Simple:
-    assigns: list[tuple[str, _Word]]
-    words: list[_Word]
-    line: int
-
-
-@dataclass
-class _Pipeline:
-    commands: list[_Node]
-    negate: bool
-
-
-@dataclass
-class _AndOr:
-    first: _Pipeline
-    rest: list[tuple[str, _Pipeline]]
-
-
-@dataclass
-class _If:
-    branches: list[tuple[list[_AndOr], list[_AndOr]]]
-    otherwise: list[_AndOr] | None
-
-
-@dataclass
-class _For:
-    name: str
-    words: list[_Word] | None  #: ``None``: ``"$@"``
-    body: list[_AndOr]
-
-
-@dataclass
-class _Case:
-    word: _Word
-    arms: list[tuple[list[_Word], list[_AndOr]]]
-
-
-@dataclass
-class _Loop:
-    """``while``/``until``: parsed, never entered (its condition may wait on the world)."""
-
-
-@dataclass
-class _Group:
-    body: list[_AndOr]
-    subshell: bool
-
-
-@dataclass
-class _Function:
-    name: str
-    body: _Node
-
-
-_Node = _Simple | _If | _For | _Case | _Loop | _Group | _Function
-
-
-class _Parser:
-    def __init__(self, tokens: list[_Token]) -> None:
-        self.tokens = tokens
-        self.i = 0
-
-    def _peek(self, offset: int = 0) -> _Token | None:
-        at = self.i + offset
-        return self.tokens[at] if at < len(self.tokens) else None
-
-    def _is(self, *words: str) -> bool:
-        tok = self._peek()
-        if isinstance(tok, _Op):
-            return tok.text in words
-        return tok is not None and tok.literal in words
-
-    def _line(self) -> int:
-        tok = self._peek() or (self.tokens[-1] if self.tokens else None)
-        return tok.line if tok is not None else 1
-
-    def _expect(self, word: str) -> None:
-        if not self._is(word):
-            tok = self._peek()
-            got = "end of file" if tok is None else (tok.text if isinstance(tok, _Op) else "word")
-            raise _SyntaxError(
-                f"syntax error near unexpected token `{got.strip() or 'newline'}'", self._line()
-            )
-        self.i += 1
-
-    def _newlines(self) -> None:
-        while self._is("\n", ";"):
-            self.i += 1
-
-    def program(self) -> list[_AndOr]:
-        body = self._list(stop=())
-        if self._peek() is not None:
-            tok = self._peek()
-            text = tok.text if isinstance(tok, _Op) else (tok.literal or "word") if tok else ""
-            raise _SyntaxError(f"syntax error near unexpected token `{text}'", self._line())
-        return body
-
-    def _list(self, stop: Sequence[str]) -> list[_AndOr]:
-        out: list[_AndOr] = []
-        while True:
-            while self._is("\n", ";", "&"):
-                self.i += 1
-            tok = self._peek()
-            if tok is None or self._is(*stop) or self._is(")", ";;"):
-                return out
-            out.append(self._and_or())
-
-    def _and_or(self) -> _AndOr:
-        first = self._pipeline()
-        rest: list[tuple[str, _Pipeline]] = []
-        while self._is("&&", "||"):
-            op = self._peek()
-            assert isinstance(op, _Op)
-            self.i += 1
-            while self._is("\n"):
-                self.i += 1
-            rest.append((op.text, self._pipeline()))
-        return _AndOr(first, rest)
-
-    def _pipeline(self) -> _Pipeline:
-        negate = False
-        if self._is("!"):
-            negate = True
-            self.i += 1
-        commands = [self._command()]
-        while self._is("|"):
-            self.i += 1
-            while self._is("\n"):
-                self.i += 1
-            commands.append(self._command())
-        return _Pipeline(commands, negate)
-
-    def _command(self) -> _Node:
-        if self._is("if"):
-            return self._if()
-        if self._is("for"):
-            return self._for()
-        if self._is("case"):
-            return self._case()
-        if self._is("while", "until"):
-            self.i += 1
-            self._list(stop=("do",))
-            self._expect("do")
-            self._list(stop=("done",))
-            self._expect("done")
-            self._redirections()
-            return _Loop()
-        if self._is("{"):
-            self.i += 1
-            body = self._list(stop=("}",))
-            self._expect("}")
-            self._redirections()
-            return _Group(body, subshell=False)
-        if self._is("("):
-            self.i += 1
-            body = self._list(stop=(")",))
-            self._expect(")")
-            self._redirections()
-            return _Group(body, subshell=True)
-        if self._is("function"):
-            self.i += 1
-            name = self._peek()
-            self.i += 1
-            if self._is("("):
-                self.i += 2
-            self._newlines()
-            return _Function(name.literal or "" if isinstance(name, _Word) else "", self._command())
-        tok, nxt = self._peek(), self._peek(1)
-        if isinstance(tok, _Word) and tok.literal and isinstance(nxt, _Op) and nxt.text == "(":
-            self.i += 2
-            self._expect(")")
-            self._newlines()
-            return _Function(tok.literal, self._command())
-        return self._simple()
-
-    def _redirections(self) -> None:
-        while isinstance(tok := self._peek(), _Op) and tok.text in (
-            "<",
-            ">",
-            ">>",
-            ">&",
-            "<&",
-            "&>",
-            ">|",
-            "<<",
-            "<<-",
-        ):
-            self.i += 2
-
-    def _simple(self) -> _Simple:
-        line = self._line()
-        assigns: list[tuple[str, _Word]] = []
-        words: list[_Word] = []
-        while (tok := self._peek()) is not None:
-            if isinstance(tok, _Op):
-                if tok.text in ("<", ">", ">>", ">&", "<&", "&>", ">|", "<<", "<<-"):
-                    self.i += 2
-                    continue
-                break
-            self.i += 1
-            if not tok.parts:  # a file descriptor number before a redirection
-                continue
-            if not assigns and not words and tok.literal in _CLOSERS:
-                raise _SyntaxError(f"syntax error near unexpected token `{tok.literal}'", tok.line)
-            first = tok.parts[0]
-            match = _ASSIGNMENT.match(first.text) if not first.quoted and not first.expand else None
-            if not words and match:
-                rest = (_Part(first.text[match.end() :], False, False), *tok.parts[1:])
-                assigns.append((match.group(1), _Word(rest, tok.line)))
-            elif tok.parts:
-                words.append(tok)
-        if not assigns and not words:
-            tok = self._peek()
-            text = (
-                "newline"
-                if tok is None or (isinstance(tok, _Op) and tok.text == "\n")
-                else getattr(tok, "text", "word")
-            )
-            raise _SyntaxError(f"syntax error near unexpected token `{text}'", line)
-        return _Simple(assigns, words, line)
-
-    def _if(self) -> _If:
-        branches: list[tuple[list[_AndOr], list[_AndOr]]] = []
-        otherwise: list[_AndOr] | None = None
-        self._expect("if")
-        while True:
-            condition = self._list(stop=("then",))
-            self._expect("then")
-            body = self._list(stop=("elif", "else", "fi"))
-            branches.append((condition, body))
-            if self._is("elif"):
-                self.i += 1
-                continue
-            if self._is("else"):
-                self.i += 1
-                otherwise = self._list(stop=("fi",))
-            self._expect("fi")
-            self._redirections()
-            return _If(branches, otherwise)
-
-    def _for(self) -> _For:
-        self.i += 1
-        name = self._peek()
-        self.i += 1
-        words: list[_Word] | None = None
-        self._skip_newlines()
-        if self._is("in"):
-            self.i += 1
-            words = []
-            while isinstance(tok := self._peek(), _Word):
-                words.append(tok)
-                self.i += 1
-        self._newlines()
-        self._expect("do")
-        body = self._list(stop=("done",))
-        self._expect("done")
-        self._redirections()
-        return _For(name.literal or "" if isinstance(name, _Word) else "", words, body)
-
-    def _skip_newlines(self) -> None:
-        while self._is("\n"):
-            self.i += 1
-
-    def _case(self) -> _Case:
-        self.i += 1
-        word = self._peek()
-        if not isinstance(word, _Word):
-            raise _SyntaxError("syntax error near `case'", self._line())
-        self.i += 1
-        self._skip_newlines()
-        self._expect("in")
-        arms: list[tuple[list[_Word], list[_AndOr]]] = []
-        while True:
-            self._skip_newlines()
-            if self._is("esac"):
-                self.i += 1
-                break
-            if self._is("("):
-                self.i += 1
-            patterns: list[_Word] = []
-            while isinstance(tok := self._peek(), _Word):
-                patterns.append(tok)
-                self.i += 1
-                if self._is("|"):
-                    self.i += 1
-            self._expect(")")
-            body = self._list(stop=("esac",))
-            arms.append((patterns, body))
-            if self._is(";;"):
-                self.i += 1
-        self._redirections()
-        return _Case(word, arms)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -634,7 +127,7 @@ class _Shell:
     exported: set[str]
     files: Mapping[str, str]
     args: list[str] = field(default_factory=list)
-    functions: dict[str, _Node] = field(default_factory=dict)
+    functions: dict[str, Node] = field(default_factory=dict)
     nounset: bool = False
     errexit: bool = False
     status: int = 0
@@ -686,7 +179,7 @@ class _Shell:
         body = raw[2:-1] if raw.startswith("${") else raw[1:]
         if body.startswith("#") and len(body) > 1:
             return str(len(self.lookup(body[1:]) or ""))
-        match = _NAME.match(body) or re.match(r"[0-9@*#?$!-]", body)
+        match = NAME.match(body) or re.match(r"[0-9@*#?$!-]", body)
         if match is None:
             return raw
         name, rest = match.group(0), body[match.end() :]
@@ -735,7 +228,7 @@ class _Shell:
                 continue_at = len(raw) if continue_at < 0 else continue_at
                 out.append(self.text(raw[i + 1 : continue_at].replace("'", "\\'"), line))
                 i = continue_at + 1
-            elif c == "$" and (end := _expansion_end(raw, i)) > i + 1:
+            elif c == "$" and (end := expansion_end(raw, i)) > i + 1:
                 out.append(self.parameter(raw[i:end], line))
                 i = end
             else:
@@ -743,7 +236,7 @@ class _Shell:
                 i += 1
         return "".join(out)
 
-    def fields(self, word: _Word) -> list[str]:
+    def fields(self, word: Word) -> list[str]:
         """``word`` after expansion and field splitting: an unquoted expansion is split on
         whitespace; an unquoted empty result is no field, a quoted one an empty field."""
         out: list[str] = []
@@ -782,7 +275,7 @@ class _Shell:
         close()
         return out
 
-    def words(self, words: Sequence[_Word]) -> list[str]:
+    def words(self, words: Sequence[Word]) -> list[str]:
         return [f for w in words for f in self.fields(w)]
 
     # -- running -------------------------------------------------------------------------------
@@ -792,18 +285,18 @@ class _Shell:
         if self.steps > MAX_STEPS:
             raise _Exit(1, self.message(0, "too many steps (the script loops)"))
 
-    def run_list(self, body: Sequence[_AndOr], *, checked: bool = False) -> int:
+    def run_list(self, body: Sequence[AndOr], *, checked: bool = False) -> int:
         for item in body:
             self.run_and_or(item, checked=checked)
         return self.status
 
-    def run_and_or(self, item: _AndOr, *, checked: bool) -> None:
+    def run_and_or(self, item: AndOr, *, checked: bool) -> None:
         self.run_pipeline(item.first, checked=checked or bool(item.rest))
         for k, (op, pipeline) in enumerate(item.rest):
             if (op == "&&") == (self.status == 0):
                 self.run_pipeline(pipeline, checked=checked or k < len(item.rest) - 1)
 
-    def run_pipeline(self, pipeline: _Pipeline, *, checked: bool) -> None:
+    def run_pipeline(self, pipeline: Pipeline, *, checked: bool) -> None:
         for command in pipeline.commands:
             self.run_node(command)
         if pipeline.negate:
@@ -811,11 +304,11 @@ class _Shell:
         elif self.status and self.errexit and not checked:
             raise _Exit(self.status)
 
-    def run_node(self, node: _Node) -> None:
+    def run_node(self, node: Node) -> None:
         self.step()
-        if isinstance(node, _Simple):
+        if isinstance(node, Simple):
             self.simple(node)
-        elif isinstance(node, _If):
+        elif isinstance(node, If):
             for condition, body in node.branches:
                 if self.run_list(condition, checked=True) == 0:
                     self.run_list(body)
@@ -823,23 +316,23 @@ class _Shell:
             self.status = 0
             if node.otherwise is not None:
                 self.run_list(node.otherwise)
-        elif isinstance(node, _For):
+        elif isinstance(node, For):
             values = self.args if node.words is None else self.words(node.words)
             self.status = 0
             for value in values:
                 self.step()
                 self.vars[node.name] = value
                 self.run_list(node.body)
-        elif isinstance(node, _Case):
+        elif isinstance(node, Case):
             subject = "".join(self.fields(node.word))
             self.status = 0
             for patterns, body in node.arms:
                 if any(fnmatch.fnmatchcase(subject, "".join(self.fields(p)) or "") for p in patterns):
                     self.run_list(body)
                     return
-        elif isinstance(node, _Loop):
+        elif isinstance(node, Loop):
             self.status = 0
-        elif isinstance(node, _Group):
+        elif isinstance(node, Group):
             if node.subshell:
                 saved = (dict(self.vars), set(self.exported))
                 self.run_list(node.body)
@@ -850,7 +343,7 @@ class _Shell:
             self.functions[node.name] = node.body
             self.status = 0
 
-    def simple(self, node: _Simple) -> None:
+    def simple(self, node: Simple) -> None:
         argv = self.words(node.words)
         values = {name: self.text_of(word) for name, word in node.assigns}
         if not argv:
@@ -873,7 +366,7 @@ class _Shell:
         if replaced:
             raise _Exit(self.status)
 
-    def text_of(self, word: _Word) -> str:
+    def text_of(self, word: Word) -> str:
         """An assignment's value: expanded, never split."""
         return "".join(self.parameter(p.text, word.line) if p.expand else p.text for p in word.parts)
 
@@ -902,7 +395,7 @@ class _Shell:
 
 def _set_var(shell: _Shell, arg: str, *, export: bool) -> None:
     name, eq, value = arg.partition("=")
-    if not _NAME.fullmatch(name):
+    if not NAME.fullmatch(name):
         return
     if eq:
         shell.vars[name] = value
@@ -1030,7 +523,7 @@ def _source(shell: _Shell, args: list[str], line: int) -> None:
     if text is not None and shell.depth < MAX_DEPTH:
         shell.depth += 1
         try:
-            shell.run_list(_parse(text))
+            shell.run_list(parse(text))
         finally:
             shell.depth -= 1
 
@@ -1080,10 +573,6 @@ _BUILTINS: dict[str, Callable[[_Shell, list[str], int], None]] = {
         )
     },
 }
-
-
-def _parse(text: str) -> list[_AndOr]:
-    return _Parser(_Lexer(text).tokens()).program()
 
 
 def _shell_options(argv: Sequence[str]) -> tuple[str | None, list[str], set[str]]:
@@ -1138,8 +627,8 @@ def resolve(
         depth=depth,
     )
     try:
-        shell.run_list(_parse(text))
-    except _SyntaxError as err:
+        shell.run_list(parse(text))
+    except ShellSyntaxError as err:
         return Script(tuple(shell.invocations), 2, _syntax_message(shell, err, from_file))
     except _Exit as stop:
         return Script(tuple(shell.invocations), stop.code, stop.message)
@@ -1164,13 +653,13 @@ def _env_command(argv: Sequence[str], env: dict[str, str]) -> tuple[list[str], d
             rest.pop(0)
     if rest and rest[0] == "--":
         rest.pop(0)
-    while rest and _ASSIGNMENT.match(rest[0]):
+    while rest and ASSIGNMENT.match(rest[0]):
         name, _, value = rest.pop(0).partition("=")
         out[name] = value
     return (rest, out) if rest else None
 
 
-def _syntax_message(shell: _Shell, err: _SyntaxError, from_file: bool) -> str:
+def _syntax_message(shell: _Shell, err: ShellSyntaxError, from_file: bool) -> str:
     text = str(err)
     if len(text) == 1:  # an unterminated quote
         if shell.dash:

@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, log_cut, log_served, on_node
 from nvcre.sandbox.faults import node_change as combined_change
 from nvcre.sandbox.model import unit
-from nvcre.sandbox.nccl import CommandError, Member, NcclTest, healthy_run, parse_command
+from nvcre.sandbox.nccl import Member, healthy_run
+from nvcre.sandbox.nccl_args import CommandError, NcclTest, parse_command
 from nvcre.sandbox.nccl_log import (
     LAYOUTS,
     NCCL_ERROR_EXIT,
