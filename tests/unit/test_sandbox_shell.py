@@ -141,6 +141,11 @@ def test_up_refuses_a_fault_on_no_sandbox_node_before_starting() -> None:
     with pytest.raises(SandboxError):
         check_options(Options(nodes=2, faults=["gpu-node-001=no-such-kind"]))
     check_options(Options(nodes=2, faults=["gpu-node-001=nccl-error"]))
+    with pytest.raises(SandboxError, match="unknown part 'slurm'"):
+        check_options(Options(nodes=2, log_style="slurm"))
+    with pytest.raises(SandboxError, match="--speed 0: must be a positive number"):
+        check_options(Options(nodes=2, speed=0))
+    check_options(Options(nodes=2, log_style="timestamps,srun", speed=4))
 
 
 def test_listening_ports_are_read_from_proc() -> None:

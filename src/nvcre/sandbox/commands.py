@@ -137,6 +137,7 @@ def status_command(state_dir: Path | None) -> None:
         raise SystemExit(1)
     click.echo(f"sandbox in {state.path}: {'running' if found.running else 'NOT running'}")
     click.echo(f"kubeconfig: {found.record.kubeconfig}")
+    click.echo(f"speed: {found.record.speed:g}x, log style: {found.record.log_style or 'plain'}")
     click.echo("components:")
     for c in found.components:
         click.echo(f"  {c.name:<28} pid {c.pid:<8} {'running' if c.running else 'NOT running':<12} {c.log}")
