@@ -53,7 +53,10 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state_dir = tmp_path_factory.mktemp("sandbox") / "state"
     try:
-        result = sandbox("up", "--nodes=4", f"--fault={HUNG}=hang@50s", f"--state-dir={state_dir}")
+        # at the hardware's pace: the stall clock and the 10 s samples as this test was timed
+        result = sandbox(
+            "up", "--nodes=4", "--speed=1", f"--fault={HUNG}=hang@50s", f"--state-dir={state_dir}"
+        )
         (kubeconfig,) = re.findall(r"^kubeconfig: (\S+)$", result.stdout, re.M)
         yield Client(KubeConfig.from_file(kubeconfig))
     finally:
