@@ -48,7 +48,7 @@ from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, true_condit
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodes import platform_nodes
 from nvcre.testing.processes import Process, wait_until
-from nvcre.testing.waiting import wait_for
+from nvcre.testing.waiting import WaitTimeout, wait_for
 from nvcre.testing.workloads import POOL_LABEL
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -603,7 +603,10 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
                     return bm
             return None
 
-        return wait_for(complete, 240, what=f"the measurement of {node}'s group Complete ({reason})")
+        try:
+            return wait_for(complete, 240, what=f"the measurement of {node}'s group Complete ({reason})")
+        except WaitTimeout:
+            raise AssertionError(f"{node}: {_measurement_state(box, 'logs', node)}") from None
 
     short = measured(truncated, "JobSucceeded")["status"]
     assert max(r["sizeBytes"] for r in short["results"]) == 64 << 20, "the table stops at the cut"
@@ -623,6 +626,24 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
 
 # ---------------------------------------------------------------------------------------------
 # reading what happened
+
+
+def _measurement_state(box: Sandbox, wf: str, node: str) -> str:
+    """The Workflow, the node's Job and its BandwidthMeasurement as they stand, for a failure."""
+    found = [get(box.kube, resources.Workflow, wf, box.namespace).get("status", {}).get("conditions")]
+    for job in jobs_of(box.kube, box.namespace, wf).values():
+        if group_nodes(job) != [node]:
+            continue
+        found.append((job.get("status") or {}).get("conditions"))
+        with contextlib.suppress(ApiError):
+            bm = get(
+                box.kube,
+                resources.BandwidthMeasurement,
+                f"{job['metadata']['name']}-bandwidth",
+                box.namespace,
+            )
+            found.append(bm.get("status"))
+    return repr(found)
 
 
 def scheduled(box: Sandbox) -> dict[str, str]:
