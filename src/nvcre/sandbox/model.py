@@ -1,17 +1,25 @@
 """The simulated accelerator's performance model: what a node's GPUs and links can do.
 
-Each node has an NVLink bus bandwidth (what an intra-node all_reduce reaches at large sizes),
-a network bus bandwidth (what a multi-node all_reduce reaches when this node is in the group),
-a start-up latency per fabric and a GPU speed (the TFLOP/s/GPU a well-tuned Megatron run
-achieves). The numbers are calibrated on the published runs in the log corpus (see
-docs/sandbox.md). Noise is a pure function of its key (a hash), never global random state.
+A healthy group reaches what the catalog's expected-performance table (:mod:`nvcre.expected`)
+says its hardware and shape should: the table is the one source of "what healthy hardware
+measures", for the sandbox as for nvcre's default floors. Where no row serves a group, each node
+has its own figures: an NVLink bus bandwidth (what an intra-node all_reduce reaches at large
+sizes; a multi-node NVLink one for GB200/GB300 cliques), a network bus bandwidth (what a
+multi-node all_reduce reaches when this node is in the group), a start-up latency per fabric
+and a GPU speed (the TFLOP/s/GPU a well-tuned Megatron run achieves), calibrated on the same
+published runs (see docs/sandbox.md). Noise is a pure function of its key (a hash), never global
+random state.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+from nvcre.expected import GroupShape, expected_bandwidth
+from nvcre.platform.detect import parse_product
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,7 @@ class Gpu:
     nvlink_busbw: float  #: GB/s, intra-node all_reduce busbw at large sizes
     tflops: float  #: achieved bf16 TFLOP/s per GPU in Megatron pre-training
     pci_bus_ids: tuple[str, ...]  #: ``[0000:xx:00]`` per device index
+    mnnvl_busbw: float = 0.0  #: GB/s, all_reduce busbw of several nodes of one NVLink clique
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,8 @@ GPUS: dict[str, Gpu] = {
         Gpu("NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 85_198_045_184, 232.0, 165.0, _H100_BUS),
         Gpu("NVIDIA-B200", "NVIDIA B200", 191_514_279_936, 880.0, 800.0, _B_BUS),
         Gpu("NVIDIA-B300-SXM6-AC", "NVIDIA B300 SXM6 AC", 288_000_000_000, 880.0, 950.0, _B_BUS),
-        Gpu("NVIDIA-GB200", "NVIDIA GB200", 191_514_279_936, 840.0, 820.0, _GB_BUS),
-        Gpu("NVIDIA-GB300", "NVIDIA GB300", 288_000_000_000, 840.0, 980.0, _GB_BUS),
+        Gpu("NVIDIA-GB200", "NVIDIA GB200", 191_514_279_936, 680.0, 820.0, _GB_BUS, mnnvl_busbw=835.0),
+        Gpu("NVIDIA-GB300", "NVIDIA GB300", 288_000_000_000, 680.0, 980.0, _GB_BUS, mnnvl_busbw=835.0),
         Gpu("NVIDIA-L40S", "NVIDIA L40S", 47_697_362_944, 24.0, 180.0, _H100_BUS),
         Gpu("NVIDIA-L40", "NVIDIA L40", 47_697_362_944, 24.0, 150.0, _H100_BUS),
         Gpu(
@@ -78,13 +87,15 @@ FABRICS: dict[str, Fabric] = {
 }
 
 #: Network all_reduce busbw (GB/s) a node reaches by fabric and product; the fabric's default
-#: (``None``) otherwise. 8x400G EFA/IB on H100-class nodes: ~470-490 GB/s (corpus: p5 2-node
-#: 487 GB/s at 16 GiB, GCP A3 Mega TCPXO 339 GB/s at 8 GiB, p4de A100 78 GB/s).
+#: (``None``) otherwise, where the expected-performance table has no row for a group. 8x400G
+#: EFA on H100-class nodes: ~470-490 GB/s at two nodes (corpus: p5 2-node 487 GB/s at 16 GiB),
+#: GCP A3 Mega TCPXO 339 GB/s at 8 GiB, p4de A100 78 GB/s; InfiniBand as the table's per-NIC
+#: figures (H100 396, A100 192).
 _NETWORK: dict[tuple[str, str | None], float] = {
     ("efa", None): 470.0,
     ("efa", "NVIDIA-A100-SXM4-80GB"): 80.0,
-    ("ib", None): 475.0,
-    ("ib", "NVIDIA-A100-SXM4-80GB"): 185.0,
+    ("ib", None): 396.0,
+    ("ib", "NVIDIA-A100-SXM4-80GB"): 192.0,
     ("roce", None): 440.0,
     ("tcpxo", None): 340.0,
     ("socket", None): 12.0,
@@ -102,12 +113,14 @@ class NodeModel:
     gpu: Gpu
     fabric: Fabric
     gpus: int = 8
+    platform: str = ""  #: nvcre's platform name (``aws``...): with the GPU, what the table is read for
     #: Topology domain (the platform's network block, or the clique): what a ``link`` fault names.
     domain: str | None = None
     #: Multi-node NVLink domain (``nvidia.com/gpu.clique``, GB200/GB300): nodes of one such domain
     #: talk over NVLink; all others over the network, whatever their network block.
     nvlink_domain: str | None = None
     nvlink_busbw: float = 0.0
+    mnnvl_busbw: float = 0.0
     network_busbw: float = 0.0
     tflops: float = 0.0
 
@@ -136,9 +149,11 @@ def node_model(
         gpu=gpu,
         fabric=fabric,
         gpus=gpus,
+        platform=platform,
         domain=domain,
         nvlink_domain=nvlink_domain,
         nvlink_busbw=gpu.nvlink_busbw,
+        mnnvl_busbw=gpu.mnnvl_busbw,
         network_busbw=network,
         tflops=gpu.tflops,
     )
@@ -150,6 +165,35 @@ def on_fabric(model: NodeModel, fabric: str) -> NodeModel:
     found = next(f for f in FABRICS.values() if f.name == fabric)
     network = _NETWORK.get((fabric, model.gpu.product), _NETWORK[(fabric, None)])
     return replace(model, fabric=found, network_busbw=network)
+
+
+def group_shape(nodes: Sequence[NodeModel]) -> GroupShape:
+    """The shape the expected-performance table reads a group of ``nodes`` as: its node count,
+    the topology domains it spans, and whether it is one NVLink clique."""
+    domains = {n.domain for n in nodes if n.domain is not None}
+    cliques = {n.nvlink_domain for n in nodes}
+    clique = len(nodes) > 1 and len(cliques) == 1 and None not in cliques
+    return GroupShape(len(nodes), len(domains), mnnvl=clique)
+
+
+def expected_busbw(nodes: Sequence[NodeModel], collective: str) -> float | None:
+    """The bus bandwidth (GB/s) the expected-performance table gives a healthy group of ``nodes``
+    in ``collective`` (its all_reduce figure where the collective has no row of its own);
+    ``None`` when no row serves the group or its nodes differ in GPU or platform."""
+    first = nodes[0]
+    if not all(n.gpu == first.gpu and n.platform == first.platform for n in nodes):
+        return None
+    arch, shape = parse_product(first.gpu.product), group_shape(nodes)
+    for name in dict.fromkeys((collective, "all_reduce")):
+        figure = expected_bandwidth(arch, first.platform, name, shape)
+        if figure is not None:
+            return figure.value
+    return None
+
+
+def fell_back(model: NodeModel) -> bool:
+    """Whether the node's NCCL talks over another fabric than its platform's (``tcp-fallback``)."""
+    return FABRICS.get(model.platform, model.fabric) != model.fabric
 
 
 def scaled(model: NodeModel, *, nvlink: float = 1.0, network: float = 1.0, speed: float = 1.0) -> NodeModel:
@@ -192,6 +236,9 @@ __all__ = [
     "Fabric",
     "Gpu",
     "NodeModel",
+    "expected_busbw",
+    "fell_back",
+    "group_shape",
     "node_model",
     "noise",
     "on_fabric",

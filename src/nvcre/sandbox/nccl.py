@@ -10,11 +10,11 @@ sockets (``tcp-fallback``) brings its group down to socket bandwidth; a node tha
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nvcre.sandbox.faults import Fault, factor, fallback_fabric, link_factor, wrong_elements
-from nvcre.sandbox.model import NVLINK_LATENCY_US, noise, on_fabric
+from nvcre.sandbox.model import NVLINK_LATENCY_US, NodeModel, expected_busbw, fell_back, noise, on_fabric
 from nvcre.sandbox.nccl_args import TYPES, NcclTest
 from nvcre.sandbox.nccl_log import (
     LAYOUTS,
@@ -55,22 +55,41 @@ def _sizes(test: NcclTest) -> list[int]:
     return sizes
 
 
-def group_bandwidth(members: Sequence[Member], faults: Sequence[Fault], at_s: float) -> tuple[float, float]:
-    """(busbw ceiling GB/s, latency us) of ``members`` ``at_s`` seconds into the run."""
+def group_bandwidth(
+    members: Sequence[Member], faults: Sequence[Fault], at_s: float, collective: str = "all_reduce"
+) -> tuple[float, float]:
+    """(busbw ceiling GB/s, latency us) of ``members`` in ``collective`` ``at_s`` seconds into the
+    run: the expected-performance table's figure for a healthy group of their shape (else the
+    nodes' own figures), times the worst fault on the NVLink or network it crosses."""
     nodes = {m.node.name: m.node for m in members}
-    nvlink = min(n.nvlink_busbw * factor(faults, name, "nvlink", at_s) for name, n in nodes.items())
+    healthy = expected_busbw(list(nodes.values()), collective)
+    nvlink_factor = min(factor(faults, name, "nvlink", at_s) for name in nodes)
     nvlink_domains = {n.nvlink_domain for n in nodes.values()}
     sides = [(n.name, n.domain) for n in nodes.values()]
     links = link_factor(faults, sides, at_s)
     if len(nodes) == 1 or (len(nvlink_domains) == 1 and None not in nvlink_domains):
-        return nvlink * links, NVLINK_LATENCY_US * (1.0 + 0.25 * math.log2(len(nodes)))
+        own = min(n.nvlink_busbw if len(nodes) == 1 else n.mnnvl_busbw for n in nodes.values())
+        latency = NVLINK_LATENCY_US * (1.0 + 0.25 * math.log2(len(nodes)))
+        return (healthy or own) * nvlink_factor * links, latency
+    nvlink = min(max(n.nvlink_busbw, n.mnnvl_busbw) for n in nodes.values())
+    network_factor = min(factor(faults, name, "network", at_s) for name in nodes)
+    if healthy is not None and not any(fell_back(n) for n in nodes.values()):
+        # a published figure may pass one node's NVLink (NCCL's tree over two nodes): a slow
+        # NVLink still caps it
+        ceiling = min(healthy * network_factor * links, max(healthy, nvlink) * nvlink_factor)
+        return ceiling, _network_latency(nodes)
+    nvlink *= nvlink_factor
     network = (
         min(n.network_busbw * factor(faults, name, "network", at_s) for name, n in nodes.items()) * links
     )
     scale = max(0.8, 1.0 - 0.03 * math.log2(len(nodes) / 2.0))
-    fabric_latency = max(n.fabric.latency_us for n in nodes.values())  # the slowest fabric's
-    latency = fabric_latency * (1.0 + 0.15 * math.log2(len(nodes) / 2.0))
-    return min(network * scale, nvlink), latency
+    return min(network * scale, nvlink), _network_latency(nodes)
+
+
+def _network_latency(nodes: Mapping[str, NodeModel]) -> float:
+    """Small-message time of a group over the network: the slowest fabric's, 15% more a doubling."""
+    fabric_latency = max(n.fabric.latency_us for n in nodes.values())
+    return fabric_latency * (1.0 + 0.15 * math.log2(len(nodes) / 2.0))
 
 
 def fallen_back(members: Sequence[Member], faults: Sequence[Fault]) -> list[Member]:
@@ -165,7 +184,7 @@ def healthy_run(
         for size in sizes:
             count = size // typesize // (nranks if test.collective.per_rank_count else 1)
             nbytes = count * typesize * (nranks if test.collective.per_rank_count else 1)
-            busbw, latency = group_bandwidth(members, faults, t)
+            busbw, latency = group_bandwidth(members, faults, t, test.collective.name)
             bad = {m.host: n for m in members if (n := wrong_elements(faults, m.node.name, t))}
             times: list[float] = []
             alg: list[float] = []
