@@ -568,10 +568,11 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
     lost mid-table reads as a short table, an unserved log as unavailable once the grace is over."""
     box = sandbox
     truncated, unserved, corrupted, sockets = box.pools["logs"]
-    profile = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-bandwidth")
+    # the catalog's single-node profile: it reads the ``node`` pod (there is no MPI launcher)
+    profile = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-loopback")
     with contextlib.suppress(ApiError):  # another module may have created it
         box.kube.create(resources.LogProfile.from_dict(copy.deepcopy(profile)))
-    measurement = {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce", "sampleInterval": "5s"}
+    measurement = {"logProfileRef": "nccl-loopback", "testType": "all_reduce", "sampleInterval": "5s"}
     workflow(
         box,
         "logs",
