@@ -2,8 +2,8 @@
 category, groups of two aws H100 nodes, every bandwidth read by nvcre from the launcher logs the
 simulated accelerator wrote.
 
-One sandbox of 16 nodes, ``slow-nic:0.3`` on one of the upper eight (about 140 GB/s where its
-healthy peers reach about 470). Each Certification targets eight nodes by name:
+One sandbox of 16 nodes, ``slow-nic:0.3`` on one of the upper eight (about 145 GB/s where its
+healthy peers reach about 487). Each Certification targets eight nodes by name:
 
 * the lower eight, healthy, no thresholds: Succeeded, a final measurement on every group;
 * the upper eight with ``busBandwidthGBps: value >= 300``: the slow node's group fails

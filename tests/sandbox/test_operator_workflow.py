@@ -3,8 +3,8 @@
 --wait`` of a two-category Certification on a fleet with one ``slow-nic`` node, ``setup reset``.
 
 A cluster of this module's own, started without nvcre's CRDs or LogProfiles (an empty cluster as
-setup meets one), with the sandbox's nodes (one ``slow-nic:0.3``: about 140 GB/s where its healthy
-peers reach about 470) and its runner (the simulated accelerator). Trainer and JobSet already run
+setup meets one), with the sandbox's nodes (one ``slow-nic:0.3``: about 145 GB/s where its healthy
+peers reach about 487) and its runner (the simulated accelerator). Trainer and JobSet already run
 there as processes of the chain, with their webhooks, so init skips phase ``deps`` (installing
 Trainer's chart is tests/integration/test_setup.py). The chart's manager Deployment becomes
 Available on kwok nodes but executes nothing, so a real ``nvcre-manager`` is started as the
@@ -42,7 +42,7 @@ NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 SLOW = "gpu-node-005"
 OPTIONS = Options(nodes=8, faults=[f"{SLOW}=slow-nic:0.3"])
 NAMESPACE = "operator-cert"
-THRESHOLD = "value >= 300"  # between the slow pair's ~140 GB/s and the healthy ~470 GB/s
+THRESHOLD = "value >= 300"  # between the slow pair's ~145 GB/s and the healthy ~487 GB/s
 SIZING = {"numIterations": 20, "numCycles": 1}  # the catalog's 10 x 100 runs minutes of simulated time
 CERTIFICATION = {
     "apiVersion": "nvcre.nvidia.com/v1alpha1",
