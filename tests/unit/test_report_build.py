@@ -178,11 +178,11 @@ def test_a_failed_run_with_excluded_nodes_is_failed() -> None:
 def test_failed_nodes_name_the_measured_value_against_the_threshold() -> None:
     report = report_of(_input("threshold-violation"))
     assert [(f.node, f.reason, f.detail, f.group) for f in report.failed_nodes] == [
-        ("gpu-node-002", "ThresholdViolation", "busbw 188.8 GB/s < 400", "group-1"),
-        ("gpu-node-003", "ThresholdViolation", "busbw 188.8 GB/s < 400", "group-1"),
+        ("gpu-node-002", "ThresholdViolation", "busbw 195.7 GB/s < 400", "group-1"),
+        ("gpu-node-003", "ThresholdViolation", "busbw 195.7 GB/s < 400", "group-1"),
     ]
     text = render_text(report)
-    assert "│  Failed Nodes: gpu-node-002  busbw 188.8 GB/s < 400 (group-1)  │" in text
+    assert "│  Failed Nodes: gpu-node-002  busbw 195.7 GB/s < 400 (group-1)  │" in text
 
 
 def test_low_marks_only_the_group_below_the_threshold() -> None:
@@ -191,16 +191,16 @@ def test_low_marks_only_the_group_below_the_threshold() -> None:
         ("group-0", False, True),
         ("group-1", True, False),
     ]
-    assert "│    ✗  group-1  188.81 GB/s  LOW" in render_text(report_of(_input("threshold-violation")))
+    assert "│    ✗  group-1  195.68 GB/s  LOW" in render_text(report_of(_input("threshold-violation")))
 
 
 def test_violations_use_the_threshold_rule() -> None:
     data = _input("threshold-violation")
     objects = data["workflows"][0]
     job, bandwidth = objects["jobs"][1], objects["bandwidths"][1]
-    assert violations(job, bandwidth, None) == ["busbw 188.8 GB/s < 400"]
+    assert violations(job, bandwidth, None) == ["busbw 195.7 GB/s < 400"]
     job["spec"]["thresholds"] = {"busBandwidthGBps": "value >= 100 && value <= 150"}
-    assert violations(job, bandwidth, None) == ['busbw 188.8 GB/s violates "value >= 100 && value <= 150"']
+    assert violations(job, bandwidth, None) == ['busbw 195.7 GB/s violates "value >= 100 && value <= 150"']
     job["spec"]["thresholds"] = {"busBandwidthGBps": "value > 100"}
     assert violations(job, bandwidth, None) == []
     provisional = copy.deepcopy(bandwidth)
@@ -300,7 +300,7 @@ def test_placement_mnnvl_and_cliques() -> None:
     assert "│  Placement: Unpinned (4 of 8 target nodes exercised) " in text
     assert "│  MNNVL:     enabled (ComputeDomain cd-0) " in text
     assert "│    ✗  clique-a  2/4 nodes " in text
-    assert "│         Bus bandwidth: 472.98 GB/s " in text
+    assert "│         Bus bandwidth: 490.14 GB/s " in text
     assert "│         Transport: AWS Libfabric " in text
 
 
@@ -340,8 +340,8 @@ def test_diagnosis_block() -> None:
         "    Healthy:  3 nodes",
         "    Faulty:",
         "      gpu-node-block-1: gpu-node-003",
-        "    Max BW:   339.32 GB/s (gpu-node-000, gpu-node-001)",
-        "    Min BW:   135.87 GB/s (gpu-node-002, gpu-node-003)",
+        "    Max BW:   338.14 GB/s (gpu-node-000, gpu-node-001)",
+        "    Min BW:   135.39 GB/s (gpu-node-002, gpu-node-003)",
         "    Test Results:",
         "      intra-screening: 1 passed, 1 failed (gpu-node-block-1)",
     ]
