@@ -578,7 +578,8 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
         "logs",
         "logs",
         ["env", "NCCL_DEBUG=INFO", *SHORT],
-        job_spec={"bandwidthMeasurement": measurement},
+        # the shortest grace an unreadable log gets (2 minutes) before it is called unavailable
+        job_spec={"bandwidthMeasurement": measurement, "measurementTimeout": "1m"},
     )
 
     def measured(node: str, reason: str) -> dict[str, Any]:
