@@ -584,26 +584,14 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
 
     def measured(node: str, reason: str) -> dict[str, Any]:
         def complete() -> dict[str, Any] | None:
-            job = next(
-                (j for j in jobs_of(box.kube, box.namespace, "logs").values() if group_nodes(j) == [node]),
-                None,
-            )
-            if job is None:
+            bm = _bandwidth_of(box, "logs", node)
+            done = [
+                c for c in ((bm or {}).get("status") or {}).get("conditions") or () if c["type"] == "Complete"
+            ]
+            if bm is None or not done or done[0]["status"] != "True":
                 return None
-            with contextlib.suppress(ApiError):
-                bm = get(
-                    box.kube,
-                    resources.BandwidthMeasurement,
-                    f"{job['metadata']['name']}-bandwidth",
-                    box.namespace,
-                )
-                done = [
-                    c for c in (bm.get("status") or {}).get("conditions") or () if c["type"] == "Complete"
-                ]
-                if done and done[0]["status"] == "True":
-                    assert done[0]["reason"] == reason, (node, done[0])
-                    return bm
-            return None
+            assert done[0]["reason"] == reason, (node, done[0])
+            return bm
 
         try:
             return wait_for(complete, 240, what=f"the measurement of {node}'s group Complete ({reason})")
@@ -617,9 +605,7 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
     assert over_sockets["transport"] == ["Socket"] and over_sockets["wrongValues"] == 0
     bad = measured(corrupted, "JobFailed")["status"]
     assert bad["wrongValues"] > 0, "the #wrong columns nccl-tests printed"
-    failed = next(
-        j for j in jobs_of(box.kube, box.namespace, "logs").values() if group_nodes(j) == [corrupted]
-    )
+    failed = _group_job(box, "logs", corrupted) or {}
     assert failed["status"]["failureLog"]["exitCode"] == 7, "nccl-tests' testNumResults"
     assert "# Out of bounds values : " in failed["status"]["failureLog"]["tail"]
     unread = measured(unserved, "LogsUnavailable")["status"]
@@ -630,22 +616,36 @@ def test_a_log_cut_short_lost_corrupted_or_over_sockets_is_what_the_measurement_
 # reading what happened
 
 
+def _group_job(box: Sandbox, wf: str, node: str) -> dict[str, Any] | None:
+    """The Job of the Workflow's single-node group on ``node``."""
+    return next((j for j in jobs_of(box.kube, box.namespace, wf).values() if group_nodes(j) == [node]), None)
+
+
+def _bandwidth_of(box: Sandbox, wf: str, node: str) -> dict[str, Any] | None:
+    """The BandwidthMeasurement of the Workflow's group on ``node``, once it exists."""
+    job = _group_job(box, wf, node)
+    if job is None:
+        return None
+    try:
+        return get(
+            box.kube, resources.BandwidthMeasurement, f"{job['metadata']['name']}-bandwidth", box.namespace
+        )
+    except ApiError:
+        return None
+
+
 def _measurement_state(box: Sandbox, wf: str, node: str) -> str:
     """The Workflow, the node's Job and its BandwidthMeasurement as they stand, for a failure."""
-    found = [get(box.kube, resources.Workflow, wf, box.namespace).get("status", {}).get("conditions")]
-    for job in jobs_of(box.kube, box.namespace, wf).values():
-        if group_nodes(job) != [node]:
-            continue
-        found.append((job.get("status") or {}).get("conditions"))
-        with contextlib.suppress(ApiError):
-            bm = get(
-                box.kube,
-                resources.BandwidthMeasurement,
-                f"{job['metadata']['name']}-bandwidth",
-                box.namespace,
-            )
-            found.append(bm.get("status"))
-    return repr(found)
+    job = _group_job(box, wf, node) or {}
+    bm = _bandwidth_of(box, wf, node) or {}
+    workflow = get(box.kube, resources.Workflow, wf, box.namespace)
+    return repr(
+        [
+            (workflow.get("status") or {}).get("conditions"),
+            (job.get("status") or {}).get("conditions"),
+            bm.get("status"),
+        ]
+    )
 
 
 def scheduled(box: Sandbox) -> dict[str, str]:
