@@ -405,7 +405,13 @@ def judge(
     ]
     timeout = measurement_timeout_ns(job, default_timeout)
     if running or orphans:
-        left = timeout / 1e9 - (now - started).total_seconds()
+        # a measurement still reading the final log may take its grace, and a poll, to end
+        patience = (
+            max(timeout / 1e9, Default.FINAL_READ_GRACE_SECONDS + 2 * POLL_SECONDS)
+            if running
+            else timeout / 1e9
+        )
+        left = patience - (now - started).total_seconds()
         if left >= 0:
             return Wait(min(POLL_SECONDS, left + 0.1))
         missing = th.missing_keys(limits, values)
@@ -413,7 +419,9 @@ def judge(
             return th.timeout_verdict(missing, format_duration(timeout))
     gaps = _gaps(job, bandwidth, goodput)
     for kind in running:
-        gaps[kind] = f"the {_WHAT[kind]} measurement did not finish within {format_duration(timeout)}"
+        gaps[kind] = (
+            f"the {_WHAT[kind]} measurement did not finish within {format_duration(int(patience * 1e9))}"
+        )
     for kind, why in gaps.items():
         if not allows_missing_data(job, kind):
             return unavailable(kind, why)

@@ -191,6 +191,9 @@ class Default:
     NODE_HEALTH_EXPRESSION: Final = "node.spec.unschedulable == true"
     WORKLOAD_RUN_TIMEOUT_PER_JOB: Final = "24h"
     MEASUREMENT_TIMEOUT: Final = "5m"
+    FINAL_READ_GRACE_SECONDS: Final = 120.0
+    """A succeeded Job's complete log is retried for max(measurementTimeout, this) before its
+    measurement ends LogsUnavailable; the verdict waits for the measurement at least as long."""
     REQUEUE_SECONDS: Final = 15.0
     REQUEUE_IMMEDIATE_SECONDS: Final = 0.05
     NODE_DISCOVERY_TIMEOUT_SECONDS: Final = 300.0

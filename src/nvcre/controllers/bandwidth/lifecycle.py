@@ -25,7 +25,7 @@ JOB_GONE = "Referenced Job no longer exists; "
 GONE_NO_DATA = JOB_GONE + "no bandwidth data was parsed"
 GONE_PROVISIONAL = JOB_GONE + "results are provisional and are not used for threshold evaluation"
 JOB_FAILED = "Referenced Job failed; results are not used for threshold evaluation"
-MIN_GRACE_SECONDS = 120.0
+MIN_GRACE_SECONDS = Default.FINAL_READ_GRACE_SECONDS
 FINAL_READ_RETRY_SECONDS = 5.0
 
 Status = Mapping[str, Any]
