@@ -303,9 +303,19 @@ async def on_the_loop(items: AsyncIterable[Any], work: Callable[[list[Any]], obj
         work([item])
 
 
-def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
+ONES = "[" + ",".join(["1"] * 30) + "]"
+ADVERSARIAL_THRESHOLD = f"{ONES}.all(a, {ONES}.all(b, a == b && value > 0.0))"
+"""The costliest threshold admission accepts: within 256 characters, 8 macros, nesting 2; it
+reaches its 2,000-step budget (InvalidThresholdExpression), evaluated on the event loop."""
+HUNDREDS = "[" + ",".join(["1"] * 300) + "]"
+ADVERSARIAL_HEALTH = f"{HUNDREDS}.all(a, {HUNDREDS}.all(b, a == b))"
+"""A 1.2 KB node-health expression that runs to its 10,000-step budget on every node, every pass."""
+
+
+def lag_run(megabytes: int, offloaded: bool, workdir: Path, expressions: bool = False) -> dict[str, Any]:
     """One Workflow whose Job measures bandwidth (launcher) and goodput (worker) over adversarial
-    logs, with the manager's controllers in this process; the loop's lag over the reads."""
+    logs, with the manager's controllers in this process; the loop's lag over the reads. With
+    ``expressions`` the Job also has the adversarial threshold and node-health expressions."""
     from lightkube import AsyncClient, Client, KubeConfig
     from lightkube.resources.core_v1 import Namespace, Pod
 
@@ -344,11 +354,14 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
         measure = {
             "bandwidthMeasurement": {
                 "logProfileRef": "nccl-bandwidth",
-                "sampleInterval": "2s",
+                "sampleInterval": "5s",
                 "testType": "all_reduce",
             },
-            "goodputMeasurement": {"logProfileRef": "nemo-on-node", "sampleInterval": "2s"},
+            "goodputMeasurement": {"logProfileRef": "nemo-on-node", "sampleInterval": "5s"},
         }
+        if expressions:
+            measure["thresholds"] = {"busBandwidthGBps": ADVERSARIAL_THRESHOLD}
+            measure["nodeHealthMonitor"] = {"cel": {"expression": ADVERSARIAL_HEALTH}}
         kube.create(resources.Workflow.from_dict(workflow(name, ns, "lag", 2, mpi=True, job_spec=measure)))
         kubeconfig = cp.write_kubeconfig(workdir / "kubeconfig")
         samples: list[float] = []
@@ -384,7 +397,7 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
                 register_pod_log(kube, kwok.logs_dir, ns, pod, "", container=container, append=True)
             samples.clear()  # the lag while the logs are read: sampled from here
             started = time.monotonic()
-            time.sleep(10)  # running samples of every log, on the 2 s interval
+            time.sleep(12)  # running samples of every log, on the 5 s interval
             for pod in pods:
                 kube.patch(
                     Pod, pod, {"metadata": {"annotations": {PHASE_ANNOTATION: "Succeeded"}}}, namespace=ns
@@ -417,6 +430,17 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path) -> dict[str, Any]:
                 status = kube.get(resource, f"{name}-job-{suffix}", namespace=ns).status or {}
                 done = next(c for c in status["conditions"] if c["type"] == "Complete")
                 outcomes[suffix] = f"{done['reason']}: {done['message'][:100]}"
+            if expressions:
+
+                def judged() -> dict[str, Any] | None:
+                    job = kube.get(resources.Job, f"{name}-job", namespace=ns).to_dict()
+                    found = [
+                        c for c in job["status"].get("conditions") or () if c["type"] == "ValidationFailed"
+                    ]
+                    return found[0] if found else None
+
+                verdict = wait_for(judged, 600, what="the Job's verdict")
+                outcomes["verdict"] = f"{verdict['reason']}: {verdict['message'][:100]}"
 
         asyncio.run(main())
     ordered = sorted(samples)
@@ -529,7 +553,12 @@ def executors_table(megabytes: int) -> None:
 def lag_table(megabytes: int, workdir: Path) -> None:
     print("| parsing | logs read (MB) | seconds | lag samples | p50 | p99 | max |")
     print("|---|---|---|---|---|---|---|")
-    for offloaded in (True, False):
+    runs = (
+        (True, False, "worker threads (runtime.offload)"),
+        (False, False, "on the event loop"),
+        (True, True, "worker threads, with the costliest threshold and node-health expressions"),
+    )
+    for offloaded, expressions, where in runs:
         out = subprocess.run(
             [
                 sys.executable,
@@ -539,13 +568,13 @@ def lag_table(megabytes: int, workdir: Path) -> None:
                 str(megabytes),
                 "1" if offloaded else "0",
                 str(workdir),
+                "1" if expressions else "0",
             ],
             capture_output=True,
             text=True,
             check=True,
         )
         r = json.loads(out.stdout.splitlines()[-1])
-        where = "worker threads (runtime.offload)" if offloaded else "on the event loop"
         print(
             f"| {where} | {r['megabytes']:.0f} | {r['seconds']:.0f} | {r['samples']} | "
             f"{r['p50'] * 1000:.1f} ms | {r['p99'] * 1000:.1f} ms | {r['max'] * 1000:.1f} ms |",
@@ -579,7 +608,7 @@ def main() -> None:
         elif kind == "executors":
             print(json.dumps(executors_run(int(rest[0]), rest[1])))
         else:
-            print(json.dumps(lag_run(int(rest[0]), rest[1] == "1", Path(rest[2]))))
+            print(json.dumps(lag_run(int(rest[0]), rest[1] == "1", Path(rest[2]), rest[3:] == ["1"])))
         return
     parts = args.parts or ["lines", "throughput", "executors", "lag"]
     unknown = set(parts) - {"lines", "throughput", "executors", "lag"}

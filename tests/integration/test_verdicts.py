@@ -349,3 +349,52 @@ def test_a_slow_training_group_fails_as_a_step_time_outlier(
     assert [(e["name"], e["reason"], e["cause"]) for e in failed_entries(kube, namespace, wf)] == [
         (nodes[2], "ThresholdViolation", "StepTimeOutlier")
     ]
+
+
+def test_a_group_across_two_nvlink_cliques_is_never_an_outlier(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """14 GB200 nodes in NVLink cliques of 4, 4, 4 and 2: groups of 4 pack three groups inside a
+    clique and one overflow group across two. Inside a clique all-reduce runs over multi-node
+    NVLink; across two it crosses the network and rightly measures half as much. By size alone
+    (the rule before) that group was an outlier; compared only with groups that span as many
+    domains it is not, and the fleet passes."""
+    pool = pool_name()
+    for index, size in enumerate((4, 4, 4, 2)):
+        spec = GpuNodeSpec(
+            product="NVIDIA-GB200", gpus=4, clique=f"clique-{index}", labels={POOL_LABEL: pool}
+        )
+        gpu_nodes(size, spec)
+    topology = {"topology": {"topologyKey": "nvidia.com/gpu.clique"}}
+    kube.create(
+        resources.Workflow.from_dict(
+            workflow("cliques", namespace, pool, 4, job_spec=BANDWIDTH, orchestration=topology)
+        )
+    )
+    measured: dict[str, float] = {}
+
+    def play() -> dict[str, Any] | None:
+        """End every Job that runs, at 830 GB/s inside a clique and 400 across two."""
+        wf = get(kube, resources.Workflow, "cliques", namespace)
+        groups = (wf.get("status") or {}).get("orchestration", {}).get("groups") or []
+        for group in groups:
+            job = (group.get("jobRef") or {}).get("name")
+            if job and group["phase"] == "Running" and job not in measured:
+                measured[job] = 830.0 if len(group.get("domains") or ()) == 1 else 400.0
+                finish(kube, namespace, job)
+                complete_bandwidth(kube, namespace, job, ["1.20", f"{measured[job]:.2f}"])
+        found = true_condition(wf)
+        return wf if found and found[0] in ("Succeeded", "Failed") else None
+
+    wf = wait_for(play, 180, what="the Workflow to end, its Jobs ended as they launch")
+    groups = wf["status"]["orchestration"]["groups"]
+    assert sorted(len(g["domains"]) for g in groups) == [1, 1, 1, 2], groups
+    assert sorted(measured.values()) == [400.0, 830.0, 830.0, 830.0]
+    assert true_condition(wf) == ("Succeeded", "JobCompleted", "All 1 iterations completed successfully")
+    for name in measured:
+        verdict = condition(get(kube, resources.Job, name, namespace), "ValidationFailed") or {}
+        assert (verdict.get("status"), verdict.get("reason")) == ("False", "MeasurementsChecked"), (
+            name,
+            verdict,
+        )
+    assert "failedNodesRef" not in wf["status"]
