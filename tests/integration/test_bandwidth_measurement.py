@@ -50,7 +50,7 @@ def start(
     """A 2-node MPI Workflow measuring bandwidth; returns the launcher pod and all its pods, Running."""
     pool = pool_name()
     gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
-    measurement = {"logProfileRef": profile, "sampleInterval": "1s", "testType": "all_reduce"}
+    measurement = {"logProfileRef": profile, "sampleInterval": "5s", "testType": "all_reduce"}
     doc = workflow(name, namespace, pool, 2, mpi=True, job_spec={"bandwidthMeasurement": measurement})
     kube.create(resources.Workflow.from_dict(doc))
     trainjob_of(kube, namespace, f"{name}-job")

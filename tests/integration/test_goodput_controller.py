@@ -36,7 +36,7 @@ def start(kube: Client, namespace: str, gpu_nodes: Any, name: str, profile: str)
     """A one-node Workflow whose Job measures goodput every second; its running pod."""
     pool = pool_name()
     gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
-    spec = {"goodputMeasurement": {"logProfileRef": profile, "sampleInterval": "1s"}}
+    spec = {"goodputMeasurement": {"logProfileRef": profile, "sampleInterval": "5s"}}
     kube.create(resources.Workflow.from_dict(workflow(name, namespace, pool, 1, job_spec=spec)))
     trainjob_of(kube, namespace, f"{name}-job")
     (pod,) = create_trainjob_pods(kube, namespace, f"{name}-job-workload")

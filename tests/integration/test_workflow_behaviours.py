@@ -540,7 +540,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     }
     job_spec = {
         "checkpoint": {"pvcName": "ckpt", "maxRestarts": 1},
-        "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "1s"},
+        "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "5s"},
     }
     kube.create(
         resources.Workflow.from_dict(

@@ -111,7 +111,7 @@ def true_condition(job: dict[str, Any] | None) -> tuple[str, str, str] | None:
 
 CHECKPOINTED = {
     "checkpoint": {"pvcName": "ckpt", "maxRestarts": 2},
-    "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "1s"},
+    "goodputMeasurement": {"logProfileRef": "megatron-training", "sampleInterval": "5s"},
 }
 
 
