@@ -323,7 +323,8 @@ def test_a_failing_node_fails_its_group_only_and_is_named_with_its_partner(sandb
     )
     assert true_condition(bad) == ("Failed", "WorkloadFailed", message)
     assert bad["status"]["failedNodes"] == [
-        {"name": n, "reason": "WorkloadFailed", "message": message} for n in faulty_pair
+        {"name": n, "reason": "WorkloadFailed", "cause": "WorkloadFailed", "message": message}
+        for n in faulty_pair
     ], "nvcre names the faulty node and its partner"
     log = bad["status"]["failureLog"]
     assert (log["nodeName"] in faulty_pair, log["exitCode"], log["reason"]) == (True, 3, "Error"), log
@@ -377,6 +378,15 @@ def test_a_workload_past_its_timeout_is_stopped_and_never_retried(sandbox: Sandb
     job = get(box.kube, resources.Job, "slow-job", box.namespace)
     assert true_condition(job) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")
     assert ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob") in events_for(box, "slow-job")
+    # How far the hung run got: the launcher's log, read before its workload was deleted.
+    log = job["status"]["failureLog"]
+    assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (
+        pod["metadata"]["name"],
+        box.pools["timeout"][0],
+        0,
+        "Timeout",
+    )
+    assert "# Collective test starting: all_reduce_perf" in log["tail"], log
     # The group ends only once its pods have stopped: the hung pod was killed, not left running.
     assert not_active(box, pod["metadata"]["name"])
     wait_for(lambda: gone(box, Pod, **{JOBSET_NAME: "slow-job-workload"}), 60, what="the pod collected")
@@ -489,6 +499,7 @@ def test_a_node_going_bad_mid_run_is_a_hardware_failure_named_by_the_health_expr
             {
                 "name": node,
                 "reason": "HardwareFailureDetected",
+                "cause": "HardwareFailureDetected",
                 "message": "Hardware failure detected by node health check",
             }
         ]

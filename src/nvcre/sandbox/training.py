@@ -205,9 +205,10 @@ def training_lines(
                     f"| train_step_timing in s: {step:.4g}{consumed}",
                 )
             )
-        if t.save_dir and it % t.save_interval == 0 and rank == 0:
-            lines += _checkpoint(t, it, clock, stamp)
-            clock += 4.0
+        if t.save_dir and it % t.save_interval == 0:
+            if rank == 0:
+                lines += _checkpoint(t, it, clock, stamp)
+            clock += 4.0  # a save is collective: every rank waits for it
         if t.exit_minutes is not None and clock >= t.exit_minutes * 60.0:
             if rank == 0:
                 lines.append((clock, f"exiting program after {clock / 60.0:.2f} minutes"))
