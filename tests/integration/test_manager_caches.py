@@ -19,7 +19,7 @@ from lightkube import AsyncClient, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Node, Pod
 
-from nvcre.api.v1alpha1.constants import Label
+from nvcre.api.v1alpha1.constants import Default, Label
 from nvcre.controllers import indexes, resources
 from nvcre.health.nodes import unhealthy_nodes
 from nvcre.orchestration.discovery import discover, name_of
@@ -239,7 +239,8 @@ async def test_a_cached_object_written_back_keeps_its_managed_fields(
 
 
 HEALTH_EXPRESSIONS = (
-    "node.spec.unschedulable == true",  # the default
+    "node.spec.unschedulable == true",  # a cordon alone
+    Default.NODE_HEALTH_EXPRESSION,
     f"node.status.conditions.exists(c, c.type == '{faults.HEALTH_CONDITION}' && c.status == 'False')",
     f"node.spec.taints.exists(t, t.key == '{faults.HEALTH_TAINT}' && t.effect == 'NoSchedule')",
     f"'{faults.HEALTH_LABEL}' in node.metadata.labels",
@@ -294,7 +295,7 @@ async def test_a_cached_node_answers_what_discovery_and_the_health_check_read(
         for expression in HEALTH_EXPRESSIONS:
             verdict = unhealthy_nodes(expression, cached.values())  # type: ignore[arg-type]
             assert verdict == unhealthy_nodes(expression, served.values()), expression
-            expected = [] if "unschedulable" in expression else [broken]
+            expected = [] if expression == HEALTH_EXPRESSIONS[0] else [broken]
             assert verdict.failing == expected and not verdict.errors, (expression, verdict)
     finally:
         task.cancel()

@@ -43,6 +43,7 @@ from nvcre.api.v1alpha1.constants import (
     SUCCEEDED_NODES_KEY,
     Annotation,
     ConditionType,
+    Default,
     FailedNodeReason,
     JobReason,
     WorkflowReason,
@@ -66,10 +67,6 @@ GROUP_SIZE = 2
 BIG = 16
 XID_NODE = "gpu-node-010"
 XID_PARTNER = "gpu-node-011"
-#: docs/sandbox.md: the node-health expression that matches the condition NVSentinel writes.
-NVSENTINEL_EXPRESSION = (
-    f"node.status.conditions.exists(c, c.type == '{HEALTH_CONDITION}' && c.status == 'False')"
-)
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 PYTHON_M = (sys.executable, "-m", "nvcre.sandbox")
@@ -417,19 +414,17 @@ class TestSixteenNodesAsTheDocsShow:
         assert {(r[1], r[-1]) for r in rows} == {("Ready", "NVIDIA-H100-80GB-HBM3")}
 
     def test_an_xid_mid_run_is_a_hardware_failure_named_on_its_job(self, big: Sandbox) -> None:
+        """What the xid fault writes (as NVSentinel, gpud and a quarantine taint would) on an
+        uncordoned node is seen by the default node-health expression; no override is needed."""
         kube = big.client()
-        before = kube.get(Node, XID_NODE).to_dict()["status"]["conditions"]
-        assert HEALTH_CONDITION not in {c["type"] for c in before}
-        health = {"nodeHealthMonitor": {"cel": {"expression": NVSENTINEL_EXPRESSION}}}
-        namespace, name = _basic(
-            kube,
-            target={"nodeNames": [XID_NODE, XID_PARTNER]},
-            overrides=[{"when": {}, "jobTemplate": {"spec": health}}],
-        )
+        before = kube.get(Node, XID_NODE).to_dict()
+        assert HEALTH_CONDITION not in {c["type"] for c in before["status"]["conditions"]}
+        assert not before["spec"].get("unschedulable")
+        namespace, name = _basic(kube, target={"nodeNames": [XID_NODE, XID_PARTNER]})
         wait_true(kube, resources.WorkloadRun, name, namespace, "Failed", timeout=300)
         workflow = get(kube, resources.WorkloadRun, name, namespace)["status"]["workflowRef"]["name"]
         (job,) = jobs_of(kube, namespace, workflow).values()
-        assert job["spec"]["nodeHealthMonitor"]["cel"]["expression"] == NVSENTINEL_EXPRESSION
+        assert job["spec"]["nodeHealthMonitor"]["cel"]["expression"] == Default.NODE_HEALTH_EXPRESSION
         (hardware,) = [c for c in job["status"]["conditions"] if c["type"] == ConditionType.HARDWARE_FAILED]
         assert (hardware["status"], hardware["reason"]) == ("True", JobReason.HARDWARE_FAILURE_DETECTED)
         assert hardware["message"] == f"Hardware failure detected on node(s): [{XID_NODE}]"

@@ -33,6 +33,7 @@ import jinja2
 import yaml
 
 from nvcre import yamlio
+from nvcre.api.v1alpha1.constants import Default
 
 LIB_DIR = "_lib"
 
@@ -100,6 +101,7 @@ class Templates:
         self.env.globals["env_list"] = self._env_list
         self.env.globals["include_file"] = self._include_file
         self.env.globals["include_template"] = self._include_template
+        self.env.globals["NODE_HEALTH_EXPRESSION"] = Default.NODE_HEALTH_EXPRESSION
 
     def compile(self, rel: str) -> jinja2.Template:
         """Parse a template; syntax errors surface here."""

@@ -188,7 +188,17 @@ class Default:
     QUEUE: Final = "default-queue"
     QUEUE_LABEL_KEY: Final = "kai.scheduler/queue"
     RUNAI_QUEUE_LABEL_KEY: Final = "runai/queue"
-    NODE_HEALTH_EXPRESSION: Final = "node.spec.unschedulable == true"
+    NODE_HEALTH_EXPRESSION: Final = (
+        "node.spec.unschedulable == true"
+        " || node.status.conditions.exists(c, (c.type == 'Ready' && c.status != 'True')"
+        " || (c.type == 'NVSentinelGPUHealthy' && c.status == 'False'))"
+        " || 'gpud.nvidia.com/unhealthy' in node.metadata.labels"
+        " || node.spec.taints.exists(t, t.effect in ['NoSchedule', 'NoExecute']"
+        " && t.key.matches('(?i)gpu[._/-]?health'))"
+    )
+    """A node is unhealthy when it is cordoned, NotReady (the node controller's ``False`` or
+    ``Unknown``), NVSentinel's GPU condition is False, gpud labelled it unhealthy, or a taint
+    whose key names GPU health (``gpu.health/error``, ``nvidia.com/gpu-health``) keeps pods off."""
     WORKLOAD_RUN_TIMEOUT_PER_JOB: Final = "24h"
     MEASUREMENT_TIMEOUT: Final = "5m"
     FINAL_READ_GRACE_SECONDS: Final = 120.0
