@@ -65,3 +65,38 @@ async def test_an_unreadable_log_leaves_the_entry_without_a_tail() -> None:
         "exitCode": 137,
         "reason": "Error",
     }
+
+
+def _running(name: str, replicated: str, index: int, node: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": {
+                "jobset.sigs.k8s.io/replicatedjob-name": replicated,
+                "batch.kubernetes.io/job-completion-index": str(index),
+            },
+        },
+        "spec": {"nodeName": node, "containers": [{"name": replicated}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": replicated, "state": {"running": {}}}]},
+    }
+
+
+@pytest.mark.asyncio
+async def test_a_timed_out_job_quotes_its_launchers_log() -> None:
+    """No container failed: the running launcher (MPI), else node 0 (torch), is read, reason Timeout."""
+    reader = Reader()
+    nodes = [_running(f"w-node-0-{i}", "node", i, f"gpu-{i}") for i in (1, 0)]
+    mpi = [*nodes, _running("w-launcher-0-0", "launcher", 0, "gpu-0")]
+    record = await failure_log.collect(None, mpi, reader, timed_out=True)  # type: ignore[arg-type]
+    assert {k: record[k] for k in ("podName", "nodeName", "exitCode", "reason")} == {
+        "podName": "w-launcher-0-0",
+        "nodeName": "gpu-0",
+        "exitCode": 0,
+        "reason": "Timeout",
+    }
+    assert reader.calls[0]["container"] == "launcher" and record["tail"].endswith(f"{END}\n")
+    torch, _, _ = failure_log.entry(nodes, timed_out=True)
+    assert torch["podName"] == "w-node-0-0"
+    untimed, pod, _ = failure_log.entry(mpi)
+    assert (untimed["reason"], pod) == ("NoTerminatedContainer", None), "only a time-out reads a running pod"

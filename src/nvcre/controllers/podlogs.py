@@ -63,6 +63,11 @@ def _index(value: str | None) -> int:
     return int(value) if value and value.isdecimal() else 0
 
 
+def replicated_job(pod: Obj) -> str | None:
+    """The JobSet replicated job the pod belongs to (``launcher``, ``node``), if any."""
+    return _labels(pod).get(REPLICATED_JOB_LABEL)
+
+
 def pod_order(pod: Obj) -> tuple[int, int, str]:
     """Sort key: JobSet job index, completion index, then name (stable across reads)."""
     labels = _labels(pod)
@@ -98,7 +103,7 @@ def container_of(pod: Obj, wanted: str | None = None) -> str | None:
     names = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or () if c.get("name")]
     if wanted:
         return wanted
-    own = _labels(pod).get(REPLICATED_JOB_LABEL)
+    own = replicated_job(pod)
     if own in names:
         return own
     return names[0] if names else None

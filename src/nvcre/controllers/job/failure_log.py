@@ -34,10 +34,30 @@ TailReader = Callable[..., Awaitable[tuple[str, bool]]]
 """:func:`~nvcre.controllers.podlogs.read_tail`, or a test's stand-in."""
 
 
-def entry(pods: list[Obj]) -> tuple[dict[str, Any], Obj | None, str | None]:
-    """(the entry without its tail, the pod whose log to read, its container) (pure)."""
+def launcher(pods: list[Obj]) -> Obj | None:
+    """The pod that prints the group's result, among those still running: the MPI launcher,
+    else the first in :func:`~nvcre.controllers.podlogs.pod_order` (torch's node 0)."""
+    running = [p for p in pods if podlogs.pod_phase(p) == "Running"]
+    running.sort(key=lambda p: (podlogs.replicated_job(p) != "launcher", podlogs.pod_order(p)))
+    return running[0] if running else None
+
+
+def entry(pods: list[Obj], *, timed_out: bool = False) -> tuple[dict[str, Any], Obj | None, str | None]:
+    """(the entry without its tail, the pod whose log to read, its container) (pure).
+
+    ``timed_out``: the Job ran out of time with no container failed; the launcher's log, which
+    shows how far it got, is read instead (reason ``Timeout``)."""
     found = failed_pod(pods)
     if found is None:
+        running = launcher(pods) if timed_out else None
+        if running is not None:
+            record = {
+                "podName": running["metadata"]["name"],
+                "nodeName": (running.get("spec") or {}).get("nodeName", ""),
+                "exitCode": 0,
+                "reason": FailureLogReason.TIMEOUT,
+            }
+            return record, dict(running), podlogs.container_of(running)
         reason = FailureLogReason.POD_NOT_FOUND if not pods else FailureLogReason.NO_TERMINATED_CONTAINER
         return {"podName": "", "nodeName": "", "exitCode": 0, "reason": reason}, None, None
     pod, state = found
@@ -51,9 +71,9 @@ def entry(pods: list[Obj]) -> tuple[dict[str, Any], Obj | None, str | None]:
 
 
 async def collect(
-    client: AsyncClient, pods: list[Obj], read: TailReader = podlogs.read_tail
+    client: AsyncClient, pods: list[Obj], read: TailReader = podlogs.read_tail, *, timed_out: bool = False
 ) -> dict[str, Any]:
-    record, pod, container = entry(pods)
+    record, pod, container = entry(pods, timed_out=timed_out)
     if pod is None:
         return record
     name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]

@@ -13,6 +13,7 @@ from typing import Any
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import delete_if_present, get_live
+from nvcre.controllers.job import failure_log
 from nvcre.controllers.status import now
 from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
@@ -32,11 +33,8 @@ from nvcre.runtime.objects import Obj
 
 
 def _pods_active(state: WorkflowState, job: Obj) -> bool:
-    namespace = job["metadata"]["namespace"]
     return any(
-        p["metadata"].get("namespace") == namespace
-        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        for p in state.caches.pods.by_index(indexes.POD_JOB_INDEX, job["metadata"]["name"])
+        (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for p in _job_pods(state, job)
     )
 
 
@@ -59,13 +57,31 @@ async def _carry_out(state: WorkflowState, group: dict[str, Any], completion: Co
     group.update(phase=completion.phase, completionTime=timestamp())
 
 
+def _job_pods(state: WorkflowState, job: Obj) -> list[Obj]:
+    namespace = job["metadata"]["namespace"]
+    return [
+        p
+        for p in state.caches.pods.by_index(indexes.POD_JOB_INDEX, job["metadata"]["name"])
+        if p["metadata"].get("namespace") == namespace
+    ]
+
+
 async def _time_out(state: WorkflowState, job: Obj) -> Obj:
+    """Fail the Job ``JobTimedOut`` with its launcher's log tail (read before its workload is
+    deleted) as the failure log: how far the run got is the first thing a user asks."""
+    ours = await state.ctx.ownership.pods_of(job, _job_pods(state, job))
+    entry = await failure_log.collect(state.ctx.client, ours, timed_out=True)
+
+    def record(status: dict[str, Any]) -> None:
+        status.setdefault("failureLog", entry)
+
     written = await state.ctx.status.set_exclusive(
         resources.Job,
         job,
         ConditionType.FAILED,
         WorkflowReason.JOB_TIMED_OUT,
         "Job exceeded timeoutPerJob",
+        extra=record,
         unless_terminal=True,
     )
     await state.ctx.recorder.warning(job, WorkflowReason.JOB_TIMED_OUT, "Job exceeded timeoutPerJob")
