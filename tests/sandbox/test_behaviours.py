@@ -71,6 +71,7 @@ POOLS: dict[str, list[str]] = {
     "health": ["not-ready", "xid:79"],
     "teardown": ["hang"],
     "logs": ["truncate:64M", "no-log", "corrupt:1000", "tcp-fallback"],
+    "stall": ["hang@10s"],
 }
 
 
@@ -390,6 +391,38 @@ def test_a_workload_past_its_timeout_is_stopped_and_never_retried(sandbox: Sandb
     # The group ends only once its pods have stopped: the hung pod was killed, not left running.
     assert not_active(box, pod["metadata"]["name"])
     wait_for(lambda: gone(box, Pod, **{JOBSET_NAME: "slow-job-workload"}), 60, what="the pod collected")
+
+
+def test_a_sweep_that_stops_printing_rows_fails_stalled_long_before_its_timeout(sandbox: Sandbox) -> None:
+    """A run hung mid-sweep (no ``timeoutPerJob`` set: a day by default) fails ``WorkloadStalled``
+    once it has printed no row for 10 times the time its next row should take (at least 120 s),
+    with the launcher's log as the failure log."""
+    box = sandbox
+    (node,) = box.pools["stall"]
+    profile = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-loopback")
+    with contextlib.suppress(ApiError):  # another test or module may have created it
+        box.kube.create(resources.LogProfile.from_dict(copy.deepcopy(profile)))
+    measurement = {"logProfileRef": "nccl-loopback", "testType": "all_reduce", "sampleInterval": "5s"}
+    workflow(box, "stall", "stall", LONG, job_spec={"bandwidthMeasurement": measurement})
+    wf = wait_true(box.kube, resources.Workflow, "stall", box.namespace, "Failed", timeout=300)
+    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    job = _group_job(box, "stall", node)
+    assert job is not None
+    reason, message = true_condition(job)[1:]  # type: ignore[index]
+    progress = (_bandwidth_of(box, "stall", node) or {})["status"]["progress"]
+    assert reason == "WorkloadStalled"
+    assert (
+        message.startswith("Workload stalled: no nccl-tests result row for ")
+        and f"after the {progress['lastRowBytes']}-byte row at " in message
+    ), message
+    assert progress["rows"] >= 20 and float(progress["expectedRowSec"]) > 0, progress
+    assert job["status"]["failedNodes"] == [
+        {"name": node, "reason": "WorkloadFailed", "cause": "WorkloadStalled", "message": message}
+    ]
+    log = job["status"]["failureLog"]
+    assert (log["nodeName"], log["exitCode"], log["reason"]) == (node, 0, "Stalled")
+    last_row = re.compile(rf"^\s*{progress['lastRowBytes']}\s+\d+\s+float\s+sum", re.M)
+    assert last_row.search(log["tail"]), "the launcher's log ends at the row the run stopped after"
 
 
 def test_an_unschedulable_pod_blocks_its_group_with_the_schedulers_reason_and_starts_no_clock(

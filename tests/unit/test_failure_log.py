@@ -88,7 +88,7 @@ async def test_a_timed_out_job_quotes_its_launchers_log() -> None:
     reader = Reader()
     nodes = [_running(f"w-node-0-{i}", "node", i, f"gpu-{i}") for i in (1, 0)]
     mpi = [*nodes, _running("w-launcher-0-0", "launcher", 0, "gpu-0")]
-    record = await failure_log.collect(None, mpi, reader, timed_out=True)  # type: ignore[arg-type]
+    record = await failure_log.collect(None, mpi, reader, unfinished="Timeout")  # type: ignore[arg-type]
     assert {k: record[k] for k in ("podName", "nodeName", "exitCode", "reason")} == {
         "podName": "w-launcher-0-0",
         "nodeName": "gpu-0",
@@ -96,7 +96,7 @@ async def test_a_timed_out_job_quotes_its_launchers_log() -> None:
         "reason": "Timeout",
     }
     assert reader.calls[0]["container"] == "launcher" and record["tail"].endswith(f"{END}\n")
-    torch, _, _ = failure_log.entry(nodes, timed_out=True)
+    torch, _, _ = failure_log.entry(nodes, unfinished="Timeout")
     assert torch["podName"] == "w-node-0-0"
     untimed, pod, _ = failure_log.entry(mpi)
     assert (untimed["reason"], pod) == ("NoTerminatedContainer", None), "only a time-out reads a running pod"

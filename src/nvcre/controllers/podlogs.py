@@ -144,6 +144,12 @@ def format_line_time(nanos: int) -> str:
     return f"{datetime.fromtimestamp(seconds, UTC).strftime('%Y-%m-%dT%H:%M:%S')}.{fraction:09d}Z"
 
 
+def line_datetime(nanos: int) -> datetime:
+    """:func:`line_time`'s value as a UTC ``datetime`` (microseconds kept)."""
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=fraction // 1000)
+
+
 def since(nanos: int) -> datetime:
     """The ``sinceTime`` that returns every line at or after ``nanos`` (the API keeps whole seconds)."""
     return datetime.fromtimestamp(nanos // 1_000_000_000, UTC)

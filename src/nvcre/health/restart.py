@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import Default
+from nvcre.api.v1alpha1.constants import ConditionType, Default
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.measure.interval import sample_interval_seconds
+from nvcre.measure.nccl import progress
 
 STARTUP_STALL = "Workload stalled: no training step observed within startup timeout"
 TRAINING_STALL = "Workload stalled: no training step within the configured threshold"
@@ -64,3 +65,19 @@ def stalled(job: Mapping[str, Any], goodput: Mapping[str, Any] | None, now: date
     log_interval = max(int(_number(measured.get("logInterval")) or 1), 1)
     threshold = int(multiplier) * average * log_interval + 2 * interval
     return TRAINING_STALL if (now - parse_time(last_step)).total_seconds() > threshold else None
+
+
+def bandwidth_stalled(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> str | None:
+    """Why the running nccl-tests workload counts as stalled at its measurement's last read, or
+    None (:mod:`nvcre.measure.nccl.progress`; a Complete measurement has nothing more to read)."""
+    started = (job.get("status") or {}).get("workloadStartTime")
+    if bandwidth is None or not started:
+        return None
+    measured = bandwidth.get("status") or {}
+    if any(
+        c.get("type") == ConditionType.COMPLETE and c.get("status") == "True"
+        for c in measured.get("conditions") or ()
+    ):
+        return None
+    slack = sample_interval_seconds((bandwidth.get("spec") or {}).get("sampleInterval"))
+    return progress.stalled(measured.get("progress"), parse_time(started), slack)

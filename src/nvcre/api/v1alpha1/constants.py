@@ -447,6 +447,7 @@ class FailureLogReason:
     """``Job.status.failureLog.reason`` values the controller itself writes."""
 
     TIMEOUT: Final = "Timeout"
+    STALLED: Final = "Stalled"
     POD_NOT_FOUND: Final = "PodNotFound"
     NO_TERMINATED_CONTAINER: Final = "NoTerminatedContainer"
 

@@ -155,6 +155,20 @@ class TableLayout(NvcreModel):
     halves: str = Field(description="Which half comes first: out-of-place and/or in-place.")
 
 
+class RowProgress(NvcreModel):
+    """How far the run has got: its newest table row and the pace of its rows (stall detection)."""
+
+    rows: int | None = Field(default=None, ge=0, description="Table rows read so far.")
+    last_row_time: str | None = Field(default=None, description="Kubelet time of the newest row.")
+    last_row_bytes: int | None = Field(default=None, ge=0, description="The newest row's message size.")
+    expected_row_sec: str | None = Field(
+        default=None,
+        description="How long its next row should take: the time between the newest two rows, scaled by "
+        "the growth of their size.",
+    )
+    read_time: str | None = Field(default=None, description="When the log was last read successfully.")
+
+
 class BandwidthMeasurementStatus(NvcreModel):
     results: list[BandwidthResult] | None = Field(
         default=None,
@@ -229,6 +243,11 @@ class BandwidthMeasurementStatus(NvcreModel):
         default=None,
         description="While Measuring: the header of the table being read, so the next sample reads "
         "its rows (the header was in an earlier sample). Removed by the terminal write.",
+    )
+    progress: RowProgress | None = Field(
+        default=None,
+        description="While Measuring: the newest row and the pace of rows; a run silent for 10 times "
+        "its expected row time (at least 120s; 600s before the first row) fails WorkloadStalled.",
     )
     conditions: list[Condition] | None = None
 

@@ -25,6 +25,7 @@ from nvcre.controllers.podlogs import (
     LogsError,
     container_of,
     format_line_time,
+    line_datetime,
     line_time,
     pick,
     pod_phase,
@@ -33,7 +34,7 @@ from nvcre.controllers.podlogs import (
     workload_pods,
 )
 from nvcre.controllers.status import StatusChange, now
-from nvcre.measure.nccl import Aggregate, Parser, final_reason
+from nvcre.measure.nccl import Aggregate, Parser, final_reason, progress
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import bandwidth_measurement_name
 from nvcre.runtime import offload
@@ -241,6 +242,7 @@ class BandwidthMeasurementController:
         cursor = line_time(cursor_text + " ") if cursor_text else None
         pod = await self._pod(job, profile)
         sample: _Sample | None = None
+        read = False
         if pod is not None and pod_phase(pod) in _READABLE:
             sample = _Sample(parser, cursor)
             try:
@@ -254,12 +256,16 @@ class BandwidthMeasurementController:
                     ),
                     sample.fold,
                 )
+                read = True
             except LogsError as error:  # what was read before the break is kept
                 log.info("%s: provisional sample cut short: %s", bm["metadata"]["name"], error)
         last = sample.last if sample is not None else cursor
         cursor_out = format_line_time(last) if last is not None else None
         aggregate = sample.aggregate if sample is not None else None
-        written = await self._write(bm, lifecycle.running(aggregate, cursor_out, now(), parser.state()))
+        rows = sample.rows if sample is not None and read else None
+        written = await self._write(
+            bm, lifecycle.running(aggregate, cursor_out, now(), parser.state(), rows=rows)
+        )
         if written is not None:
             metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
 
@@ -294,20 +300,25 @@ class BandwidthMeasurementController:
 
 class _Sample:
     """The lines logged after ``cursor`` (a kubelet time), folded into one aggregate; ``last``:
-    the time of the last line folded (the next sample's cursor), each line counted once."""
+    the time of the last line folded (the next sample's cursor), each line counted once;
+    ``rows``: each new table row with its kubelet time (the run's progress)."""
 
     def __init__(self, parser: Parser, cursor: int | None) -> None:
         self.parser = parser
         self.cursor = cursor
         self.last = cursor
         self.aggregate = parser.aggregate()
+        self.rows: list[progress.Row] = []
 
     def fold(self, lines: list[str]) -> None:
         for line in lines:
             stamp = line_time(line)
             if stamp is not None and self.cursor is not None and stamp <= self.cursor:
                 continue  # merged by an earlier sample
+            before = self.aggregate.rows
             self.parser.fold(self.aggregate, (line,))
+            if stamp is not None and self.aggregate.rows > before:
+                self.rows.append(progress.Row(line_datetime(stamp), self.aggregate.last_size))
             self.last = stamp if stamp is not None else self.last
 
 

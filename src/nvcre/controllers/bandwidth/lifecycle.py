@@ -7,7 +7,7 @@ nothing once ``Complete`` is True, so the first terminal write wins and a replay
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from nvcre.conditions import find, set_condition
 from nvcre.controllers.status import StatusChange
 from nvcre.durations import parse_duration
 from nvcre.measure.interval import sample_interval_seconds
-from nvcre.measure.nccl import Aggregate, SizeResult, merge_provisional, union_transport
+from nvcre.measure.nccl import Aggregate, SizeResult, merge_provisional, progress, union_transport
 
 RUNNING = "Referenced Job is running, measurement in progress"
 PENDING = "Job succeeded; waiting to read its complete log"
@@ -125,12 +125,17 @@ def running(
     cursor: str | None,
     now: datetime,
     layout: Mapping[str, str] | None = None,
+    *,
+    rows: Sequence[progress.Row] | None = None,
 ) -> StatusChange:
-    """A provisional sample: fold the new lines' rows into the stored (rounded) results, and keep
-    the table ``layout`` in force (the next sample reads its rows with it)."""
+    """A provisional sample: fold the new lines' rows into the stored (rounded) results, keep
+    the table ``layout`` in force (the next sample reads its rows with it) and, after a read
+    that succeeded (``rows``: the new rows it found, maybe none), the run's progress."""
 
     def change(status: dict[str, Any]) -> None:
         _start(status, now)
+        if rows is not None:
+            status["progress"] = progress.advance(status.get("progress"), rows, now)
         if aggregate is not None:
             if aggregate.sums or aggregate.dropped:
                 merged, dropped = merge_provisional(stored_results(status), aggregate)

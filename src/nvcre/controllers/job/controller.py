@@ -18,6 +18,7 @@ from nvcre.api.v1alpha1.constants import (
     ConditionType,
     Default,
     EventReason,
+    FailureLogReason,
     Finalizer,
     JobReason,
     Kind,
@@ -362,7 +363,9 @@ class JobController:
 
     async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
         pods = self._job_pods(job)
-        decision = lifecycle.follow(job, await self._workload(job), self._goodput(job), pods, now())
+        decision = lifecycle.follow(
+            job, await self._workload(job), self._goodput(job), pods, now(), self._bandwidth(job)
+        )
         if not live and not isinstance(decision, lifecycle.Progress):
             return await self._reconcile_live(_key(job))
         if isinstance(decision, lifecycle.Restart):
@@ -414,7 +417,9 @@ class JobController:
     async def _fail(self, job: Obj, decision: lifecycle.Fail, pods: list[Obj]) -> None:
         # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
         ours = await self.ctx.ownership.pods_of(job, pods)
-        entry = await failure_log.collect(self.ctx.client, ours, self.tail_reader)
+        # a stalled run has no failed pod: its launcher's log shows where it stopped
+        unfinished = FailureLogReason.STALLED if decision.reason == JobReason.WORKLOAD_STALLED else None
+        entry = await failure_log.collect(self.ctx.client, ours, self.tail_reader, unfinished=unfinished)
         annotation = (job["metadata"].get("annotations") or {}).get(Annotation.GROUP_NODES, "")
         group_nodes = [n for n in annotation.split(",") if n]
 

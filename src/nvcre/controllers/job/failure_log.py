@@ -42,20 +42,21 @@ def launcher(pods: list[Obj]) -> Obj | None:
     return running[0] if running else None
 
 
-def entry(pods: list[Obj], *, timed_out: bool = False) -> tuple[dict[str, Any], Obj | None, str | None]:
+def entry(pods: list[Obj], *, unfinished: str | None = None) -> tuple[dict[str, Any], Obj | None, str | None]:
     """(the entry without its tail, the pod whose log to read, its container) (pure).
 
-    ``timed_out``: the Job ran out of time with no container failed; the launcher's log, which
-    shows how far it got, is read instead (reason ``Timeout``)."""
+    ``unfinished``: the Job was ended while its workload ran (``Timeout``, ``Stalled``): with no
+    container failed, the running launcher's log, which shows how far it got, is read instead,
+    with that reason."""
     found = failed_pod(pods)
     if found is None:
-        running = launcher(pods) if timed_out else None
+        running = launcher(pods) if unfinished else None
         if running is not None:
             record = {
                 "podName": running["metadata"]["name"],
                 "nodeName": (running.get("spec") or {}).get("nodeName", ""),
                 "exitCode": 0,
-                "reason": FailureLogReason.TIMEOUT,
+                "reason": unfinished,
             }
             return record, dict(running), podlogs.container_of(running)
         reason = FailureLogReason.POD_NOT_FOUND if not pods else FailureLogReason.NO_TERMINATED_CONTAINER
@@ -71,9 +72,13 @@ def entry(pods: list[Obj], *, timed_out: bool = False) -> tuple[dict[str, Any], 
 
 
 async def collect(
-    client: AsyncClient, pods: list[Obj], read: TailReader = podlogs.read_tail, *, timed_out: bool = False
+    client: AsyncClient,
+    pods: list[Obj],
+    read: TailReader = podlogs.read_tail,
+    *,
+    unfinished: str | None = None,
 ) -> dict[str, Any]:
-    record, pod, container = entry(pods, timed_out=timed_out)
+    record, pod, container = entry(pods, unfinished=unfinished)
     if pod is None:
         return record
     name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]

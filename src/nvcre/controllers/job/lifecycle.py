@@ -9,7 +9,7 @@ from typing import Any
 from nvcre.api.v1alpha1.constants import Default, JobReason
 from nvcre.api.v1alpha1.meta import format_time, parse_time
 from nvcre.controllers.status import StatusChange
-from nvcre.health.restart import restart_eligible, restart_message, stalled
+from nvcre.health.restart import bandwidth_stalled, restart_eligible, restart_message, stalled
 from nvcre.health.scheduling import unschedulable
 from nvcre.runtime.objects import Obj
 from nvcre.workload import trainjob
@@ -58,8 +58,16 @@ def _restart_or(job: Obj, goodput: Obj | None, workload: Obj | None, otherwise: 
     return otherwise
 
 
-def follow(job: Obj, workload: Obj | None, goodput: Obj | None, pods: list[Obj], now: datetime) -> Decision:
-    """The next step of a Job whose workload exists (``workload``: its live state, None when gone)."""
+def follow(
+    job: Obj,
+    workload: Obj | None,
+    goodput: Obj | None,
+    pods: list[Obj],
+    now: datetime,
+    bandwidth: Obj | None = None,
+) -> Decision:
+    """The next step of a Job whose workload exists (``workload``: its live state, None when gone;
+    ``goodput``/``bandwidth``: its measurements, whose progress tells a stalled run)."""
     name = job["status"]["workloadRef"]["name"]
     if workload is None:
         return _restart_or(job, goodput, None, Fail(f"Workload TrainJob/{name} was deleted"))
@@ -75,7 +83,7 @@ def follow(job: Obj, workload: Obj | None, goodput: Obj | None, pods: list[Obj],
         return Progress(
             JobReason.WORKLOAD_PENDING, f"Workload TrainJob/{name} is pending{detail}", None, REQUEUE
         )
-    why = stalled(job, goodput, now)
+    why = stalled(job, goodput, now) or bandwidth_stalled(job, bandwidth)
     if why is not None:
         return _restart_or(job, goodput, workload, Fail(why, JobReason.WORKLOAD_STALLED))
     return running(job, name, pods, now)

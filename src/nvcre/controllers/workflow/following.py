@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, Default, FailureLogReason, WorkflowReason
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.job import failure_log
@@ -70,7 +70,7 @@ async def _time_out(state: WorkflowState, job: Obj) -> Obj:
     """Fail the Job ``JobTimedOut`` with its launcher's log tail (read before its workload is
     deleted) as the failure log: how far the run got is the first thing a user asks."""
     ours = await state.ctx.ownership.pods_of(job, _job_pods(state, job))
-    entry = await failure_log.collect(state.ctx.client, ours, timed_out=True)
+    entry = await failure_log.collect(state.ctx.client, ours, unfinished=FailureLogReason.TIMEOUT)
 
     def record(status: dict[str, Any]) -> None:
         status.setdefault("failureLog", entry)

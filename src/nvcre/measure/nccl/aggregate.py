@@ -157,6 +157,7 @@ class Aggregate:
     transports: set[str] = field(default_factory=set)
     wrong_values: int = 0
     rows: int = 0
+    last_size: int = 0
     lines: int = 0
     dropped: int = 0
     tables: bool = False
@@ -195,6 +196,7 @@ class Aggregate:
 
     def _point(self, point: Point) -> None:
         self.rows += 1
+        self.last_size = point.size_bytes
         self.wrong_values += point.wrong or 0
         total = self.sums.get(point.size_bytes)
         if total is None:
