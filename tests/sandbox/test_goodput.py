@@ -1,8 +1,9 @@
 """Goodput and stall detection on the simulated cluster, as a user's Certification runs them.
 
-One sandbox: 4 simulated aws H100 nodes, ``hang`` on gpu-node-003 50 s into its run. The
-catalog's nemotron5-8b category (checkpoints every 2 iterations, a one-minute run) makes two
-groups of two nodes. The healthy group's GoodputMeasurement, read from the simulated Megatron
+One sandbox: 4 simulated aws H100 nodes, ``hang`` on gpu-node-003 90 s into its run. The
+catalog's nemotron5-8b category (checkpoints every 2 iterations, a two-minute run: its first
+iteration ends about 50 s in, each later one takes about 15 s on two nodes) makes two groups of
+two nodes. The healthy group's GoodputMeasurement, read from the simulated Megatron
 logs through the pod log API, completes JobSucceeded with a goodput in (0, 1]. The other group
 stops logging steps; the Job controller, reading that measurement's status, sees the stall and
 restarts the workload from its checkpoint, which the measurement counts as an interruption.
@@ -55,7 +56,7 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     try:
         # at the hardware's pace: the stall clock and the 10 s samples as this test was timed
         result = sandbox(
-            "up", "--nodes=4", "--speed=1", f"--fault={HUNG}=hang@50s", f"--state-dir={state_dir}"
+            "up", "--nodes=4", "--speed=1", f"--fault={HUNG}=hang@90s", f"--state-dir={state_dir}"
         )
         (kubeconfig,) = re.findall(r"^kubeconfig: (\S+)$", result.stdout, re.M)
         yield Client(KubeConfig.from_file(kubeconfig))
@@ -79,7 +80,7 @@ def certify(kube: Client, namespace: str, tmp: Path) -> None:
             hostPath=HostPathVolumeSource(path=str(tmp / str(group))),
         )
         kube.create(PersistentVolume(metadata=ObjectMeta(name=f"{namespace}-{group}"), spec=volume))
-    options = {"nodesPerJob": 2, "enableCheckpoint": True, "saveInterval": 2, "exitDurationMins": 1}
+    options = {"nodesPerJob": 2, "enableCheckpoint": True, "saveInterval": 2, "exitDurationMins": 2}
     certification = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Certification",
