@@ -20,7 +20,13 @@ from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 from tests.integration.test_workflow_behaviours import status
 from tests.integration.test_workflow_controller import make_nodes
 
-EXPECTED_JOBS = [f"chaos-group-{i}-iter-1" for i in range(4)]
+EXPECTED_JOBS = [
+    *(f"chaos-group-{i}-iter-1" for i in range(4)),
+    # isolation: each member of the failed group-1 re-tested with a node of a passing group
+    *(f"chaos-isolate-{i}-iter-1" for i in range(2)),
+]
+FAILING = ("group-1", "isolate-0")
+"""The workloads that fail: group-1, and the re-test of its first node (the second passes)."""
 MAX_STEPS = 200
 
 
@@ -51,8 +57,8 @@ def test_killed_manager_converges_without_duplicates(
                 name, uid = trainjob.metadata.name, trainjob.metadata.uid
                 assert seen_trainjobs.setdefault(name, uid) == uid, f"TrainJob {name} was recreated"
                 if name not in finished:
-                    # group-1 fails, the others succeed
-                    finish_trainjob(kube, namespace, name, succeeded="group-1" not in name)
+                    failing = any(f"-{tag}-" in name for tag in FAILING)
+                    finish_trainjob(kube, namespace, name, succeeded=not failing)
                     finished.add(name)
 
         def terminal() -> bool:
@@ -89,15 +95,18 @@ def test_killed_manager_converges_without_duplicates(
             wait_for(lambda: moved_on(before), 60, what="the manager to write something new")  # noqa: B023
         check_and_finish()
         wf = get(kube, resources.Workflow, "chaos", namespace)
-        assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"), (
-            manager.log_tail()
-        )
+        assert true_condition(wf) == (
+            "Failed",
+            "IterationsFailed",
+            "1 groups failed across 1 iterations; Isolation complete: 1 nodes failed again with healthy "
+            "partners, 1 cleared",
+        ), manager.log_tail()
         assert kills >= 3
         assert sorted(jobs_of(kube, namespace, "chaos")) == EXPECTED_JOBS
         assert sorted(seen_jobs) == EXPECTED_JOBS
         assert sorted(t.metadata.name for t in kube.list(resources.TrainJob, namespace=namespace)) == sorted(
-            f"{j}-workload" for j in EXPECTED_JOBS if "group-1" not in j
-        ), "only the failed group's workload is deleted"
+            f"{j}-workload" for j in EXPECTED_JOBS if not any(f"-{tag}-" in j for tag in FAILING)
+        ), "only the failed groups' workloads are deleted"
         uid8 = wf["metadata"]["uid"][:8]
         config_maps = sorted(
             c.metadata.name
@@ -108,9 +117,10 @@ def test_killed_manager_converges_without_duplicates(
         succeeded = config_map_payload(
             kube, namespace, f"succeeded-nodes-{uid8}", "succeeded-nodes.csv.gz"
         ).decode()
-        assert succeeded == ",".join(nodes[:2] + nodes[4:])
+        assert succeeded == ",".join(sorted([*nodes[:2], nodes[3], *nodes[4:]]))
         failed = failed_nodes_record(kube, namespace, f"failed-nodes-{uid8}")
-        assert [(e["name"], e["reason"]) for e in failed] == [(n, "WorkloadFailed") for n in nodes[2:4]]
+        assert [(e["name"], e["reason"]) for e in failed] == [(nodes[2], "WorkloadFailed")]
+        assert failed[0]["message"].endswith(f"(re-tested with healthy partner {nodes[0]})"), failed
         groups = status(kube, namespace, "chaos")["orchestration"]["groups"]
         assert [g["phase"] for g in groups] == ["Succeeded", "Failed", "Succeeded", "Succeeded"]
         assert not status(kube, namespace, "chaos").get("dependencyRefs"), "every runtime copy was cleaned up"

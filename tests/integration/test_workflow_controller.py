@@ -11,6 +11,7 @@ from typing import Any
 
 from lightkube import Client
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers import resources
 from nvcre.testing.inspect import (
     config_map_payload,
@@ -74,7 +75,7 @@ def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any,
     assert job["metadata"]["labels"]["nvcre.nvidia.com/group"] == "group-1"
     assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "nvcre"
     assert job["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"] == ",".join(nodes[2:4])
-    assert job["spec"]["nodeHealthMonitor"] == {"cel": {"expression": "node.spec.unschedulable == true"}}
+    assert job["spec"]["nodeHealthMonitor"] == {"cel": {"expression": Default.NODE_HEALTH_EXPRESSION}}
 
     trainjob = trainjob_of(kube, namespace, "nccl-group-1-iter-1")
     assert trainjob["metadata"]["labels"]["nvcre.nvidia.com/job"] == "nccl-group-1-iter-1"

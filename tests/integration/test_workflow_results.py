@@ -15,6 +15,7 @@ from lightkube import Client
 from nvcre.controllers import resources
 from nvcre.testing.inspect import (
     config_map_payload,
+    events_for,
     failed_nodes_record,
     get,
     jobs_of,
@@ -123,3 +124,82 @@ def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
     assert sorted(by_node) == nodes
     assert {by_node[n] for n in nodes[2:]} == {"JobDeleted"}
     assert {by_node[n] for n in nodes[:2]} == {"WorkloadFailed"}
+
+
+def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Two pairs, one fails: each of its members is re-tested with a node of the passing pair;
+    the member whose re-test fails is the only node failed, with that re-test's evidence, and
+    the other is succeeded."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 4, pool)
+    kube.create(resources.Workflow.from_dict(workflow("iso", namespace, pool, 2)))
+    first = ["iso-group-0-iter-1", "iso-group-1-iter-1"]
+    wait_for(lambda: sorted(jobs_of(kube, namespace, "iso")) == first, 60, what="both Jobs")
+    by_nodes = {
+        tuple(g["nodes"]): g
+        for g in get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]["groups"]
+    }
+    healthy, bad = by_nodes[tuple(nodes[:2])], by_nodes[tuple(nodes[2:])]
+    for group, ok in ((healthy, True), (bad, False)):
+        job = f"iso-{group['name']}-iter-1"
+        finish_trainjob(kube, namespace, trainjob_of(kube, namespace, job)["metadata"]["name"], succeeded=ok)
+
+    def round_() -> list[dict[str, Any]] | None:
+        orchestration = get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]
+        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
+        return orchestration["groups"] if running else None
+
+    groups = wait_for(round_, 60, what="the isolation round")
+    assert [(g["name"], g["suspect"], g["nodes"]) for g in groups] == [
+        ("isolate-0", nodes[2], [nodes[2], nodes[0]]),
+        ("isolate-1", nodes[3], [nodes[3], nodes[1]]),
+    ], "each suspect with a node of the passing pair"
+    wf = get(kube, resources.Workflow, "iso", namespace)
+    message = (
+        "Iteration 1: re-testing 2 suspect nodes of 1 failed groups, each with healthy partners from the "
+        "passing groups"
+    )
+    assert not wf["status"].get("failedNodesRef"), "nothing is recorded before the re-tests end"
+    retests = ["iso-isolate-0-iter-1", "iso-isolate-1-iter-1"]
+    wait_for(lambda: set(retests) <= set(jobs_of(kube, namespace, "iso")), 60, what="the re-test Jobs")
+    trainjobs = [trainjob_of(kube, namespace, job)["metadata"]["name"] for job in retests]
+    for trainjob, ok in zip(trainjobs, (False, True), strict=True):
+        finish_trainjob(kube, namespace, trainjob, succeeded=ok, message="x")
+
+    wf = wait_true(kube, resources.Workflow, "iso", namespace, "Failed", timeout=60)
+    assert true_condition(wf) == (
+        "Failed",
+        "IterationsFailed",
+        "1 groups failed across 1 iterations; Isolation complete: 1 nodes failed again with healthy "
+        "partners, 1 cleared",
+    )
+    orchestration = wf["status"]["orchestration"]
+    assert [g["name"] for g in orchestration["groups"]] == [healthy["name"], bad["name"]], "restored"
+    assert {k: v for k, v in orchestration["isolation"].items() if k != "suspects"} == {
+        "iteration": 1,
+        "stage": "Complete",
+        "failedNodes": [nodes[2]],
+        "clearedNodes": [nodes[3]],
+        "message": "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
+    }
+    succeeded, failed = results(kube, namespace, wf)
+    assert succeeded == [nodes[0], nodes[1], nodes[3]]
+    trainjob = trainjobs[0]
+    assert failed == [
+        {
+            "name": nodes[2],
+            "reason": "WorkloadFailed",
+            "cause": "WorkloadFailed",
+            "message": f'Job "{retests[0]}" failed: Workload TrainJob/{trainjob} failed: x '
+            f"(re-tested with healthy partner {nodes[0]})",
+        }
+    ]
+    events = events_for(kube, namespace, "iso", "Workflow")
+    assert ("Normal", "IsolatingFailures", message) in events
+    assert (
+        "Warning",
+        "IsolationCompleted",
+        "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
+    ) in events

@@ -298,14 +298,19 @@ def gone(box: Sandbox, resource: Any, **labels: str) -> bool:
 # behaviours
 
 
-def test_a_failing_node_fails_its_group_only_and_is_named_with_its_partner(sandbox: Sandbox) -> None:
+def test_a_failing_node_fails_its_group_and_isolation_names_it_alone(sandbox: Sandbox) -> None:
+    """The pair with the faulty node fails as a whole; each member is then re-tested with a node
+    of the passing pair, and only the faulty node, failing again, is named."""
     box = sandbox
     healthy_pair, faulty_pair = box.pools["groups"][:2], box.pools["groups"][2:]
-    faulty = faulty_pair[0]
+    faulty, partner = faulty_pair
     workflow(box, "pairs", "groups", SHORT, num_nodes=2)
-    wf = wait_true(box.kube, resources.Workflow, "pairs", box.namespace, "Failed", timeout=180)
-    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
-    jobs = {tuple(sorted(group_nodes(j))): j for j in jobs_of(box.kube, box.namespace, "pairs").values()}
+    wf = wait_true(box.kube, resources.Workflow, "pairs", box.namespace, "Failed", timeout=300)
+    outcome = "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared"
+    verdict = f"1 groups failed across 1 iterations; {outcome}"
+    assert true_condition(wf) == ("Failed", "IterationsFailed", verdict)
+    every = jobs_of(box.kube, box.namespace, "pairs")
+    jobs = {tuple(sorted(group_nodes(j))): j for name, j in every.items() if "-group-" in name}
     assert sorted(jobs) == [tuple(healthy_pair), tuple(faulty_pair)], "pinned pairs of pool nodes"
 
     ok = jobs[tuple(healthy_pair)]
@@ -326,7 +331,7 @@ def test_a_failing_node_fails_its_group_only_and_is_named_with_its_partner(sandb
     assert bad["status"]["failedNodes"] == [
         {"name": n, "reason": "WorkloadFailed", "cause": "WorkloadFailed", "message": message}
         for n in faulty_pair
-    ], "nvcre names the faulty node and its partner"
+    ], "the group's own Job says what it saw: both of its nodes"
     log = bad["status"]["failureLog"]
     assert (log["nodeName"] in faulty_pair, log["exitCode"], log["reason"]) == (True, 3, "Error"), log
     tail = log["tail"]
@@ -334,15 +339,38 @@ def test_a_failing_node_fails_its_group_only_and_is_named_with_its_partner(sandb
     (host,) = re.findall(r"^(\S+): Test NCCL failure common\.cu:1204 'remote process exited", tail, re.M)
     assert hosts_on(box)[faulty] == {host}, "the NCCL error names the host of the faulty node's pod"
 
+    # The re-tests: each suspect with a node of the passing pair, run by the real chain.
+    retests = {name: j for name, j in every.items() if "-isolate-" in name}
+    seen: dict[str, str] = {}
+    for job in retests.values():
+        suspects = set(group_nodes(job)) & set(faulty_pair)
+        assert len(suspects) == 1 and len(set(group_nodes(job)) & set(healthy_pair)) == 1, group_nodes(job)
+        seen[suspects.pop()] = true_condition(job)[0]  # type: ignore[index]
+    assert seen == {faulty: "Failed", partner: "Succeeded"}, "re-tested by the real chain"
+    isolation = wf["status"]["orchestration"]["isolation"]
+    assert (isolation["failedNodes"], isolation["clearedNodes"], isolation["message"]) == (
+        [faulty],
+        [partner],
+        outcome,
+    )
     succeeded, failed = node_lists(box, wf)
-    assert sorted(succeeded) == healthy_pair
-    assert [(e["name"], e["reason"]) for e in failed] == [(n, "WorkloadFailed") for n in faulty_pair]
+    assert sorted(succeeded) == sorted([*healthy_pair, partner]), "the partner passed with a healthy node"
+    (entry,) = failed
+    assert (entry["name"], entry["reason"], entry["cause"]) == (faulty, "WorkloadFailed", "WorkloadFailed")
+    assert re.fullmatch(
+        r'Job "pairs-isolate-\d-iter-1" failed: Workload TrainJob/pairs-isolate-\d-iter-1-workload failed: '
+        r"jobset failed due to one or more job failures \(first failed job: \S+\) "
+        rf"\(re-tested with healthy partner ({'|'.join(healthy_pair)})\)",
+        entry["message"],
+    ), entry["message"]
     wait_for(lambda: gone(box, Pod, **{JOBSET_NAME: trainjob}), 60, what="the failed group's pods collected")
     assert _gone_named(box, resources.TrainJob, trainjob), "nvcre deleted the failed TrainJob"
     assert get(box.kube, resources.Job, bad["metadata"]["name"], box.namespace), (
         "the Job stays for the report"
     )
-    failed_event = ("Warning", "IterationsFailed", "1 groups failed across 1 iterations")
+    events = events_for(box, "pairs", "Workflow")
+    assert ("Warning", "IsolationCompleted", outcome) in events
+    failed_event = ("Warning", "IterationsFailed", verdict)
     wait_for(
         lambda: failed_event in events_for(box, "pairs", "Workflow"), 30, what="the IterationsFailed event"
     )

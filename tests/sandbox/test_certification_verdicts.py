@@ -9,13 +9,15 @@ the API) on nodes 16 and 18. Each Certification targets its nodes by name:
 * nodes 0-7, healthy, no thresholds: Succeeded, a final measurement on every group, each judged
   against the expected floor (80 % of the table's 487.09 GB/s for two aws H100 nodes);
 * nodes 8-15 with ``busBandwidthGBps: value >= 300``: the slow node's group fails
-  ``ThresholdViolated`` naming the measured value and the expression, the other three pass,
-  the failed-nodes ConfigMap names that group's two nodes, the Certification is Failed with
-  ``WorkflowValidationFailed``;
+  ``ThresholdViolated`` naming the measured value and the expression, the other three pass;
+  isolation re-tests both members of the failed group with healthy partners, and the
+  failed-nodes ConfigMap names the slow node alone, with its re-test's value and partner; the
+  Certification is Failed with ``WorkflowValidationFailed``;
 * nodes 8-15 again with no thresholds: the same group fails the expected floor (cause
-  ``BelowExpected``), the message naming measured, expected, its source and the floor;
+  ``BelowExpected``), the message naming measured, expected, its source and the floor; again
+  only the slow node is named;
 * nodes 8-15 once more with the floor off: the same group fails as a ``BandwidthOutlier``
-  against the median of its three peers;
+  against the median of its three peers (not isolated: both nodes named);
 * nodes 16-17, whose launcher log cannot be read: Failed, ``MeasurementUnavailable``, both nodes
   named; nodes 18-19 the same with ``allowMissingData``: Succeeded, saying the data was missing.
 
@@ -131,7 +133,9 @@ class Ended:
     cert: dict[str, Any]
     workflow: dict[str, Any]
     jobs: dict[str, dict[str, Any]]
-    """Job name -> Job."""
+    """Job name -> Job, of the iteration's groups."""
+    retests: dict[str, dict[str, Any]]
+    """Job name -> Job, of the isolation round's groups."""
     groups: dict[str, list[str]]
     """Job name -> the nodes of its group."""
     measurements: dict[str, dict[str, Any]]
@@ -149,13 +153,42 @@ class Ended:
 
 def ended(kube: Client, name: str, namespace: str, phase: str) -> Ended:
     """The Certification once ``phase``, with its Workflow, Jobs and their final measurements."""
-    cert = wait_true(kube, resources.Certification, name, namespace, phase, timeout=300)
+    cert = wait_true(kube, resources.Certification, name, namespace, phase, timeout=600)
     (category,) = cert["status"]["categoryStatuses"]
     workflow = get(kube, resources.Workflow, category["workflowRef"]["name"], namespace)
-    jobs = jobs_of(kube, namespace, workflow["metadata"]["name"])
+    every = jobs_of(kube, namespace, workflow["metadata"]["name"])
+    jobs = {j: job for j, job in every.items() if "-isolate-" not in j}
+    retests = {j: job for j, job in every.items() if "-isolate-" in j}
     groups = {j: job["metadata"]["annotations"][Annotation.GROUP_NODES].split(",") for j, job in jobs.items()}
-    measurements = {j: get(kube, resources.BandwidthMeasurement, f"{j}-bandwidth", namespace) for j in jobs}
-    return Ended(cert, workflow, jobs, groups, measurements)
+    measurements = {j: get(kube, resources.BandwidthMeasurement, f"{j}-bandwidth", namespace) for j in every}
+    return Ended(cert, workflow, jobs, retests, groups, measurements)
+
+
+def assert_isolated(kube: Client, done: Ended, slow_group: str, cause: str) -> None:
+    """Each member of the slow group was re-tested with a node of a passing group; only the slow
+    node failed again, and the failed-nodes record names it alone, with its re-test's verdict."""
+    members = done.groups[slow_group]
+    partner = next(n for n in members if n != SLOW)
+    assert len(done.retests) == 2, sorted(done.retests)
+    outcome = {}
+    for name, job in done.retests.items():
+        nodes = job["metadata"]["annotations"][Annotation.GROUP_NODES].split(",")
+        (suspect,) = set(nodes) & set(members)
+        outcome[suspect] = (name, trio(job)[0], condition(job, "ValidationFailed"), nodes)
+    name, phase, verdict, nodes = outcome[SLOW]
+    assert (phase, verdict["status"]) == ("Succeeded", "True"), "the slow node fails again"
+    assert (outcome[partner][1], outcome[partner][2]["status"]) == ("Succeeded", "False"), (
+        "its partner passes"
+    )
+    (reference,) = set(nodes) - {SLOW}
+    assert reference in SLOW_NODES and reference not in members, "a node of a passing group"
+    (entry,) = done.failed_nodes(kube)
+    assert (entry["name"], entry["reason"], entry["cause"]) == (SLOW, "ThresholdViolation", cause)
+    assert entry["message"] == (
+        f'Job "{name}" failed: {verdict["message"]} (re-tested with healthy partner {reference})'
+    )
+    isolation = done.workflow["status"]["orchestration"]["isolation"]
+    assert (isolation["failedNodes"], isolation["clearedNodes"]) == ([SLOW], [partner])
 
 
 def trio(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -225,9 +258,7 @@ def test_a_threshold_fails_the_slow_group_and_the_certification(box: Box) -> Non
         assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet"), verdict
     phases = {g["jobRef"]["name"]: g["phase"] for g in done.workflow["status"]["orchestration"]["groups"]}
     assert phases == {j: "Failed" if j == slow else "Succeeded" for j in done.jobs}
-    assert sorted((e["name"], e["reason"], e["message"]) for e in done.failed_nodes(kube)) == sorted(
-        (node, "ThresholdViolation", message) for node in done.groups[slow]
-    )
+    assert_isolated(kube, done, slow, "ThresholdViolated")
     print(f"\nthreshold 16 GiB busBW: {measured}; slow group {slow}: {value}")
 
 
@@ -259,9 +290,7 @@ def test_with_no_thresholds_the_slow_group_fails_the_expected_floor(box: Box) ->
     assert value < EXPECTED * 0.8
     for other in set(done.jobs) - {slow}:
         assert condition(done.jobs[other], "ValidationFailed")["reason"] == "ThresholdsMet"
-    assert sorted((e["name"], e["reason"], e["cause"]) for e in done.failed_nodes(kube)) == sorted(
-        (node, "ThresholdViolation", "BelowExpected") for node in done.groups[slow]
-    )
+    assert_isolated(kube, done, slow, "BelowExpected")
     print(f"\nexpected floor: slow group {slow}: {value} GB/s < {EXPECTED * 0.8:.2f}")
 
 
@@ -286,6 +315,7 @@ def test_with_the_floor_off_the_slow_group_is_a_bandwidth_outlier(box: Box) -> N
     assert sorted(
         (e["name"], e["reason"], e["cause"], e["message"]) for e in done.failed_nodes(kube)
     ) == sorted((node, "ThresholdViolation", "BandwidthOutlier", message) for node in done.groups[slow])
+    assert not done.retests, "an outlier is not isolated: a re-test group has no peers to be judged against"
     print(f"\noutlier 16 GiB busBW: {measured}; slow group {slow}: {value}, peers' median {median}")
 
 

@@ -278,8 +278,9 @@ async def test_result_config_maps_are_written_through_any_number_of_conflicts() 
 
 async def test_every_node_ends_in_exactly_one_result_list() -> None:
     """Five groups: succeeded, failed, Job deleted, hardware failure on one of two nodes,
-    timed out; plus an overflow-free partition of ten nodes into pairs."""
-    h = Harness(10, 2, execution={"timeoutPerJob": "1h"})
+    timed out; plus an overflow-free partition of ten nodes into pairs. Isolation off: each
+    group's own entries are the record."""
+    h = Harness(10, 2, execution={"timeoutPerJob": "1h"}, isolation="Off")
     names = [f"wf-group-{i}-iter-1" for i in range(5)]
     await h.drive(running(h, *names))
     h.end_job(names[0], failed=False)
@@ -330,6 +331,46 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
     assert deleted["message"] == f'Job "{names[2]}" was deleted before it finished'
     bystander = next(e for e in failed if e["name"] == "node-6")
     assert bystander["message"] == f'Job "{names[3]}" failed: Hardware failure detected on node(s): [node-7]'
+
+
+async def test_isolation_clears_the_partner_of_a_hardware_failure() -> None:
+    """The hardware report names its node at once; the partner is re-tested with a node of the
+    passing pair, passes, and is succeeded, not blamed with it."""
+    h = Harness(4, 2)
+    names = [f"wf-group-{i}-iter-1" for i in range(2)]
+    await h.drive(running(h, *names))
+    h.end_job(names[0], failed=False)
+    job = h.job(names[1])
+    assert job is not None
+    job["status"] = {
+        "conditions": [
+            condition(
+                "HardwareFailed", "HardwareFailureDetected", "Hardware failure detected on node(s): [node-3]"
+            )
+        ],
+        "failedNodes": [
+            {"name": "node-3", "reason": "HardwareFailureDetected", "message": "Hardware failure detected"}
+        ],
+    }
+    h.client.put(job)
+    await h.drive(running(h, "wf-isolate-0-iter-1"))
+    assert [(g["name"], g["nodes"], g["suspect"]) for g in h.groups] == [
+        ("isolate-0", ["node-2", "node-0"], "node-2")
+    ]
+    assert [e["name"] for e in h.results()[1]] == ["node-3"], "the hardware report, recorded at once"
+    h.end_job("wf-isolate-0-iter-1", failed=False)
+    await h.drive(h.terminal)
+    assert [g["name"] for g in h.groups] == ["group-0", "group-1"], "the iteration's groups, restored"
+    h.assert_every_node_in_exactly_one_list()
+    succeeded, failed = h.results()
+    assert succeeded == ["node-0", "node-1", "node-2"]
+    assert [(e["name"], e["reason"]) for e in failed] == [("node-3", "HardwareFailureDetected")]
+    isolation = h.workflow["status"]["orchestration"]["isolation"]
+    assert (isolation["stage"], isolation["clearedNodes"], isolation.get("failedNodes")) == (
+        "Complete",
+        ["node-2"],
+        None,
+    )
 
 
 async def test_a_node_that_failed_in_an_earlier_iteration_is_not_reported_succeeded() -> None:

@@ -309,6 +309,7 @@ def render_category(
         thresholds=dict(options.thresholds or {}),
         expected_floor_fraction=expected_floor_fraction(options),
         allow_missing_data=bool(options.allow_missing_data),
+        isolation=options.isolation or "On",
     )
     target = spec.target.to_dict() if spec.target else None
     workflow_spec = build_spec(

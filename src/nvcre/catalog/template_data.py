@@ -65,6 +65,8 @@ class TemplateData:
     expected_floor_fraction: float = 0.0
     """Judge keys no threshold names against this fraction of the expected-performance table."""
     allow_missing_data: bool = False
+    isolation: str = "On"
+    """``Off`` renders ``orchestration.isolation: Off`` (On is the Workflow's default)."""
 
     def context(self, *, entry_dir: str) -> dict[str, Any]:
         """Template variables: every field, ``entry_dir`` (for ``include_file``) and ``mnnvl``

@@ -98,7 +98,7 @@ def _every_node(
     return tuple(entries)
 
 
-def _failure(job: Mapping[str, Any]) -> tuple[str, str]:
+def failure_of(job: Mapping[str, Any]) -> tuple[str, str]:
     """(cause, message) for the nodes the Job did not name: the reason of the condition that
     failed it (a verdict's ``ThresholdViolated``, a ``WorkloadStalled``...); a hardware report
     names its own nodes, so the rest of the group is failed with the workload."""
@@ -124,7 +124,7 @@ def complete(group: Mapping[str, Any], job: Mapping[str, Any], retry_limit: int)
         cause, message = FailureCause.JOB_TIMED_OUT, "Job exceeded timeoutPerJob"
     else:
         name = (job.get("metadata") or {}).get("name", "")
-        cause, why = _failure(job)
+        cause, why = failure_of(job)
         message = f'Job "{name}" failed: {why}'
     return Completion("Failed", _every_node(nodes, reported, cause, message))
 

@@ -26,10 +26,11 @@ from typing import Any, Final, Literal
 
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import FailureCause
+from nvcre.orchestration import pairing
+from nvcre.orchestration.pairing import UNKNOWN_DOMAIN
 
 MNNVL_ENV: Final = "NCCL_MNNVL_ENABLE"
 _MNNVL_SETTING = re.compile(rf"\b{MNNVL_ENV}=(\S*)")
-UNKNOWN_DOMAIN: Final = "unknown"
 INTER_DOMAIN: Final = "inter-domain"
 
 Stage = Literal[
@@ -220,21 +221,15 @@ def _bisect(failed: Sequence[Sequence[str]], round_: int, min_size: int) -> list
 
 
 def _confirmation(state: _State) -> list[Group]:
-    """Each suspect with a healthy reference: of its own domain when there is one (a link
-    between domains must not fail the pair), else any, round-robin."""
+    """Each suspect with a healthy reference (:func:`~nvcre.orchestration.pairing.references`)."""
     healthy = state.nodes("healthyNodes")
     suspects = sorted(set(state.nodes("suspectNodes")) - set(healthy))
     domain_of = state.domain_of()
     used: dict[str, int] = {}
-    groups = []
-    for i, suspect in enumerate(suspects):
-        domain = domain_of.get(suspect, UNKNOWN_DOMAIN)
-        pool = [h for h in healthy if domain_of.get(h, UNKNOWN_DOMAIN) == domain] or healthy
-        key = domain if pool is not healthy else ""
-        reference = pool[used.get(key, 0) % len(pool)]
-        used[key] = used.get(key, 0) + 1
-        groups.append(Group(f"confirm-{i}", (suspect, reference)))
-    return groups
+    return [
+        Group(f"confirm-{i}", (suspect, *pairing.references(suspect, healthy, domain_of, 1, used)))
+        for i, suspect in enumerate(suspects)
+    ]
 
 
 class _Machine:

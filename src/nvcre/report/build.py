@@ -279,6 +279,10 @@ def _groups(objects: WorkflowObjects) -> list[_Group]:
     return out
 
 
+def _name(obj: Obj) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
 def _job_reason(job: Obj | None) -> str:
     """Why a group's Job failed: its validation verdict, else its Failed condition."""
     if job is None:
@@ -315,11 +319,20 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
     entries: dict[tuple[str, str], failednodes.Entry] = {}
     for entry in failed_entries(objects.failed_nodes):
         entries.setdefault((entry["name"], entry["reason"]), entry)
-    diagnosing = bool(_orchestration(objects.workflow).get("diagnose"))
-    for group in () if diagnosing else groups:
+    orchestration = _orchestration(objects.workflow)
+    isolation = orchestration.get("isolation") or {}
+    # a diagnosis or an isolation round blames only the nodes it confirmed (the record)
+    for group in () if orchestration.get("diagnose") or isolation else groups:
         for raw in _status(group.job).get("failedNodes") or ():
             entry = failednodes.normalise(raw)
             entries.setdefault((entry["name"], entry["reason"]), entry)
+    jobs = {_name(j): j for j in objects.jobs}
+    bandwidths, goodputs = _by_job(objects.bandwidths), _by_job(objects.goodputs)
+    retests = {
+        str(r["suspect"]): (jobs[r["jobName"]], tuple(r.get("partners") or ()))
+        for r in isolation.get("retests") or ()
+        if not r.get("passed") and r.get("jobName") in jobs
+    }
     group_of: dict[str, _Group] = {}
     for group in groups:
         for node in group.nodes:
@@ -329,8 +342,13 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
     for (node, reason), entry in sorted(entries.items()):
         home = group_of.get(node)
         detail, cause, message = "", entry["cause"], entry["message"]
+        retest = retests.get(node)
         if cause in _MEASURED_CAUSES:
             detail = message
+        elif reason == FailedNodeReason.THRESHOLD_VIOLATION and retest is not None:
+            job, partners = retest
+            found = violations(job, bandwidths.get(_name(job)), goodputs.get(_name(job)))
+            detail = f"{'; '.join(found)} with healthy partner {', '.join(partners)}" if found else ""
         elif reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
             detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
         out.append(

@@ -7,9 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, WithJsonSchema
 
 from nvcre.api.v1alpha1.common import (
+    ISOLATION,
     QUANTITY_SIZE_PATTERN,
     SHORT_DURATION_PATTERN,
     GangSchedulerSpec,
+    IsolationMode,
     LocalObjectReference,
     NicResourceName,
     Placement,
@@ -115,6 +117,7 @@ class CategoryOptions(NvcreModel):
             "(MeasurementUnavailable). Default false."
         ),
     )
+    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
     max_concurrent: int | None = None
     min_group_size: int | None = Field(default=None, ge=1)
     timeout_per_job: str | None = Field(default=None, pattern=SHORT_DURATION_PATTERN)

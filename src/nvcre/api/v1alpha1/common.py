@@ -271,6 +271,14 @@ class TopologySpec(NvcreModel):
     strict_domain: bool | None = None
 
 
+IsolationMode = Literal["On", "Off"]
+ISOLATION = (
+    "After an iteration with failed groups, re-test each member of a failed group (not named by a "
+    "hardware report) once with healthy partners from the passing groups, and fail only the members "
+    "that fail again (docs/controllers.md#isolation). On when unset; never in diagnose mode."
+)
+
+
 class DiagnoseSpec(NvcreModel):
     min_group_size: int = Field(default=2, ge=1)
     topology_key: str | None = None

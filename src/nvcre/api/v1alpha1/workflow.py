@@ -7,9 +7,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from nvcre.api.v1alpha1.common import (
+    ISOLATION,
     DiagnoseSpec,
     ExecutionSpec,
     GangSchedulerSpec,
+    IsolationMode,
     OverrideSpec,
     Placement,
     TargetSpec,
@@ -19,7 +21,7 @@ from nvcre.api.v1alpha1.common import (
     WhenSpec,
     WorkloadReference,
 )
-from nvcre.api.v1alpha1.job import JobSpec
+from nvcre.api.v1alpha1.job import FailedNode, JobSpec
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel
@@ -44,6 +46,7 @@ class OrchestrationSpec(NvcreModel):
     execution: ExecutionSpec | None = None
     iterations: int = Field(default=1, ge=1)
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
+    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
 
 
 class PerformanceTracking(NvcreModel):
@@ -226,6 +229,60 @@ class GroupStatus(NvcreModel):
     job_ref: WorkloadReference | None = None
     start_time: str | None = None
     completion_time: str | None = None
+    suspects: list[FailedNode] | None = Field(
+        default=None,
+        description="Isolation: what this failed group's Job said of each member no hardware report "
+        "named, waiting for the member's re-test.",
+    )
+    suspect: str | None = Field(
+        default=None, description="On an isolation group: the node it re-tests (the others are its partners)."
+    )
+
+
+class IsolationSuspect(NvcreModel):
+    name: str
+    group: str = Field(description="The failed group it was a member of.")
+    entry: FailedNode = Field(description="What that group's failure said of it.")
+
+
+class IsolationLink(NvcreModel):
+    """A failed group whose every member passed with partners of its own domain: its link."""
+
+    domains: list[str]
+    group: str
+    nodes: list[str]
+    message: str
+
+
+class IsolationRetest(NvcreModel):
+    """One re-test of the last round: a suspect with its healthy partners."""
+
+    suspect: str
+    partners: list[str]
+    job_name: str | None = None
+    passed: bool
+
+
+class IsolationStatus(NvcreModel):
+    iteration: int = Field(description="The iteration whose failed groups are (or were last) isolated.")
+    stage: Literal["Running", "Complete"]
+    suspects: list[IsolationSuspect] | None = None
+    groups: list[GroupStatus] | None = Field(
+        default=None, description="While Running: the iteration's own groups, restored when the round ends."
+    )
+    failed_nodes: list[str] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Failed again, every round.",
+    )
+    cleared_nodes: list[str] | None = Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Passed with healthy partners, every round (succeeded unless failed elsewhere).",
+    )
+    links: list[IsolationLink] | None = None
+    retests: list[IsolationRetest] | None = Field(default=None, description="The last round's re-tests.")
+    message: str | None = None
 
 
 class OrchestrationStatus(NvcreModel):
@@ -241,6 +298,7 @@ class OrchestrationStatus(NvcreModel):
     exclusion_reason: str | None = None
     applied_overrides: list[AppliedOverride] | None = None
     diagnose: DiagnoseStatus | None = None
+    isolation: IsolationStatus | None = None
     groups: list[GroupStatus] | None = None
     placement: Placement | None = None
     gpu_products: list[str] | None = None

@@ -7,10 +7,12 @@ from typing import Literal
 from pydantic import Field
 
 from nvcre.api.v1alpha1.common import (
+    ISOLATION,
     QUANTITY_SIZE_PATTERN,
     BandwidthMeasurementConfig,
     GangSchedulerSpec,
     GoodputMeasurementConfig,
+    IsolationMode,
     LocalObjectReference,
     NicResourceName,
     OverrideSpec,
@@ -92,6 +94,7 @@ class WorkloadRunOrchestration(NvcreModel):
     max_concurrent: int | None = Field(default=None, ge=0)
     timeout_per_job: str | None = Field(default=None, description="Go duration; 24h when empty or invalid.")
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
+    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
 
 
 class WorkloadRunSpec(NvcreModel):

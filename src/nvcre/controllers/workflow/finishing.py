@@ -9,6 +9,7 @@ from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.api.v1alpha1.meta import Condition
 from nvcre.conditions import set_condition
 from nvcre.controllers.status import now
+from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.outliers import fail_outliers
 from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
 from nvcre.controllers.workflow.state import WorkflowState
@@ -18,8 +19,18 @@ from nvcre.runtime.objects import Obj
 
 
 async def iteration_complete(state: WorkflowState) -> Result | None:
-    judged = await fail_outliers(state)
+    """Every group of the iteration (or of its isolation round) is terminal."""
     orchestration = state.orchestration
+    current = int(
+        orchestration.get("currentIteration") or int(orchestration.get("completedIterations") or 0) + 1
+    )
+    judged: dict[str, Obj] = {}
+    if isolating.running(state):
+        await isolating.finish(state)
+    elif not isolating.isolated(state, current):
+        judged = await fail_outliers(state)
+        if await isolating.start(state, current):
+            return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     completed = int(orchestration.get("completedIterations") or 0) + 1
     orchestration["completedIterations"] = completed
     total = state.iterations
@@ -56,7 +67,11 @@ async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
     decided = verdict(
         state.groups, state.orchestration.get("iterationHistory") or [], state.iterations, failed_jobs
     )
-    await record_succeeded(state, succeeded_nodes(state.groups, await failed_node_names(state)))
+    isolation = state.orchestration.get("isolation") or {}
+    failed = await failed_node_names(state)
+    cleared = [n for n in isolation.get("clearedNodes") or () if n not in failed]
+    await record_succeeded(state, [*succeeded_nodes(state.groups, failed), *cleared])
+    message = f"{decided.message}; {isolation['message']}" if isolation.get("message") else decided.message
 
     def extra(status: dict[str, Any]) -> None:
         state.apply(status)
@@ -73,4 +88,4 @@ async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
             )
             status["conditions"] = [c.to_dict() for c in updated]
 
-    await state.record(decided.cond_type, decided.reason, decided.message, extra=extra)
+    await state.record(decided.cond_type, decided.reason, message, extra=extra)

@@ -15,9 +15,9 @@ from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.status import now
+from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
-from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.measure import verdicts
 from nvcre.orchestration.completion import (
@@ -46,7 +46,7 @@ async def _carry_out(state: WorkflowState, group: dict[str, Any], completion: Co
     """Record the group's failed nodes, then its new phase (written by the caller). In diagnose
     mode a failed group blames no node: the diagnosis records the nodes it confirms."""
     if completion.failed_nodes and not state.orchestration.get("diagnose"):
-        await record_failed(state, completion.failed_nodes)
+        await isolating.record_or_set_aside(state, group, completion.failed_nodes)
     if completion.retry:
         # The failed attempt's jobRef stays: the launch deletes that Job once this is written.
         group.update(phase="Pending", retries=int(group.get("retries") or 0) + 1)

@@ -22,7 +22,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.conditions import condition_of
 from nvcre.controllers import resources, verdict
 from nvcre.controllers.children import get_live
-from nvcre.controllers.workflow.results import record_failed
+from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.measure import outliers, thresholds, verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
@@ -113,8 +113,7 @@ async def fail_outliers(state: WorkflowState) -> dict[str, Obj]:
         job = await _fail_job(state, jobs[outlier.group], outlier)
         written[outlier.group] = job
         group = by_name[outlier.group]
-        await record_failed(
-            state, failednodes.entries(group.get("nodes") or (), outlier.reason, outlier.message)
-        )
+        entries = failednodes.entries(group.get("nodes") or (), outlier.reason, outlier.message)
+        await isolating.record_or_set_aside(state, group, entries)
         group["phase"] = "Failed"
     return written

@@ -113,6 +113,8 @@ class WorkflowState:
         diagnose = self.orchestration.get("diagnose")
         if diagnose:
             return f"Diagnose round {current} ({diagnose.get('stage')}): {running} groups running"
+        if (self.orchestration.get("isolation") or {}).get("stage") == "Running":
+            return f"Iteration {current}/{self.iterations}, isolation: {running} re-test groups running"
         return f"Iteration {current}/{self.iterations}: {running} groups running"
 
     def emit(self, type_: str, reason: str, message: str) -> None:

@@ -79,4 +79,6 @@ def orchestration(spec: WorkloadRunSpec, topology_key: str) -> dict[str, Any]:
     out["iterations"] = (orch.repeat_count if orch else None) or 1
     if placement_of(spec):
         out["placement"] = placement_of(spec)
+    if orch is not None and orch.isolation:
+        out["isolation"] = orch.isolation
     return out

@@ -1,0 +1,160 @@
+"""Isolation: which member of a failed group is the bad one (pure).
+
+A group's bandwidth is what its slowest member allows, so a failed group names every member.
+When an iteration ends with failed groups, each suspect (every member of a failed group that no
+hardware report already names) is re-tested once, in a group of the same size with healthy
+reference nodes from the iteration's passing groups (:mod:`nvcre.orchestration.pairing`: of its
+own domain when it has enough). All re-tests run as one extra round, in waves under
+``maxConcurrent``. Afterwards:
+
+- a suspect whose re-test fails is failed, with the re-test's own evidence and its partners;
+- a suspect whose re-test passes is cleared (a succeeded node);
+- a failed group spanning two or more domains whose every member is cleared implicates the link
+  between those domains, never a node;
+- a suspect with no reference (no passing node to pair it with) keeps its group's entry.
+
+Everything is decided from the Workflow status (``orchestration.isolation``), so a restarted
+controller decides the same again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from nvcre import failednodes
+from nvcre.api.v1alpha1.constants import FailedNodeReason, FailureCause
+from nvcre.orchestration import pairing
+
+Mode = Literal["On", "Off"]
+DEFAULT: Final[Mode] = "On"
+GROUP_PREFIX: Final = "isolate-"
+
+
+def enabled(orchestration_spec: Mapping[str, Any]) -> bool:
+    """Isolation runs unless ``orchestration.isolation`` is ``Off``; never in diagnose mode,
+    which isolates on its own."""
+    return orchestration_spec.get("isolation", DEFAULT) != "Off" and not orchestration_spec.get("diagnose")
+
+
+def suspects(groups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``{name, group, entry}`` for every entry a failed group set aside for isolation."""
+    return [
+        {"name": entry["name"], "group": group["name"], "entry": dict(entry)}
+        for group in groups
+        for entry in group.get("suspects") or ()
+    ]
+
+
+RETESTED: Final = frozenset(
+    {
+        FailureCause.THRESHOLD_VIOLATED,
+        FailureCause.BELOW_EXPECTED,
+        FailureCause.UNEXPECTED_TRANSPORT,
+        FailureCause.DATA_CORRUPTION,
+        FailureCause.FAILURES_LOGGED,
+        FailureCause.WORKLOAD_FAILED,
+        FailureCause.WORKLOAD_STALLED,
+        FailureCause.JOB_TIMED_OUT,
+    }
+)
+"""Causes a member of the group may be behind, and a re-test can tell. Not re-tested: a
+hardware report (it names its node), a Job deleted, a log that could not be read, a threshold
+that cannot be evaluated (every re-test would fail the same), and an outlier (a re-test group is
+judged on its own, not against the iteration's peers, so it would pass)."""
+
+
+def set_aside(entries: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(entries to record now, entries to re-test) of a failed group. A member a hardware report
+    names is not re-tested for anything else."""
+    hardware = {e["name"] for e in entries if e.get("reason") == FailedNodeReason.HARDWARE_FAILURE_DETECTED}
+    later = [dict(e) for e in entries if e["name"] not in hardware and e.get("cause") in RETESTED]
+    kept = {e["name"] for e in later}
+    return [dict(e) for e in entries if e["name"] not in kept], later
+
+
+@dataclass(frozen=True)
+class Plan:
+    groups: tuple[dict[str, Any], ...]
+    """The round's groups (``Pending``), each re-testing its ``suspect``."""
+    untested: tuple[dict[str, Any], ...]
+    """Entries of suspects no reference could be found for: recorded as they are."""
+
+
+def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> Plan:
+    """The isolation round after an iteration whose groups are all terminal."""
+    healthy = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()})
+    size_of = {g["name"]: len(g.get("nodes") or ()) for g in groups}
+    used: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    untested: list[dict[str, Any]] = []
+    for suspect in suspects(groups):
+        partners = pairing.references(
+            suspect["name"], healthy, domain_of, size_of[suspect["group"]] - 1, used
+        )
+        if not partners:
+            untested.append(suspect["entry"])
+            continue
+        nodes = [suspect["name"], *partners]
+        group: dict[str, Any] = {"name": f"{GROUP_PREFIX}{len(out)}", "nodes": nodes, "phase": "Pending"}
+        domains = sorted({domain_of[n] for n in nodes if n in domain_of})
+        if domains:
+            group["domains"] = domains
+        out.append({**group, "suspect": suspect["name"]})
+    return Plan(tuple(out), tuple(untested))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    failed: tuple[dict[str, Any], ...]
+    """Failed-nodes entries: the suspects whose re-test failed, with its evidence."""
+    cleared: tuple[str, ...]
+    links: tuple[dict[str, Any], ...]
+    """``{domains, group, nodes, message}``: failed groups only their link explains."""
+
+    @property
+    def message(self) -> str:
+        parts = [f"{len(self.failed)} nodes failed again with healthy partners"]
+        parts.append(f"{len(self.cleared)} cleared")
+        if self.links:
+            parts.append(
+                "links implicated: " + "; ".join(" <-> ".join(link["domains"]) for link in self.links)
+            )
+        return "Isolation complete: " + ", ".join(parts)
+
+
+def decide(
+    isolation: Mapping[str, Any],
+    round_groups: Sequence[Mapping[str, Any]],
+    failures: Mapping[str, tuple[str, str]],
+) -> Outcome:
+    """The outcome of the round ``isolation`` recorded. ``failures``: for each failed group of the
+    round, the (cause, message) of its Job's failure."""
+    failed: list[dict[str, Any]] = []
+    cleared: list[str] = []
+    for group in round_groups:
+        suspect, partners = group["suspect"], list(group.get("nodes") or ())[1:]
+        if group.get("phase") == "Succeeded":
+            cleared.append(suspect)
+            continue
+        cause, why = failures.get(group["name"], ("WorkloadFailed", "the re-test failed"))
+        with_whom = ", ".join(partners)
+        message = f"{why} (re-tested with healthy partner{'s' if len(partners) > 1 else ''} {with_whom})"
+        failed.extend(failednodes.entries([suspect], cause, message))
+    links = []
+    for group in isolation.get("groups") or ():
+        members = [s["name"] for s in isolation.get("suspects") or () if s["group"] == group["name"]]
+        domains = list(group.get("domains") or ())
+        if members and len(domains) >= 2 and all(m in cleared for m in members):
+            nodes = list(group.get("nodes") or ())
+            links.append(
+                {
+                    "domains": domains,
+                    "group": group["name"],
+                    "nodes": nodes,
+                    "message": f"group {group['name']} ({', '.join(nodes)}) failed across domains "
+                    f"{' and '.join(domains)}; each member passed with healthy partners of its own domain",
+                }
+            )
+    return Outcome(tuple(failed), tuple(sorted(cleared)), tuple(links))

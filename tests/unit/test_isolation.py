@@ -1,0 +1,129 @@
+"""Isolation: each member of a failed group is re-tested with healthy partners, and only the
+members that fail again are failed (nvcre.orchestration.isolation, pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre import failednodes
+from nvcre.orchestration import isolation, pairing
+
+FLOOR = "busBandwidthGBps 143.91 is below the expected floor 285.00 (0.8 x 356)"
+
+
+def group(name: str, nodes: list[str], phase: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "nodes": nodes, "phase": phase, **extra}
+
+
+def failed(name: str, nodes: list[str], cause: str = "BelowExpected", **extra: Any) -> dict[str, Any]:
+    entries = failednodes.entries(nodes, cause, f'Job "{name}" failed: {FLOOR}')
+    return group(name, nodes, "Failed", suspects=entries, **extra)
+
+
+def test_off_and_diagnose_mode_turn_it_off() -> None:
+    assert isolation.enabled({}) and isolation.enabled({"isolation": "On"})
+    assert not isolation.enabled({"isolation": "Off"})
+    assert not isolation.enabled({"diagnose": {"minGroupSize": 2}})
+
+
+def test_a_hardware_report_is_recorded_at_once_and_its_partner_is_re_tested() -> None:
+    entries = [
+        *failednodes.entries(
+            ["n1"], "HardwareFailureDetected", "Hardware failure detected by node health check"
+        ),
+        *failednodes.entries(["n2"], "WorkloadFailed", "the group failed"),
+    ]
+    now, later = isolation.set_aside(entries)
+    assert [(e["name"], e["reason"]) for e in now] == [("n1", "HardwareFailureDetected")]
+    assert [(e["name"], e["cause"]) for e in later] == [("n2", "WorkloadFailed")]
+    # a deleted Job or an unusable threshold says nothing a re-test could tell apart
+    for cause in ("JobDeleted", "InvalidThresholdExpression", "MeasurementUnavailable"):
+        now, later = isolation.set_aside(failednodes.entries(["n1", "n2"], cause, "why"))
+        assert ([e["name"] for e in now], later) == (["n1", "n2"], []), cause
+
+
+def test_each_suspect_gets_a_group_of_its_size_with_healthy_partners_of_its_domain() -> None:
+    groups = [
+        group("group-0", ["a1", "a2"], "Succeeded", domains=["a"]),
+        failed("group-1", ["a3", "a4"], domains=["a"]),
+        group("group-2", ["b1", "b2"], "Succeeded", domains=["b"]),
+        failed("group-3", ["b3", "b4"], domains=["b"]),
+    ]
+    domain_of = {n: n[0] for g in groups for n in g["nodes"]}
+    plan = isolation.plan(groups, domain_of)
+    assert [(g["name"], g["nodes"], g["suspect"], g.get("domains")) for g in plan.groups] == [
+        ("isolate-0", ["a3", "a1"], "a3", ["a"]),
+        ("isolate-1", ["a4", "a2"], "a4", ["a"]),
+        ("isolate-2", ["b3", "b1"], "b3", ["b"]),
+        ("isolate-3", ["b4", "b2"], "b4", ["b"]),
+    ]
+    assert all(g["phase"] == "Pending" for g in plan.groups) and plan.untested == ()
+
+
+def test_a_suspect_without_a_healthy_node_keeps_its_groups_entry() -> None:
+    groups = [failed("group-0", ["n1", "n2"])]
+    plan = isolation.plan(groups, {})
+    assert plan.groups == ()
+    assert [e["name"] for e in plan.untested] == ["n1", "n2"]
+
+
+def test_larger_groups_are_refilled_from_any_domain_when_their_own_is_short() -> None:
+    groups = [
+        group("group-0", ["a1", "a2", "b1", "b2"], "Succeeded"),
+        failed("group-1", ["a3", "a4", "a5", "a6"]),
+    ]
+    domain_of = {"a1": "a", "a2": "a", "b1": "b", "b2": "b", "a3": "a", "a4": "a", "a5": "a", "a6": "a"}
+    plan = isolation.plan(groups, domain_of)
+    assert [g["nodes"] for g in plan.groups][:2] == [["a3", "a1", "a2", "b1"], ["a4", "b2", "a1", "a2"]]
+
+
+def test_only_the_member_that_fails_again_is_failed_with_its_own_evidence() -> None:
+    iteration = [group("group-0", ["n1", "n2"], "Succeeded"), failed("group-1", ["n3", "n4"])]
+    plan = isolation.plan(iteration, {})
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    again = "busBandwidthGBps 141.02 is below the expected floor 285.00 (0.8 x 356)"
+    round_ = [{**plan.groups[0], "phase": "Failed"}, {**plan.groups[1], "phase": "Succeeded"}]
+    outcome = isolation.decide(status, round_, {"isolate-0": ("BelowExpected", f'Job "x" failed: {again}')})
+    assert outcome.failed == (
+        {
+            "name": "n3",
+            "reason": "ThresholdViolation",
+            "cause": "BelowExpected",
+            "message": f'Job "x" failed: {again} (re-tested with healthy partner n1)',
+        },
+    )
+    assert outcome.cleared == ("n4",) and outcome.links == ()
+    assert outcome.message == "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared"
+
+
+def test_a_group_across_two_domains_whose_members_all_pass_implicates_its_link() -> None:
+    iteration = [
+        group("group-0", ["a1", "a2"], "Succeeded", domains=["a"]),
+        group("group-1", ["b1", "b2"], "Succeeded", domains=["b"]),
+        failed("group-2", ["a3", "b3"], domains=["a", "b"]),
+    ]
+    domain_of = {n: n[0] for g in iteration for n in g["nodes"]}
+    plan = isolation.plan(iteration, domain_of)
+    assert [g["nodes"] for g in plan.groups] == [["a3", "a1"], ["b3", "b1"]], "partners of its own domain"
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    outcome = isolation.decide(status, [{**g, "phase": "Succeeded"} for g in plan.groups], {})
+    assert outcome.failed == () and outcome.cleared == ("a3", "b3")
+    assert outcome.links == (
+        {
+            "domains": ["a", "b"],
+            "group": "group-2",
+            "nodes": ["a3", "b3"],
+            "message": "group group-2 (a3, b3) failed across domains a and b; each member passed with "
+            "healthy partners of its own domain",
+        },
+    )
+    assert outcome.message.endswith("links implicated: a <-> b")
+
+
+def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
+    used: dict[str, int] = {}
+    domain_of = {"s1": "a", "h1": "a", "h2": "b", "s2": "c"}
+    assert pairing.references("s1", ["h1", "h2"], domain_of, 1, used) == ("h1",)
+    assert pairing.references("s2", ["h1", "h2"], domain_of, 1, used) == ("h1",), "any domain, round-robin"
+    assert pairing.references("s2", ["h1", "h2"], domain_of, 1, used) == ("h2",)
+    assert pairing.references("s2", ["h1"], domain_of, 2, used) == (), "not enough healthy nodes"
