@@ -33,9 +33,7 @@ def test_the_expected_row_time_is_the_last_gap_scaled_by_the_size_growth() -> No
     assert (second["rows"], second["lastRowBytes"], second["expectedRowSec"]) == (3, 32, "6.000")
     # a read that found no row keeps the progress and records the read
     quiet = advance(second, [], at(90))
-    assert {**quiet, "readTime": second["readTime"]} == second and quiet[
-        "readTime"
-    ] == "2026-12-03T12:01:30Z"
+    assert {**quiet, "readTime": second["readTime"]} == second and quiet["readTime"] == "2026-12-03T12:01:30Z"
     # a new table (sizes start again) is not a size growth
     again = advance(second, sweep((20, 8)), at(95))
     assert again["expectedRowSec"] == "6.500"
