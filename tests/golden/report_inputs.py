@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from nvcre import failednodes
 from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import (
     API_VERSION,
@@ -59,6 +60,7 @@ from nvcre.naming import (
     uses_single_job_name,
 )
 from nvcre.orchestration import diagnose as dg
+from nvcre.orchestration import isolation
 from nvcre.orchestration.capacity import Exclusions
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.iterations import succeeded_nodes, verdict
@@ -729,7 +731,76 @@ def diagnosis_limit() -> Obj:
     return _diagnosis_case("cert-diagnose-limit", dg.Settings(max_rounds=1))
 
 
+def _isolated(objects: Obj, runs: Mapping[str, GroupRun], platform: str = "aws") -> Obj:
+    """The iteration's suspects re-tested as the Workflow controller does
+    (:mod:`nvcre.orchestration.isolation`): the round played, the record and the status its
+    outcome leaves."""
+    workflow = objects["workflow"]
+    status, uid = workflow["status"], workflow["metadata"]["uid"]
+    groups = status["orchestration"]["groups"]
+    played = {
+        g["name"]: next(j for j in objects["jobs"] if j["metadata"]["name"] == g["jobRef"]["name"])
+        for g in groups
+    }
+    for group in groups:
+        entries = (played[group["name"]].get("status") or {}).get("failedNodes") or ()
+        _, later = isolation.set_aside([failednodes.normalise(e) for e in entries])
+        if later:
+            group["suspects"] = later
+    plan = isolation.plan(groups, {})
+    saved = {"groups": copy.deepcopy(groups), "suspects": isolation.suspects(groups)}
+    faults = tuple(f for run in runs.values() for f in run.faults)
+    retests = []
+    for group in plan.groups:
+        name = job_name(workflow["metadata"]["name"], group["name"], 1, single=False)
+        retests.append(play_group(workflow, group, name, GroupRun(faults=faults), platform, 1200))
+    failures = {p.group["name"]: isolation.failure(p.job) for p in retests if p.group["phase"] == "Failed"}
+    outcome = isolation.decide(saved, [p.group for p in retests], failures)
+    objects["jobs"] += [p.job for p in retests]
+    objects["bandwidths"] += [p.bandwidth for p in retests if p.bandwidth]
+    name = failed_nodes_config_map_name(uid)
+    objects["failedNodes"] = _config_map(
+        name, FAILED_NODES_KEY, merge_failed(None, list(outcome.failed)), workflow
+    )
+    failed = {e["name"] for e in outcome.failed}
+    ok = [*succeeded_nodes(groups, failed), *outcome.cleared]
+    name = succeeded_nodes_config_map_name(uid)
+    objects["succeededNodes"] = _config_map(name, SUCCEEDED_NODES_KEY, merge_succeeded(None, ok), workflow)
+    for group in groups:
+        group.pop("suspects", None)
+    status["orchestration"]["isolation"] = {
+        "iteration": 1,
+        "stage": "Complete",
+        "suspects": saved["suspects"],
+        "failedNodes": sorted(failed),
+        "clearedNodes": list(outcome.cleared),
+        "retests": [
+            {
+                "suspect": p.group["suspect"],
+                "partners": p.group["nodes"][1:],
+                "jobName": p.job["metadata"]["name"],
+                "passed": p.group["phase"] == "Succeeded",
+            }
+            for p in retests
+        ],
+        "message": outcome.message,
+    }
+    for condition in status["conditions"]:
+        condition["message"] = f"{condition['message']}; {outcome.message}"
+    return objects
+
+
+def isolation_case() -> Obj:
+    """The threshold violation of ``threshold_violation`` with its pair isolated: the slow node
+    fails again with a healthy partner, its partner passes."""
+    fleet = nodes(4)
+    cert = _certification("cert-isolation", [_all_reduce("value >= 400")])
+    runs = {"group-1": GroupRun(faults=("gpu-node-003=slow-nic:0.4",))}
+    return certification_case(cert, fleet, [lambda wf: _isolated(play_workflow(wf, fleet, 2, runs), runs)])
+
+
 CASES: dict[str, Callable[[], Obj]] = {
+    "isolation": isolation_case,
     "passing": passing,
     "threshold-violation": threshold_violation,
     "execution-failure": execution_failure,

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import FailedNodeReason, FailureCause
 from nvcre.orchestration import pairing
+from nvcre.orchestration.completion import failure_of
 
 Mode = Literal["On", "Off"]
 DEFAULT: Final[Mode] = "On"
@@ -122,6 +123,12 @@ class Outcome:
                 "links implicated: " + "; ".join(" <-> ".join(link["domains"]) for link in self.links)
             )
         return "Isolation complete: " + ", ".join(parts)
+
+
+def failure(job: Mapping[str, Any]) -> tuple[str, str]:
+    """(cause, message) of a failed re-test's Job, as :func:`decide` takes them."""
+    cause, why = failure_of(job)
+    return cause, f'Job "{(job.get("metadata") or {}).get("name", "")}" failed: {why}'
 
 
 def decide(

@@ -329,7 +329,7 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
     jobs = {_name(j): j for j in objects.jobs}
     bandwidths, goodputs = _by_job(objects.bandwidths), _by_job(objects.goodputs)
     retests = {
-        str(r["suspect"]): (jobs[r["jobName"]], tuple(r.get("partners") or ()))
+        str(r["suspect"]): jobs[r["jobName"]]
         for r in isolation.get("retests") or ()
         if not r.get("passed") and r.get("jobName") in jobs
     }
@@ -346,9 +346,8 @@ def _findings(objects: WorkflowObjects, groups: Sequence[_Group]) -> list[NodeFi
         if cause in _MEASURED_CAUSES:
             detail = message
         elif reason == FailedNodeReason.THRESHOLD_VIOLATION and retest is not None:
-            job, partners = retest
-            found = violations(job, bandwidths.get(_name(job)), goodputs.get(_name(job)))
-            detail = f"{'; '.join(found)} with healthy partner {', '.join(partners)}" if found else ""
+            # its own re-test's value (the partners are in the message: the line has no room)
+            detail = "; ".join(violations(retest, bandwidths.get(_name(retest)), goodputs.get(_name(retest))))
         elif reason == FailedNodeReason.THRESHOLD_VIOLATION and home and home.job:
             detail = "; ".join(violations(home.job, home.bandwidth, home.goodput))
         out.append(

@@ -21,7 +21,6 @@ from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration import isolation
-from nvcre.orchestration.completion import failure_of
 from nvcre.orchestration.discovery import labels_of
 
 
@@ -116,8 +115,7 @@ async def finish(state: WorkflowState) -> None:
             state.ctx.client, resources.Job, name, state.namespace
         )
         if job is not None:
-            cause, why = failure_of(job)
-            failures[group["name"]] = (cause, f'Job "{name}" failed: {why}')
+            failures[group["name"]] = isolation.failure(job)
     outcome = isolation.decide(status, state.groups, failures)
     await record_failed(state, outcome.failed)
     restored = status.pop("groups", None) or []
