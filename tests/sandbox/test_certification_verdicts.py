@@ -229,6 +229,9 @@ def test_healthy_nodes_pass_with_measured_bandwidth_on_every_group(box: Box) -> 
         assert (verdict["status"], verdict["reason"]) == ("False", "ThresholdsMet"), verdict
         assert verdict["message"] == floor_message(bus_bandwidth(done.measurements[name]))
     assert trio(done.workflow)[0] == "Succeeded"
+    assert not done.retests and "isolation" not in done.workflow["status"]["orchestration"], (
+        "a healthy fleet adds no round"
+    )
     print(f"\nhealthy 16 GiB busBW: {measured}")
 
 
