@@ -182,6 +182,10 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
         "stage": "Complete",
         "failedNodes": [nodes[2]],
         "clearedNodes": [nodes[3]],
+        "retests": [
+            {"suspect": nodes[2], "partners": [nodes[0]], "jobName": retests[0], "passed": False},
+            {"suspect": nodes[3], "partners": [nodes[1]], "jobName": retests[1], "passed": True},
+        ],
         "message": "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
     }
     succeeded, failed = results(kube, namespace, wf)
