@@ -754,7 +754,11 @@ def _isolated(objects: Obj, runs: Mapping[str, GroupRun], platform: str = "aws")
     for group in plan.groups:
         name = job_name(workflow["metadata"]["name"], group["name"], 1, single=False)
         retests.append(play_group(workflow, group, name, GroupRun(faults=faults), platform, 1200))
-    failures = {p.group["name"]: isolation.failure(p.job) for p in retests if p.group["phase"] == "Failed"}
+    failures = {
+        p.group["name"]: isolation.failure(p.job, p.group["suspect"])
+        for p in retests
+        if p.group["phase"] == "Failed"
+    }
     outcome = isolation.decide(saved, [p.group for p in retests], failures)
     objects["jobs"] += [p.job for p in retests]
     objects["bandwidths"] += [p.bandwidth for p in retests if p.bandwidth]

@@ -127,3 +127,20 @@ def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
     assert pairing.references("s2", ["h1", "h2"], domain_of, 1, used) == ("h1",), "any domain, round-robin"
     assert pairing.references("s2", ["h1", "h2"], domain_of, 1, used) == ("h2",)
     assert pairing.references("s2", ["h1"], domain_of, 2, used) == (), "not enough healthy nodes"
+
+
+def test_a_re_test_spoiled_by_a_partners_hardware_keeps_the_suspects_own_entry() -> None:
+    iteration = [group("group-0", ["n1", "n2"], "Succeeded"), failed("group-1", ["n3", "n4"])]
+    plan = isolation.plan(iteration, {})
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    job = {
+        "metadata": {"name": "wf-isolate-0-iter-1"},
+        "status": {
+            "conditions": [{"type": "HardwareFailed", "status": "True", "reason": "HardwareFailureDetected"}],
+            "failedNodes": [{"name": "n1", "reason": "HardwareFailureDetected", "message": "XID 79"}],
+        },
+    }
+    assert isolation.failure(job, "n3") is None, "n1's XID says nothing of n3"
+    round_ = [{**plan.groups[0], "phase": "Failed"}, {**plan.groups[1], "phase": "Succeeded"}]
+    outcome = isolation.decide(status, round_, {"isolate-0": isolation.failure(job, "n3")})
+    assert outcome.failed == (status["suspects"][0]["entry"],) and outcome.cleared == ("n4",)

@@ -125,8 +125,16 @@ class Outcome:
         return "Isolation complete: " + ", ".join(parts)
 
 
-def failure(job: Mapping[str, Any]) -> tuple[str, str]:
-    """(cause, message) of a failed re-test's Job, as :func:`decide` takes them."""
+def failure(job: Mapping[str, Any], suspect: str) -> tuple[str, str] | None:
+    """(cause, message) of a failed re-test's Job, as :func:`decide` takes them; None when it
+    says nothing of the suspect: a hardware report named only its partners."""
+    hardware = {
+        e.get("name")
+        for e in (job.get("status") or {}).get("failedNodes") or ()
+        if e.get("reason") == FailedNodeReason.HARDWARE_FAILURE_DETECTED
+    }
+    if hardware and suspect not in hardware:
+        return None
     cause, why = failure_of(job)
     return cause, f'Job "{(job.get("metadata") or {}).get("name", "")}" failed: {why}'
 
@@ -134,18 +142,24 @@ def failure(job: Mapping[str, Any]) -> tuple[str, str]:
 def decide(
     isolation: Mapping[str, Any],
     round_groups: Sequence[Mapping[str, Any]],
-    failures: Mapping[str, tuple[str, str]],
+    failures: Mapping[str, tuple[str, str] | None],
 ) -> Outcome:
     """The outcome of the round ``isolation`` recorded. ``failures``: for each failed group of the
-    round, the (cause, message) of its Job's failure."""
+    round, the (cause, message) of its Job's failure (:func:`failure`); None keeps the suspect's
+    entry from its own group (its re-test was spoiled by a partner's hardware)."""
     failed: list[dict[str, Any]] = []
     cleared: list[str] = []
+    entry_of = {s["name"]: s["entry"] for s in isolation.get("suspects") or ()}
     for group in round_groups:
         suspect, partners = group["suspect"], list(group.get("nodes") or ())[1:]
         if group.get("phase") == "Succeeded":
             cleared.append(suspect)
             continue
-        cause, why = failures.get(group["name"], ("WorkloadFailed", "the re-test failed"))
+        found = failures.get(group["name"], (FailureCause.WORKLOAD_FAILED, "the re-test failed"))
+        if found is None:
+            failed.append(dict(entry_of[suspect]))
+            continue
+        cause, why = found
         with_whom = ", ".join(partners)
         message = f"{why} (re-tested with healthy partner{'s' if len(partners) > 1 else ''} {with_whom})"
         failed.extend(failednodes.entries([suspect], cause, message))

@@ -106,7 +106,7 @@ async def finish(state: WorkflowState) -> None:
     iteration in the same status write)."""
     orchestration = state.orchestration
     status = orchestration["isolation"]
-    failures: dict[str, tuple[str, str]] = {}
+    failures: dict[str, tuple[str, str] | None] = {}
     for group in state.groups:
         if group.get("phase") != "Failed" or not group.get("jobRef"):
             continue
@@ -115,7 +115,7 @@ async def finish(state: WorkflowState) -> None:
             state.ctx.client, resources.Job, name, state.namespace
         )
         if job is not None:
-            failures[group["name"]] = isolation.failure(job)
+            failures[group["name"]] = isolation.failure(job, group["suspect"])
     outcome = isolation.decide(status, state.groups, failures)
     await record_failed(state, outcome.failed)
     restored = status.pop("groups", None) or []
