@@ -119,11 +119,16 @@ def certification(namespace: str, pool: str) -> dict[str, Any]:
 
 
 FIRST, SECOND = (certification_workflow_name(CERTIFICATION, c["domain"], c["variant"]) for c in CATEGORIES)
-WF_JOBS = [job_name(WORKFLOW, f"group-{i}", 1, single=False) for i in range(4)]
+WF_JOBS = [
+    *(job_name(WORKFLOW, f"group-{i}", 1, single=False) for i in range(4)),
+    # isolation: each member of the failed group-1 re-tested with a node of a passing group
+    *(job_name(WORKFLOW, f"isolate-{i}", 1, single=False) for i in range(2)),
+]
 FIRST_JOBS = [job_name(FIRST, "group-0", 1, single=True)]
 SECOND_JOBS = [job_name(SECOND, f"group-{i}", 1, single=False) for i in range(3)]
-#: The deliberate failures: group-1 of the Workflow and of the loopback category.
-FAILING_JOBS = frozenset({WF_JOBS[1], SECOND_JOBS[1]})
+#: The deliberate failures: group-1 of the Workflow and of the loopback category, and the re-test
+#: of group-1's first node (isolate-0; its second node's re-test passes).
+FAILING_JOBS = frozenset({WF_JOBS[1], WF_JOBS[4], SECOND_JOBS[1]})
 
 
 def trainjob(job: str) -> str:
@@ -256,16 +261,22 @@ def job_messages(kube: Client, namespace: str) -> str:
 
 
 def expected(wf_nodes: list[str], cert_nodes: list[str]) -> dict[str, Any]:
-    """The undisturbed outcome: group-1 of the Workflow and of the loopback category fail."""
+    """The undisturbed outcome: group-1 of the Workflow and of the loopback category fail; the
+    Workflow's isolation names group-1's first node alone (the loopback's groups are one node)."""
+    isolated = "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared"
     return {
         "workflows": {
             WORKFLOW: {
-                "condition": ("Failed", "IterationsFailed", "1 groups failed across 1 iterations"),
+                "condition": (
+                    "Failed",
+                    "IterationsFailed",
+                    f"1 groups failed across 1 iterations; {isolated}",
+                ),
                 "groups": ["Succeeded", "Failed", "Succeeded", "Succeeded"],
                 "jobs": job_results(WF_JOBS),
                 "dependencyRefs": [],
-                "succeeded": wf_nodes[:2] + wf_nodes[4:],
-                "failed": [(n, "WorkloadFailed") for n in wf_nodes[2:4]],
+                "succeeded": [n for n in wf_nodes if n != wf_nodes[2]],
+                "failed": [(wf_nodes[2], "WorkloadFailed")],
             },
             FIRST: {
                 "condition": ("Succeeded", "JobCompleted", "All 1 iterations completed successfully"),
