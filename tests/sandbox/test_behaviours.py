@@ -337,7 +337,9 @@ def test_a_failing_node_fails_its_group_and_isolation_names_it_alone(sandbox: Sa
     tail = log["tail"]
     assert "# Collective test starting: all_reduce_perf" in tail, "the pod's nccl-tests log, read by nvcre"
     (host,) = re.findall(r"^(\S+): Test NCCL failure common\.cu:1204 'remote process exited", tail, re.M)
-    assert hosts_on(box)[faulty] == {host}, "the NCCL error names the host of the faulty node's pod"
+    assert host.startswith(trainjob) and host in hosts_on(box)[faulty], (
+        "the NCCL error names the host of the faulty node's pod"
+    )
 
     # The re-tests: each suspect with a node of the passing pair, run by the real chain.
     retests = {name: j for name, j in every.items() if "-isolate-" in name}
