@@ -38,7 +38,7 @@ from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from nvcre.api.v1alpha1.constants import Annotation
+from nvcre.api.v1alpha1.constants import Annotation, Label
 from nvcre.controllers import resources
 from nvcre.expected import GroupShape, expected_bandwidth
 from nvcre.sandbox import control
@@ -157,8 +157,10 @@ def ended(kube: Client, name: str, namespace: str, phase: str) -> Ended:
     (category,) = cert["status"]["categoryStatuses"]
     workflow = get(kube, resources.Workflow, category["workflowRef"]["name"], namespace)
     every = jobs_of(kube, namespace, workflow["metadata"]["name"])
-    jobs = {j: job for j, job in every.items() if "-isolate-" not in j}
-    retests = {j: job for j, job in every.items() if "-isolate-" in j}
+    retests = {
+        j: job for j, job in every.items() if job["metadata"]["labels"][Label.GROUP].startswith("isolate-")
+    }
+    jobs = {j: job for j, job in every.items() if j not in retests}
     groups = {j: job["metadata"]["annotations"][Annotation.GROUP_NODES].split(",") for j, job in jobs.items()}
     measurements = {j: get(kube, resources.BandwidthMeasurement, f"{j}-bandwidth", namespace) for j in every}
     return Ended(cert, workflow, jobs, retests, groups, measurements)

@@ -126,16 +126,15 @@ class Outcome:
 
 
 def failure(job: Mapping[str, Any], suspect: str) -> tuple[str, str] | None:
-    """(cause, message) of a failed re-test's Job, as :func:`decide` takes them; None when it
-    says nothing of the suspect: a hardware report named only its partners."""
-    hardware = {
-        e.get("name")
-        for e in (job.get("status") or {}).get("failedNodes") or ()
-        if e.get("reason") == FailedNodeReason.HARDWARE_FAILURE_DETECTED
-    }
+    """(cause, message) of a failed re-test's Job, as :func:`decide` takes them (the cause the
+    Job's own entry for the suspect gives, e.g. ``BelowExpected``, else its failure's); None when
+    it says nothing of the suspect: a hardware report named only its partners."""
+    entries = [failednodes.normalise(e) for e in (job.get("status") or {}).get("failedNodes") or ()]
+    hardware = {e["name"] for e in entries if e["reason"] == FailedNodeReason.HARDWARE_FAILURE_DETECTED}
     if hardware and suspect not in hardware:
         return None
     cause, why = failure_of(job)
+    cause = next((e["cause"] for e in entries if e["name"] == suspect and e.get("cause")), cause)
     return cause, f'Job "{(job.get("metadata") or {}).get("name", "")}" failed: {why}'
 
 
