@@ -187,3 +187,22 @@ def test_a_failed_group_shows_why_its_job_failed() -> None:
         ("Failed", JobReason.THRESHOLD_VIOLATED),
     ]
     assert category.nodes("Failed") == 4
+
+
+def test_an_isolation_re_test_shows_its_suspect_with_its_partners() -> None:
+    run, workflow = _run()
+    workflow, jobs = _running(workflow, blocked=False)
+    name = workflow["metadata"]["name"]
+    workflow["status"]["orchestration"]["groups"] = [
+        {
+            "name": "isolate-0",
+            "nodes": [NODES[6], NODES[0]],
+            "phase": "Running",
+            "suspect": NODES[6],
+            "jobRef": {"name": f"{name}-g1"},
+        }
+    ]
+    (category,) = progress.workloadrun_snapshot(run, [workflow], jobs).categories
+    rows = progress.rows(progress.workloadrun_snapshot(run, [workflow], jobs))
+    assert rows[1].name == "  isolate-0 (gpu-node-006 with gpu-node-000)", "not a range of nodes"
+    assert category.groups[0].suspect == NODES[6]

@@ -29,6 +29,8 @@ class GroupProgress:
     nodes: tuple[str, ...]
     reason: str = ""
     """The reason of its Job's active condition, e.g. ``WorkloadRunning``."""
+    suspect: str = ""
+    """An isolation re-test's node under test (its other nodes are healthy partners)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def _groups(workflow: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> t
                 phase=str(group.get("phase") or PENDING),
                 nodes=tuple(group.get("nodes") or ()),
                 reason=reasons.get(job_name, ""),
+                suspect=str(group.get("suspect") or ""),
             )
         )
     return tuple(out)
@@ -268,10 +271,14 @@ def rows(snapshot: Snapshot) -> list[Row]:
         )
         for group in category.groups:
             count = len(group.nodes)
-            first_last = f"{group.nodes[0]}..{group.nodes[-1]}" if count > 1 else "".join(group.nodes)
+            if group.suspect:
+                partners = [n for n in group.nodes if n != group.suspect]
+                members = f"{group.suspect} with {', '.join(partners)}"
+            else:
+                members = f"{group.nodes[0]}..{group.nodes[-1]}" if count > 1 else "".join(group.nodes)
             out.append(
                 Row(
-                    f"  {group.name} ({first_last})",
+                    f"  {group.name} ({members})",
                     group.phase,
                     count if group.phase == "Running" else 0,
                     count if group.phase == "Succeeded" else 0,
