@@ -276,6 +276,27 @@ async def test_result_config_maps_are_written_through_any_number_of_conflicts() 
     h.assert_every_node_in_exactly_one_list()
 
 
+def hardware_failed(h: Harness, job_name: str, node: str) -> None:
+    """What the Job controller writes when the node-health check fails ``node``."""
+    job = h.job(job_name)
+    assert job is not None
+    job["status"] = {
+        "conditions": [
+            condition(
+                "HardwareFailed", "HardwareFailureDetected", f"Hardware failure detected on node(s): [{node}]"
+            )
+        ],
+        "failedNodes": [
+            {
+                "name": node,
+                "reason": "HardwareFailureDetected",
+                "message": "Hardware failure detected by node health check",
+            }
+        ],
+    }
+    h.client.put(job)
+
+
 async def test_every_node_ends_in_exactly_one_result_list() -> None:
     """Five groups: succeeded, failed, Job deleted, hardware failure on one of two nodes,
     timed out; plus an overflow-free partition of ten nodes into pairs. Isolation off: each
@@ -287,23 +308,7 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
     h.end_job(names[1], failed=True)
     h.client.objects.pop(("nvcre.nvidia.com", "Job", NS, names[2]))
     h.controller.caches.created.seen(NS, names[2])  # its watch event (this cache sends none)
-    job = h.job(names[3])
-    assert job is not None
-    job["status"] = {
-        "conditions": [
-            condition(
-                "HardwareFailed", "HardwareFailureDetected", "Hardware failure detected on node(s): [node-7]"
-            )
-        ],
-        "failedNodes": [
-            {
-                "name": "node-7",
-                "reason": "HardwareFailureDetected",
-                "message": "Hardware failure detected by node health check",
-            }
-        ],
-    }
-    h.client.put(job)
+    hardware_failed(h, names[3], "node-7")
     long_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     job = h.job(names[4])
     assert job is not None
@@ -340,19 +345,7 @@ async def test_isolation_clears_the_partner_of_a_hardware_failure() -> None:
     names = [f"wf-group-{i}-iter-1" for i in range(2)]
     await h.drive(running(h, *names))
     h.end_job(names[0], failed=False)
-    job = h.job(names[1])
-    assert job is not None
-    job["status"] = {
-        "conditions": [
-            condition(
-                "HardwareFailed", "HardwareFailureDetected", "Hardware failure detected on node(s): [node-3]"
-            )
-        ],
-        "failedNodes": [
-            {"name": "node-3", "reason": "HardwareFailureDetected", "message": "Hardware failure detected"}
-        ],
-    }
-    h.client.put(job)
+    hardware_failed(h, names[1], "node-3")
     await h.drive(running(h, "wf-isolate-0-iter-1"))
     assert [(g["name"], g["nodes"], g["suspect"]) for g in h.groups] == [
         ("isolate-0", ["node-2", "node-0"], "node-2")
