@@ -2,9 +2,9 @@
 category, groups of two aws H100 nodes, every bandwidth read by nvcre from the launcher logs the
 simulated accelerator wrote.
 
-One sandbox of 20 nodes, ``slow-nic:0.3`` on one of nodes 8-15 (about 145 GB/s where its
-healthy peers reach the expected 487), and ``no-log`` (its launcher's log is never served through
-the API) on nodes 16 and 18. Each Certification targets its nodes by name:
+One sandbox of 28 nodes, ``slow-nic:0.3`` on one of nodes 8-15 (about 145 GB/s where its
+healthy peers reach the expected 487), ``no-log`` (its launcher's log is never served through
+the API) on nodes 16 and 18, and ``slow-nic:0.4`` on nodes 21 and 24. Each Certification targets its nodes by name:
 
 * nodes 0-7, healthy, no thresholds: Succeeded, a final measurement on every group, each judged
   against the expected floor (80 % of the table's 487.09 GB/s for two aws H100 nodes);
@@ -18,11 +18,13 @@ the API) on nodes 16 and 18. Each Certification targets its nodes by name:
   only the slow node is named;
 * nodes 8-15 once more with the floor off: the same group fails as a ``BandwidthOutlier``
   against the median of its three peers (not isolated: both nodes named);
+* nodes 20-27 with ``slow-nic:0.4`` on nodes 21 and 24 (two pairs): isolation names exactly
+  those two, each with its own re-test, and clears their partners;
 * nodes 16-17, whose launcher log cannot be read: Failed, ``MeasurementUnavailable``, both nodes
   named; nodes 18-19 the same with ``allowMissingData``: Succeeded, saying the data was missing.
 
-The first two and the last two run side by side (disjoint nodes); the others one after another
-on nodes 8-15.
+The first two, the two-NIC one and the last two run side by side (disjoint nodes); the others
+one after another on nodes 8-15.
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ from nvcre.testing.inspect import (
     wait_true,
 )
 
-NODES = 20
+NODES = 28
 GROUP = 2
 SLOW = "gpu-node-013"
 HEALTHY_NODES = [f"gpu-node-{i:03d}" for i in range(8)]
 SLOW_NODES = [f"gpu-node-{i:03d}" for i in range(8, 16)]
 UNREAD_NODES = ["gpu-node-016", "gpu-node-017"]
 INFORMATIONAL_NODES = ["gpu-node-018", "gpu-node-019"]
+TWO_SLOW_NODES = [f"gpu-node-{i:03d}" for i in range(20, 28)]
+TWO_SLOW = ["gpu-node-021", "gpu-node-024"]  # in different pairs
 EXPECTED = 487.09  # h100/aws/all_reduce/2-nodes, docs/expected-performance.md
 SIXTEEN_GIB = 17179869184
 THRESHOLD = "value >= 300"  # between the slow group's ~145 GB/s and the healthy ~487 GB/s
@@ -106,6 +110,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
                     f"{SLOW}=slow-nic:0.3",
                     f"{UNREAD_NODES[0]}=no-log",
                     f"{INFORMATIONAL_NODES[0]}=no-log",
+                    *(f"{node}=slow-nic:0.4" for node in TWO_SLOW),
                 ],
             ),
         )
@@ -118,6 +123,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
             "informational": certify(
                 kube, "informational", INFORMATIONAL_NODES, allowMissingData=True, **unread
             ),
+            "two": certify(kube, "two", TWO_SLOW_NODES),
         }
         yield Box(kube, namespaces)
     finally:
@@ -348,3 +354,20 @@ def test_a_log_that_cannot_be_read_fails_its_group_unless_allowed(box: Box) -> N
         "No performance thresholds set; the launcher's log could not be read ("
     )
     assert verdict["message"].endswith("(allowMissingData: informational)")
+
+
+def test_two_slow_nics_in_different_pairs_are_named_exactly(box: Box) -> None:
+    kube = box.kube
+    done = ended(kube, "two", box.namespaces["two"], "Failed")
+    slow_groups = {done.group_of(node) for node in TWO_SLOW}
+    assert len(slow_groups) == 2, "in different pairs"
+    phases = {g["jobRef"]["name"]: g["phase"] for g in done.workflow["status"]["orchestration"]["groups"]}
+    assert phases == {j: "Failed" if j in slow_groups else "Succeeded" for j in done.jobs}
+    assert len(done.retests) == 4, "each member of the two failed pairs re-tested once"
+    failed = done.failed_nodes(kube)
+    assert sorted((e["name"], e["cause"]) for e in failed) == [(n, "BelowExpected") for n in TWO_SLOW]
+    for entry in failed:
+        assert "(re-tested with healthy partner gpu-node-0" in entry["message"], entry
+    partners = sorted(n for j in slow_groups for n in done.groups[j] if n not in TWO_SLOW)
+    isolation = done.workflow["status"]["orchestration"]["isolation"]
+    assert (isolation["failedNodes"], isolation["clearedNodes"]) == (TWO_SLOW, partners)
