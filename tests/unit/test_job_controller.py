@@ -22,7 +22,7 @@ from nvcre.runtime.controller import TerminalError
 from nvcre.runtime.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
 from nvcre.testing.workloads import create_chain, pods_of, training_runtime
-from nvcre.workload.trainjob import build, place
+from nvcre.workload.trainjob import RUNTIME_NOT_FOUND, build, place
 
 pytestmark = pytest.mark.asyncio
 
@@ -450,6 +450,27 @@ async def test_the_workload_waits_for_the_runtime_copy_its_workflow_creates_afte
     manager.cache(client.put(copy_of), "MODIFIED")
     await controller.reconcile(KEY)
     assert client.count("create", "TrainJob") == 1
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
+
+
+async def test_trainers_webhook_not_yet_seeing_the_runtime_copy_is_retried_not_a_failure() -> None:
+    """nvcre's cache holds the copy: Trainer's refusal says only that its own informer lags."""
+    client, manager, controller = setup()
+    job = make_job()
+    job["metadata"]["annotations"] = {Annotation.RUNTIME_COPY: "rt"}
+    manager.cache(client.put(job))
+    copy_of = {**training_runtime("rt"), "metadata": {"name": "rt", "namespace": NS}}
+    owner = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": "j", "uid": "job-uid"}
+    copy_of["metadata"]["ownerReferences"] = [owner]
+    manager.cache(client.put(copy_of))
+    refusal = (
+        f'admission webhook "validate.trainjob.trainer.kubeflow.org" denied the request: {RUNTIME_NOT_FOUND}'
+    )
+    client.fail("create", "TrainJob", api_error(403, refusal))
+    result = await controller.reconcile(KEY)
+    assert result is not None and result.requeue_after == 1.0
+    assert true_condition(client.stored(resources.Job, "j", NS)) is None, "not failed"
+    await controller.reconcile(KEY)  # Trainer has seen it now
     assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
 
 

@@ -56,6 +56,7 @@ from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
 from nvcre.testing.kwok import Kwok, node_monitor_grace_seconds
 from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
+from nvcre.workload import trainjob
 
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
 SCHEDULER_PROFILES = ("default-scheduler", "kai-scheduler", "runai-scheduler")
@@ -502,7 +503,7 @@ def _trainer_webhook_answers(client: Client) -> bool:
     }
     return _rejected_by_webhook(
         lambda: client.create(resources.TrainJob.from_dict(probe), dry_run=True),
-        "specified trainingRuntime must be created before the TrainJob is created",
+        trainjob.RUNTIME_NOT_FOUND,
     )
 
 

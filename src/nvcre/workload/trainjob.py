@@ -26,6 +26,8 @@ from nvcre.conditions import condition_of, condition_true
 from nvcre.naming import trainjob_name
 
 PATCH_MANAGER = "nvcre.nvidia.com/controller"
+RUNTIME_NOT_FOUND = "specified trainingRuntime must be created before the TrainJob is created"
+"""Trainer's validating webhook refusing a TrainJob whose runtime its own informer has not seen."""
 
 Phase = Literal["Pending", "Running", "Succeeded", "Failed"]
 

@@ -234,6 +234,11 @@ class JobController:
             await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
             return None
         except ApiError as error:
+            if copy_name and trainjob.RUNTIME_NOT_FOUND in server_message(error):
+                # nvcre's cache holds the copy (checked above): Trainer's informer has not seen
+                # it yet. Its cache lag is no invalid input; the bound is timeoutPerJob.
+                log.info("TrainJob/%s: Trainer has not seen runtime %s yet; retrying", name, copy_name)
+                return SOON
             return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
         existing, adopted = created.obj, created.adopted
         if adopted and not live:
