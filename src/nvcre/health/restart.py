@@ -8,6 +8,7 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, Default
 from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.conditions import condition_true
 from nvcre.measure.interval import sample_interval_seconds
 from nvcre.measure.nccl import progress
 
@@ -73,11 +74,7 @@ def bandwidth_stalled(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | Non
     started = (job.get("status") or {}).get("workloadStartTime")
     if bandwidth is None or not started:
         return None
-    measured = bandwidth.get("status") or {}
-    if any(
-        c.get("type") == ConditionType.COMPLETE and c.get("status") == "True"
-        for c in measured.get("conditions") or ()
-    ):
+    if condition_true(bandwidth, ConditionType.COMPLETE):
         return None
     slack = sample_interval_seconds((bandwidth.get("spec") or {}).get("sampleInterval"))
-    return progress.stalled(measured.get("progress"), parse_time(started), slack)
+    return progress.stalled((bandwidth.get("status") or {}).get("progress"), parse_time(started), slack)

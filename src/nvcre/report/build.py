@@ -256,7 +256,7 @@ def _by_job(measurements: Iterable[Obj]) -> dict[str, Obj]:
 
 def _groups(objects: WorkflowObjects) -> list[_Group]:
     """The groups of the current iteration, each with its Job and measurements."""
-    jobs = {str(_meta(j).get("name")): j for j in objects.jobs}
+    jobs = {_name(j): j for j in objects.jobs}
     jobs_by_group = {str(_labels(j).get(Label.GROUP, "")): j for j in objects.jobs}
     bandwidths = _by_job(objects.bandwidths)
     goodputs = _by_job(objects.goodputs)
@@ -264,7 +264,7 @@ def _groups(objects: WorkflowObjects) -> list[_Group]:
     for group in _orchestration(objects.workflow).get("groups") or ():
         ref = (group.get("jobRef") or {}).get("name")
         job = jobs.get(str(ref)) if ref else jobs_by_group.get(str(group.get("name")))
-        name = str(_meta(job).get("name")) if job else ""
+        name = _name(job) if job else ""
         out.append(
             _Group(
                 name=str(group.get("name")),

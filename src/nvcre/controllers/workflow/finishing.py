@@ -25,7 +25,7 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
         orchestration.get("currentIteration") or int(orchestration.get("completedIterations") or 0) + 1
     )
     judged: dict[str, Obj] = {}
-    if isolating.running(state):
+    if state.isolating:
         await isolating.finish(state)
     elif not isolating.isolated(state, current):
         judged = await fail_outliers(state)

@@ -28,11 +28,6 @@ def enabled(state: WorkflowState) -> bool:
     return isolation.enabled(state.spec.get("orchestration") or {})
 
 
-def running(state: WorkflowState) -> bool:
-    """The groups of the status are an isolation round's."""
-    return (state.orchestration.get("isolation") or {}).get("stage") == "Running"
-
-
 def isolated(state: WorkflowState, iteration: int) -> bool:
     """This iteration's isolation round has run (or is running)."""
     return (state.orchestration.get("isolation") or {}).get("iteration") == iteration
@@ -49,7 +44,7 @@ async def record_or_set_aside(
         return
     now, later = isolation.set_aside(entries)
     await record_failed(state, now)
-    if later and not running(state):
+    if later and not state.isolating:
         group["suspects"] = later
 
 

@@ -104,6 +104,11 @@ class WorkflowState:
         return groups
 
     @property
+    def isolating(self) -> bool:
+        """The groups of the status are an isolation round's."""
+        return (self.orchestration.get("isolation") or {}).get("stage") == "Running"
+
+    @property
     def iterations(self) -> int:
         return max(int((self.spec.get("orchestration") or {}).get("iterations") or 1), 1)
 
@@ -113,7 +118,7 @@ class WorkflowState:
         diagnose = self.orchestration.get("diagnose")
         if diagnose:
             return f"Diagnose round {current} ({diagnose.get('stage')}): {running} groups running"
-        if (self.orchestration.get("isolation") or {}).get("stage") == "Running":
+        if self.isolating:
             return f"Iteration {current}/{self.iterations}, isolation: {running} re-test groups running"
         return f"Iteration {current}/{self.iterations}: {running} groups running"
 
