@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from nvcre import failednodes
+from nvcre.api.v1alpha1.common import IsolationMode
 from nvcre.api.v1alpha1.constants import FailedNodeReason, FailureCause
 from nvcre.orchestration import pairing
 from nvcre.orchestration.completion import failure_of
 
-Mode = Literal["On", "Off"]
-DEFAULT: Final[Mode] = "On"
+DEFAULT: Final[IsolationMode] = "On"
 GROUP_PREFIX: Final = "isolate-"
 
 

@@ -246,8 +246,9 @@ class BandwidthMeasurementStatus(NvcreModel):
     )
     progress: RowProgress | None = Field(
         default=None,
-        description="While Measuring: the newest row and the pace of rows; a run silent for 10 times "
-        "its expected row time (at least 120s; 600s before the first row) fails WorkloadStalled.",
+        description="Written by each sample that read the log: the newest row and the pace of rows; a "
+        "run silent for 10 times its expected row time (at least 120s; 600s before the first row) "
+        "fails WorkloadStalled.",
     )
     conditions: list[Condition] | None = None
 
