@@ -59,11 +59,17 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
         control.down(state)
 
 
-def diagnose_workflow(
-    kube: Client, name: str, diagnose: dict[str, Any], *, target: dict[str, Any] | None = None
+def example_workflow(
+    kube: Client,
+    name: str,
+    *,
+    target: dict[str, Any] | None = None,
+    orchestration: dict[str, Any] | None = None,
+    num_nodes: int | None = None,
 ) -> dict[str, Any]:
-    """The Workflow nvcre renders for the example WorkloadRun on these nodes, in diagnose mode
-    (on the nodes ``target`` adds to the rendered target, when given)."""
+    """The Workflow nvcre renders for the example WorkloadRun on these nodes, with the fields of
+    ``orchestration`` set (``diagnose`` for diagnose mode), on the nodes ``target`` adds to the
+    rendered target and in groups of ``num_nodes``, when given."""
     document = yaml.safe_load(EXAMPLE.read_text())
     document["metadata"].update(name=name, namespace=NAMESPACE)
     document["spec"]["framework"]["mpi"]["args"] = ["-b", "1G", "-e", "16G", "-f", "2", "-n", "5"]
@@ -73,12 +79,14 @@ def diagnose_workflow(
         "sampleInterval": "5s",
     }
     document["spec"]["thresholds"] = {"busBandwidthGBps": "value >= 300"}
+    if num_nodes is not None:
+        document["spec"]["numNodes"] = num_nodes
     nodes = [n.to_dict() for n in kube.list(Node)]
     workflow = build_workflow(WorkloadRun.model_validate(document), nodes, resolve=False).workflow
-    orchestration = workflow["spec"]["orchestration"]
-    orchestration["diagnose"] = diagnose
+    rendered = workflow["spec"]["orchestration"]
+    rendered.update(orchestration or {})
     if target:
-        orchestration["target"] = {**(orchestration.get("target") or {}), **target}
+        rendered["target"] = {**(rendered.get("target") or {}), **target}
     kube.create(resources.Workflow.from_dict(workflow))
     return workflow
 
@@ -109,7 +117,9 @@ def domains(kube: Client) -> dict[str, list[str]]:
 
 def test_one_slow_node_in_four_domains(kube: Client) -> None:
     assert sorted(len(v) for v in domains(kube).values()) == [8, 8, 8, 8]
-    name = diagnose_workflow(kube, "diag-one", {"minGroupSize": 2, "topologyKey": BLOCK})["metadata"]["name"]
+    name = example_workflow(
+        kube, "diag-one", orchestration={"diagnose": {"minGroupSize": 2, "topologyKey": BLOCK}}
+    )["metadata"]["name"]
     workflow = wait_true(kube, resources.Workflow, name, NAMESPACE, "Failed", timeout=1500)
     status = workflow["status"]
     diagnose = status["orchestration"]["diagnose"]
@@ -133,7 +143,9 @@ def test_one_slow_node_in_four_domains(kube: Client) -> None:
 
 
 def test_max_rounds_ends_failed_with_the_suspects(kube: Client) -> None:
-    name = diagnose_workflow(kube, "diag-limit", {"topologyKey": BLOCK, "maxRounds": 2})["metadata"]["name"]
+    name = example_workflow(
+        kube, "diag-limit", orchestration={"diagnose": {"topologyKey": BLOCK, "maxRounds": 2}}
+    )["metadata"]["name"]
     workflow = wait_true(kube, resources.Workflow, name, NAMESPACE, "Failed", timeout=900)
     diagnose = workflow["status"]["orchestration"]["diagnose"]
     slow_domain = next(nodes for nodes in domains(kube).values() if SLOW in nodes)
@@ -150,7 +162,9 @@ def test_max_rounds_ends_failed_with_the_suspects(kube: Client) -> None:
 
 
 def test_without_topology_sqrt_chunks_find_the_node(kube: Client) -> None:
-    name = diagnose_workflow(kube, "diag-sqrt", {"minGroupSize": 2})["metadata"]["name"]
+    name = example_workflow(kube, "diag-sqrt", orchestration={"diagnose": {"minGroupSize": 2}})["metadata"][
+        "name"
+    ]
     workflow = wait_true(kube, resources.Workflow, name, NAMESPACE, "Failed", timeout=1500)
     diagnose = workflow["status"]["orchestration"]["diagnose"]
     assert diagnose["faultyNodes"] == [SLOW]

@@ -120,6 +120,36 @@ def test_a_group_across_two_domains_whose_members_all_pass_implicates_its_link()
     assert outcome.message.endswith("links implicated: a <-> b")
 
 
+def test_a_suspect_short_of_its_own_domain_is_not_re_tested_across_the_same_link() -> None:
+    iteration = [
+        group("group-0", ["a1", "a2"], "Succeeded", domains=["a"]),
+        group("group-1", ["b1", "b2"], "Succeeded", domains=["b"]),
+        group("group-2", ["c1", "c2"], "Succeeded", domains=["c"]),
+        failed("group-3", ["a1", "d1"], domains=["a", "d"]),  # d1's domain has no healthy node
+    ]
+    domain_of = {n: n[0] for g in iteration for n in g["nodes"]}
+    plan = isolation.plan(iteration, domain_of)
+    partners = {g["suspect"]: g["nodes"][1:] for g in plan.groups}
+    assert partners["a1"] == ["a2"], "its own domain"
+    assert domain_of[partners["d1"][0]] in "bc", "a domain its failed group did not span"
+    assert pairing.references("d1", ["a2"], domain_of, 1, {}, avoid={"a"}) == ("a2",), "else any"
+
+
+def test_a_group_in_one_domain_whose_members_all_pass_implicates_their_link_not_a_node() -> None:
+    iteration = [group("group-0", ["n1", "n2"], "Succeeded"), failed("group-1", ["n3", "n4"])]
+    plan = isolation.plan(iteration, {})
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    outcome = isolation.decide(status, [{**g, "phase": "Succeeded"} for g in plan.groups], {})
+    assert (outcome.failed, outcome.cleared) == ((), ("n3", "n4"))
+    (link,) = outcome.links
+    assert (link["domains"], link["nodes"]) == ([], ["n3", "n4"])
+    assert link["message"] == (
+        "group group-1 (n3, n4) failed together; each member passed with healthy partners: "
+        "the links between them, or an intermittent fault"
+    )
+    assert outcome.message.endswith("links implicated: n3 <-> n4")
+
+
 def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
     used: dict[str, int] = {}
     domain_of = {"s1": "a", "h1": "a", "h2": "b", "s2": "c"}

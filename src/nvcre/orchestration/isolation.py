@@ -9,8 +9,8 @@ own domain when it has enough). All re-tests run as one extra round, in waves un
 
 - a suspect whose re-test fails is failed, with the re-test's own evidence and its partners;
 - a suspect whose re-test passes is cleared (a succeeded node);
-- a failed group spanning two or more domains whose every member is cleared implicates the link
-  between those domains, never a node;
+- a failed group whose every member is cleared implicates the link between its domains (or,
+  within one domain, between its nodes, or an intermittent fault), never a node;
 - a suspect with no reference (no passing node to pair it with) keeps its group's entry.
 
 Everything is decided from the Workflow status (``orchestration.isolation``), so a restarted
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from nvcre import failednodes
-from nvcre.api.v1alpha1.common import IsolationMode
+from nvcre.api.v1alpha1.common import Toggle
 from nvcre.api.v1alpha1.constants import FailedNodeReason, FailureCause
 from nvcre.orchestration import pairing
 from nvcre.orchestration.completion import failure_of
 
-DEFAULT: Final[IsolationMode] = "On"
+DEFAULT: Final[Toggle] = "On"
 GROUP_PREFIX: Final = "isolate-"
 
 
@@ -87,12 +87,18 @@ def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> P
     """The isolation round after an iteration whose groups are all terminal."""
     healthy = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()})
     size_of = {g["name"]: len(g.get("nodes") or ()) for g in groups}
+    domains_of = {g["name"]: {domain_of[n] for n in g.get("nodes") or () if n in domain_of} for g in groups}
     used: dict[str, int] = {}
     out: list[dict[str, Any]] = []
     untested: list[dict[str, Any]] = []
     for suspect in suspects(groups):
         partners = pairing.references(
-            suspect["name"], healthy, domain_of, size_of[suspect["group"]] - 1, used
+            suspect["name"],
+            healthy,
+            domain_of,
+            size_of[suspect["group"]] - 1,
+            used,
+            avoid=domains_of[suspect["group"]] - {domain_of.get(suspect["name"])},
         )
         if not partners:
             untested.append(suspect["entry"])
@@ -120,7 +126,11 @@ class Outcome:
         parts.append(f"{len(self.cleared)} cleared")
         if self.links:
             parts.append(
-                "links implicated: " + "; ".join(" <-> ".join(link["domains"]) for link in self.links)
+                "links implicated: "
+                + "; ".join(
+                    " <-> ".join(link["domains"] if len(link["domains"]) >= 2 else link["nodes"])
+                    for link in self.links
+                )
             )
         return "Isolation complete: " + ", ".join(parts)
 
@@ -165,16 +175,21 @@ def decide(
     links = []
     for group in isolation.get("groups") or ():
         members = [s["name"] for s in isolation.get("suspects") or () if s["group"] == group["name"]]
+        nodes = list(group.get("nodes") or ())
+        if len(nodes) < 2 or not members or not all(m in cleared for m in members):
+            continue
         domains = list(group.get("domains") or ())
-        if members and len(domains) >= 2 and all(m in cleared for m in members):
-            nodes = list(group.get("nodes") or ())
-            links.append(
-                {
-                    "domains": domains,
-                    "group": group["name"],
-                    "nodes": nodes,
-                    "message": f"group {group['name']} ({', '.join(nodes)}) failed across domains "
-                    f"{' and '.join(domains)}; each member passed with healthy partners of its own domain",
-                }
-            )
+        where = (
+            f"across domains {' and '.join(domains)}; each member passed with healthy partners of its own domain"
+            if len(domains) >= 2
+            else "together; each member passed with healthy partners: the links between them, or an intermittent fault"
+        )
+        links.append(
+            {
+                "domains": domains,
+                "group": group["name"],
+                "nodes": nodes,
+                "message": f"group {group['name']} ({', '.join(nodes)}) failed {where}",
+            }
+        )
     return Outcome(tuple(failed), tuple(sorted(cleared)), tuple(links))

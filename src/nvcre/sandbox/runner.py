@@ -30,7 +30,6 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
-from nvcre.api.v1alpha1.constants import Label
 from nvcre.platform.detect import node_platform
 from nvcre.sandbox.faults import Fault, NodeChange, apply_node_change, parse_faults
 from nvcre.sandbox.model import node_model
@@ -275,12 +274,6 @@ def expected_pods(jobset: Mapping[str, Any]) -> int:
     return total
 
 
-def attempt_key(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
-    """What a retry shares with the attempt before it: nvcre's Job (else the group itself)."""
-    namespace, group = group_key(pods[0])
-    return namespace, next((_labels(p)[Label.JOB] for p in pods if Label.JOB in _labels(p)), group)
-
-
 def end_annotations(exit_code: int) -> dict[str, str]:
     """The kwok stage annotations that end a pod with ``exit_code``."""
     if exit_code == 0:
@@ -371,7 +364,7 @@ class Runner:
         self.speed = speed  #: simulated seconds per wall-clock second
         self.interval = interval
         self.handled: set[str] = set()  # pod uids simulated
-        self.attempts: dict[tuple[str, str], int] = {}
+        self.runs: dict[str, int] = {}  # node -> groups started on it
         self.timers: list[_Timer] = []
         self._seq = itertools.count()
         self.node_changes: list[tuple[str, NodeChange]] = []  # written during runs, kept in force
@@ -424,9 +417,10 @@ class Runner:
     def _start(
         self, pods: list[dict[str, Any]], fresh: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
     ) -> None:
-        key = attempt_key(pods)
-        attempt = self.attempts.get(key, 0)
-        self.attempts[key] = attempt + 1
+        names = sorted({str(p["spec"]["nodeName"]) for p in pods})
+        attempt = max(self.runs.get(n, 0) for n in names)  # a retry or a later Job draws afresh
+        for n in names:
+            self.runs[n] = self.runs.get(n, 0) + 1
         started = datetime.datetime.now(datetime.UTC)
         t0 = time.monotonic()
         uids = [str(_meta(p)["uid"]) for p in fresh]

@@ -130,7 +130,8 @@ def simulate(
     prints the table). ``env`` is the container's environment and ``files`` (path -> text) the
     scripts it can run: a shell command is read by :func:`~nvcre.sandbox.script.resolve` (never
     run) and the first program it starts that the simulator knows is simulated. ``attempt``
-    (0, 1, ...) is the retry number ``flaky`` faults draw on; ``style`` the launcher's prefixes
+    (0, 1, ...) is how many groups the members ran before (the most of any member), which
+    ``flaky`` faults draw on: a retry, or a later Job on the node, draws afresh; ``style`` the launcher's prefixes
     and table layout. Offsets are simulated seconds; the wall-clock times lines print (Megatron's,
     ``timestamps``) pass ``speed`` simulated seconds a second from ``started_at``.
     """
