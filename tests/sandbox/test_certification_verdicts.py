@@ -18,6 +18,8 @@ the API) on nodes 16 and 18, and ``slow-nic:0.4`` on nodes 21 and 24. Each Certi
   only the slow node is named;
 * nodes 8-15 once more with the floor off: the same group fails as a ``BandwidthOutlier``
   against the median of its three peers (not isolated: both nodes named);
+* nodes 8-15 last, in three sweeps a group: the slow pair and its re-test fail early (two
+  complete sweeps far below the floor), the others run to their end;
 * nodes 20-27 with ``slow-nic:0.4`` on nodes 21 and 24 (two pairs): isolation names exactly
   those two, each with its own re-test, and clears their partners;
 * nodes 16-17, whose launcher log cannot be read: Failed, ``MeasurementUnavailable``, both nodes
@@ -29,6 +31,7 @@ one after another on nodes 8-15.
 
 from __future__ import annotations
 
+import re
 import secrets
 import statistics
 from collections.abc import Iterator
@@ -309,7 +312,7 @@ def test_with_the_floor_off_the_slow_group_is_a_bandwidth_outlier(box: Box) -> N
     kube = box.kube
     # the nodes are the floor case's: it must have ended first
     ended(kube, "floor", box.namespaces["floor"], "Failed")
-    namespace = certify(kube, "fleet", SLOW_NODES, expectedFloorFraction=0)
+    namespace = box.namespaces["fleet"] = certify(kube, "fleet", SLOW_NODES, expectedFloorFraction=0)
     done = ended(kube, "fleet", namespace, "Failed")
     assert trio(done.cert)[:2] == ("Failed", "WorkflowValidationFailed")
     slow = done.group_of(SLOW)
@@ -328,6 +331,47 @@ def test_with_the_floor_off_the_slow_group_is_a_bandwidth_outlier(box: Box) -> N
     ) == sorted((node, "ThresholdViolation", "BandwidthOutlier", message) for node in done.groups[slow])
     assert not done.retests, "an outlier is not isolated: a re-test group has no peers to be judged against"
     print(f"\noutlier 16 GiB busBW: {measured}; slow group {slow}: {value}, peers' median {median}")
+
+
+def test_an_early_verdict_stops_the_slow_pair_and_its_re_test(box: Box) -> None:
+    """Three sweeps a group: the slow pair's first two each peak far below the floor, so its Job
+    fails as soon as the third begins, its workload stopped; its re-test the same; the healthy
+    pairs and the partner's re-test run to their end."""
+    kube = box.kube
+    # the nodes are the outlier case's: it must have ended first
+    ended(kube, "fleet", box.namespaces["fleet"], "Failed")
+    namespace = box.namespaces["early"] = certify(kube, "early", SLOW_NODES, numCycles=3)
+    done = ended(kube, "early", namespace, "Failed")
+    slow = done.group_of(SLOW)
+    early = re.compile(
+        r"Early verdict after 2 complete sweeps \(peaks (\d+\.\d\d) and (\d+\.\d\d) GB/s, each more than "
+        r"10% short\): busBandwidthGBps: measured (\d+\.\d\d) GB/s, expected 487\.09 GB/s"
+    )
+    kind, reason, message = trio(done.jobs[slow])
+    found = early.match(message)
+    assert (kind, reason, found is not None) == ("Failed", "ThresholdViolated", True), message
+    assert found is not None and max(float(found[1]), float(found[2])) == float(found[3])
+    assert float(found[3]) < EXPECTED * 0.8 * 0.9
+    assert message == (
+        f"Early verdict after 2 complete sweeps (peaks {found[1]} and {found[2]} GB/s, each more than 10% "
+        f"short): {floor_message(float(found[3]))}"
+    )
+    progress = done.measurements[slow]["status"]["progress"]
+    assert (progress["sweeps"], progress["sweepPeaksGBps"]) == (2, [found[1], found[2]])
+    for other in set(done.jobs) - {slow}:
+        assert trio(done.jobs[other])[0] == "Succeeded"
+        assert condition(done.jobs[other], "ValidationFailed")["reason"] == "ThresholdsMet"
+    (retest,) = [
+        j for j, job in done.retests.items() if SLOW in job["metadata"]["annotations"][Annotation.GROUP_NODES]
+    ]
+    kind, reason, message = trio(done.retests[retest])
+    assert (kind, reason, early.match(message) is not None) == ("Failed", "ThresholdViolated", True), message
+    (entry,) = done.failed_nodes(kube)
+    assert (entry["name"], entry["cause"]) == (SLOW, "BelowExpected")
+    assert entry["message"].startswith(f'Job "{retest}" failed: Early verdict after 2 complete sweeps')
+    cleared = done.workflow["status"]["orchestration"]["isolation"]["clearedNodes"]
+    assert cleared == [n for n in done.groups[slow] if n != SLOW], "the partner ran to its end and passed"
+    print(f"\nearly verdict: {done.jobs[slow]['metadata']['name']}: {found[0]}")
 
 
 def test_a_log_that_cannot_be_read_fails_its_group_unless_allowed(box: Box) -> None:

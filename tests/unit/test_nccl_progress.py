@@ -27,6 +27,7 @@ def test_the_expected_row_time_is_the_last_gap_scaled_by_the_size_growth() -> No
         "lastRowBytes": 16,
         "expectedRowSec": "1.000",
         "readTime": "2026-12-03T12:00:30Z",
+        "sweepPeakGBps": "0.00",
     }
     # the next sample carries on from the stored row: 16 -> 32 took 3 s, so 64 should take 6 s
     second = advance(first, sweep((13.5, 32)), at(60))

@@ -310,6 +310,7 @@ def render_category(
         expected_floor_fraction=expected_floor_fraction(options),
         allow_missing_data=bool(options.allow_missing_data),
         isolation=options.isolation or "On",
+        early_verdict=options.early_verdict or "On",
     )
     target = spec.target.to_dict() if spec.target else None
     workflow_spec = build_spec(

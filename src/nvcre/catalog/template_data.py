@@ -67,6 +67,8 @@ class TemplateData:
     allow_missing_data: bool = False
     isolation: str = "On"
     """``Off`` renders ``orchestration.isolation: Off`` (On is the Workflow's default)."""
+    early_verdict: str = "On"
+    """``Off`` renders ``bandwidthMeasurement.earlyVerdict: Off`` (On is the Job's default)."""
 
     def context(self, *, entry_dir: str) -> dict[str, Any]:
         """Template variables: every field, ``entry_dir`` (for ``include_file``) and ``mnnvl``

@@ -7,16 +7,17 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, WithJsonSchema
 
 from nvcre.api.v1alpha1.common import (
+    EARLY_VERDICT,
     ISOLATION,
     QUANTITY_SIZE_PATTERN,
     SHORT_DURATION_PATTERN,
     GangSchedulerSpec,
-    IsolationMode,
     LocalObjectReference,
     NicResourceName,
     Placement,
     TargetSpec,
     Thresholds,
+    Toggle,
     TypedLocalObjectReference,
     WorkflowReference,
     WorkloadMetadata,
@@ -117,7 +118,8 @@ class CategoryOptions(NvcreModel):
             "(MeasurementUnavailable). Default false."
         ),
     )
-    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
+    isolation: Toggle | None = Field(default=None, description=ISOLATION)
+    early_verdict: Toggle | None = Field(default=None, description=EARLY_VERDICT)
     max_concurrent: int | None = None
     min_group_size: int | None = Field(default=None, ge=1)
     timeout_per_job: str | None = Field(default=None, pattern=SHORT_DURATION_PATTERN)

@@ -205,6 +205,15 @@ class WorkloadMetadata(NvcreModel):
     )
 
 
+Toggle = Literal["On", "Off"]
+"""A feature that is on unless turned ``Off`` (isolation, the early verdict)."""
+EARLY_VERDICT = (
+    "On (the default): a running group whose last two complete sweeps each peaked more than 10% "
+    "short of its busBandwidthGBps threshold (or expected floor) fails at once, its workload "
+    "stopped, instead of running its last sweep (docs/measurements.md#early-verdict). Off: every "
+    "group runs to its end."
+)
+
 ALLOW_MISSING_DATA = (
     "When true, a measurement that ends without final data (log unreadable, nothing recognised, "
     "an incomplete table) is informational: it does not fail the Job (MeasurementUnavailable) "
@@ -231,6 +240,7 @@ class BandwidthMeasurementConfig(NvcreModel):
         ),
     )
     allow_missing_data: bool | None = Field(default=None, description=ALLOW_MISSING_DATA)
+    early_verdict: Toggle | None = Field(default=None, description=EARLY_VERDICT)
 
 
 class StringMatchSpec(NvcreModel):
@@ -271,7 +281,6 @@ class TopologySpec(NvcreModel):
     strict_domain: bool | None = None
 
 
-IsolationMode = Literal["On", "Off"]
 ISOLATION = (
     "After an iteration with failed groups, re-test each member of a failed group (not named by a "
     "hardware report) once with healthy partners from the passing groups, and fail only the members "

@@ -167,6 +167,19 @@ class RowProgress(NvcreModel):
         "the growth of their size.",
     )
     read_time: str | None = Field(default=None, description="When the log was last read successfully.")
+    sweeps: int | None = Field(
+        default=None,
+        ge=0,
+        description="Complete sweeps so far (a row no larger than the one before starts one).",
+    )
+    sweep_peaks_gbps: list[str] | None = Field(
+        default=None,
+        alias="sweepPeaksGBps",
+        description="The peak out-of-place bus bandwidth (GB/s) of each of the last two complete sweeps.",
+    )
+    sweep_peak_gbps: str | None = Field(
+        default=None, alias="sweepPeakGBps", description="The peak bus bandwidth of the sweep in progress."
+    )
 
 
 class BandwidthMeasurementStatus(NvcreModel):

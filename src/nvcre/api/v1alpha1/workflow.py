@@ -11,11 +11,11 @@ from nvcre.api.v1alpha1.common import (
     DiagnoseSpec,
     ExecutionSpec,
     GangSchedulerSpec,
-    IsolationMode,
     OverrideSpec,
     Placement,
     TargetSpec,
     Thresholds,
+    Toggle,
     TopologySpec,
     TypedLocalObjectReference,
     WhenSpec,
@@ -46,7 +46,7 @@ class OrchestrationSpec(NvcreModel):
     execution: ExecutionSpec | None = None
     iterations: int = Field(default=1, ge=1)
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
-    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
+    isolation: Toggle | None = Field(default=None, description=ISOLATION)
 
 
 class PerformanceTracking(NvcreModel):

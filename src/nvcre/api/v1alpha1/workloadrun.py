@@ -12,13 +12,13 @@ from nvcre.api.v1alpha1.common import (
     BandwidthMeasurementConfig,
     GangSchedulerSpec,
     GoodputMeasurementConfig,
-    IsolationMode,
     LocalObjectReference,
     NicResourceName,
     OverrideSpec,
     Placement,
     TargetSpec,
     Thresholds,
+    Toggle,
     TypedLocalObjectReference,
     WorkflowReference,
     WorkloadMetadata,
@@ -94,7 +94,7 @@ class WorkloadRunOrchestration(NvcreModel):
     max_concurrent: int | None = Field(default=None, ge=0)
     timeout_per_job: str | None = Field(default=None, description="Go duration; 24h when empty or invalid.")
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
-    isolation: IsolationMode | None = Field(default=None, description=ISOLATION)
+    isolation: Toggle | None = Field(default=None, description=ISOLATION)
 
 
 class WorkloadRunSpec(NvcreModel):

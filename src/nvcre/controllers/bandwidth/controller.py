@@ -318,7 +318,9 @@ class _Sample:
             before = self.aggregate.rows
             self.parser.fold(self.aggregate, (line,))
             if stamp is not None and self.aggregate.rows > before:
-                self.rows.append(progress.Row(line_datetime(stamp), self.aggregate.last_size))
+                self.rows.append(
+                    progress.Row(line_datetime(stamp), self.aggregate.last_size, self.aggregate.last_bus_bw)
+                )
             self.last = stamp if stamp is not None else self.last
 
 

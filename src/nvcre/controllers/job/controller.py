@@ -431,7 +431,8 @@ class JobController:
         def record(status: dict[str, Any]) -> None:
             status["failureLog"] = entry
             if not status.get("failedNodes"):
-                status["failedNodes"] = failednodes.entries(group_nodes, decision.reason, decision.message)
+                cause = decision.cause or decision.reason
+                status["failedNodes"] = failednodes.entries(group_nodes, cause, decision.message)
 
         await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
 

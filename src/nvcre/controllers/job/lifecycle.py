@@ -11,6 +11,7 @@ from nvcre.api.v1alpha1.meta import format_time, parse_time
 from nvcre.controllers.status import StatusChange
 from nvcre.health.restart import bandwidth_stalled, restart_eligible, restart_message, stalled
 from nvcre.health.scheduling import unschedulable
+from nvcre.measure.early import early_failure
 from nvcre.runtime.objects import Obj
 from nvcre.workload import trainjob
 
@@ -37,6 +38,8 @@ class Succeed:
 class Fail:
     message: str
     reason: str = JobReason.WORKLOAD_FAILED
+    cause: str = ""
+    """The failed nodes' cause when it is not ``reason`` (an early miss of the expected floor)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ def follow(
     bandwidth: Obj | None = None,
 ) -> Decision:
     """The next step of a Job whose workload exists (``workload``: its live state, None when gone;
-    ``goodput``/``bandwidth``: its measurements, whose progress tells a stalled run)."""
+    ``goodput``/``bandwidth``: its measurements, whose progress tells a stalled run, or a
+    bandwidth verdict already beyond doubt)."""
     name = job["status"]["workloadRef"]["name"]
     if workload is None:
         return _restart_or(job, goodput, None, Fail(f"Workload TrainJob/{name} was deleted"))
@@ -86,6 +90,9 @@ def follow(
     why = stalled(job, goodput, now) or bandwidth_stalled(job, bandwidth)
     if why is not None:
         return _restart_or(job, goodput, workload, Fail(why, JobReason.WORKLOAD_STALLED))
+    early = early_failure(job, bandwidth)
+    if early is not None:
+        return Fail(early.message, early.reason, early.cause)
     return running(job, name, pods, now)
 
 

@@ -158,6 +158,7 @@ class Aggregate:
     wrong_values: int = 0
     rows: int = 0
     last_size: int = 0
+    last_bus_bw: float = 0.0
     lines: int = 0
     dropped: int = 0
     tables: bool = False
@@ -196,7 +197,7 @@ class Aggregate:
 
     def _point(self, point: Point) -> None:
         self.rows += 1
-        self.last_size = point.size_bytes
+        self.last_size, self.last_bus_bw = point.size_bytes, point.bus_bw
         self.wrong_values += point.wrong or 0
         total = self.sums.get(point.size_bytes)
         if total is None:

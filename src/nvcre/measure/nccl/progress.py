@@ -10,6 +10,11 @@ row a run has :data:`STARTUP_STALL_SECONDS` (MPI bootstrap and NCCL initialisati
 
 The evidence is a read: ``status.progress.readTime`` is when the measurement last read the log
 successfully, so a log that cannot be read never counts as a silent one.
+
+It also counts complete sweeps (``-N`` cycles print the sizes again from the smallest: a row no
+larger than the one before starts a new sweep, so the one before is complete) and keeps the peak
+bus bandwidth of the last :data:`PEAKS_KEPT`, which the early verdict
+(:mod:`nvcre.measure.early`) reads.
 """
 
 from __future__ import annotations
@@ -27,30 +32,45 @@ STALL_MIN_SECONDS = 120.0
 """... and never before this long without a row (small sizes come in milliseconds)."""
 STARTUP_STALL_SECONDS = 600.0
 """The longest a run may take from its workload starting to its first row."""
+PEAKS_KEPT = 2
+"""Complete sweeps whose peak bus bandwidth the status keeps."""
 
 
 @dataclass(frozen=True)
 class Row:
-    """One table row as it was logged: the kubelet time of its line and its message size."""
+    """One table row as it was logged: the kubelet time of its line, its message size and its
+    out-of-place bus bandwidth (GB/s)."""
 
     at: datetime
     size: int
+    bus_bw: float = 0.0
 
 
 def advance(progress: Mapping[str, Any] | None, rows: Sequence[Row], read_at: datetime) -> dict[str, Any]:
     """``status.progress`` after a successful read at ``read_at`` that found ``rows`` (new, in
-    log order): the newest row, the expected time of the next one, and ``readTime``."""
+    log order): the newest row, the expected time of the next one, the sweeps, and ``readTime``."""
     out = dict(progress or {})
     last_at = _time(out.get("lastRowTime"))
     last_size = int(out.get("lastRowBytes") or 0)
     expected = _number(out.get("expectedRowSec"))
+    sweeps = int(out.get("sweeps") or 0)
+    peaks = list(out.get("sweepPeaksGBps") or ())
+    peak = _number(out.get("sweepPeakGBps"))
     for row in rows:
         if last_at is not None:
             gap = max((row.at - last_at).total_seconds(), 0.0)
             growth = row.size / last_size if last_size and row.size > last_size else 1.0
             expected = gap * growth
+            if row.size <= last_size and peak is not None:  # a new sweep: the one before is complete
+                sweeps += 1
+                peaks = [*peaks, f"{peak:.2f}"][-PEAKS_KEPT:]
+                peak = None
+        peak = row.bus_bw if peak is None else max(peak, row.bus_bw)
         last_at, last_size = row.at, row.size
     if rows:
+        out["sweepPeakGBps"] = f"{peak:.2f}"
+        if sweeps:
+            out["sweeps"], out["sweepPeaksGBps"] = sweeps, peaks
         out["rows"] = int(out.get("rows") or 0) + len(rows)
         out["lastRowTime"] = _precise(rows[-1].at)
         out["lastRowBytes"] = last_size
