@@ -150,6 +150,25 @@ def test_a_group_in_one_domain_whose_members_all_pass_implicates_their_link_not_
     assert outcome.message.endswith("links implicated: n3 <-> n4")
 
 
+def test_a_partner_cleared_after_a_hardware_report_implicates_no_link() -> None:
+    entries = [
+        *failednodes.entries(["a3"], "HardwareFailureDetected", "XID 79 on a3"),
+        *failednodes.entries(["b3"], "WorkloadFailed", "the group failed"),
+    ]
+    now, later = isolation.set_aside(entries)
+    iteration = [
+        group("group-0", ["a1", "a2"], "Succeeded", domains=["a"]),
+        group("group-1", ["b1", "b2"], "Succeeded", domains=["b"]),
+        group("group-2", ["a3", "b3"], "Failed", domains=["a", "b"], suspects=later),
+    ]
+    domain_of = {n: n[0] for g in iteration for n in g["nodes"]}
+    plan = isolation.plan(iteration, domain_of)
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    outcome = isolation.decide(status, [{**g, "phase": "Succeeded"} for g in plan.groups], {})
+    assert (outcome.cleared, outcome.links) == (("b3",), ()), "the hardware report explains the group"
+    assert [e["name"] for e in now] == ["a3"]
+
+
 def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
     used: dict[str, int] = {}
     domain_of = {"s1": "a", "h1": "a", "h2": "b", "s2": "c"}

@@ -9,8 +9,9 @@ own domain when it has enough). All re-tests run as one extra round, in waves un
 
 - a suspect whose re-test fails is failed, with the re-test's own evidence and its partners;
 - a suspect whose re-test passes is cleared (a succeeded node);
-- a failed group whose every member is cleared implicates the link between its domains (or,
-  within one domain, between its nodes, or an intermittent fault), never a node;
+- a failed group whose every member is cleared (none named by a hardware report) implicates the
+  link between its domains (or, within one domain, between its nodes, or an intermittent fault),
+  never a node;
 - a suspect with no reference (no passing node to pair it with) keeps its group's entry.
 
 Everything is decided from the Workflow status (``orchestration.isolation``), so a restarted
@@ -176,8 +177,8 @@ def decide(
     for group in isolation.get("groups") or ():
         members = [s["name"] for s in isolation.get("suspects") or () if s["group"] == group["name"]]
         nodes = list(group.get("nodes") or ())
-        if len(nodes) < 2 or not members or not all(m in cleared for m in members):
-            continue
+        if len(nodes) < 2 or set(members) != set(nodes) or not all(m in cleared for m in members):
+            continue  # a member was failed at once (a hardware report) or again: no link to blame
         domains = list(group.get("domains") or ())
         where = (
             f"across domains {' and '.join(domains)}; each member passed with healthy partners of its own domain"
