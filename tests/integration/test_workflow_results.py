@@ -158,7 +158,7 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
     ], "each suspect with a node of the passing pair"
     wf = get(kube, resources.Workflow, "iso", namespace)
     message = (
-        "Iteration 1: re-testing 2 suspect nodes of 1 failed groups, each with healthy partners from the "
+        "Iteration 1: re-testing 2 suspect nodes of 1 failed groups, 2 with healthy partners from the "
         "passing groups"
     )
     assert not wf["status"].get("failedNodesRef"), "nothing is recorded before the re-tests end"

@@ -169,6 +169,39 @@ def test_a_partner_cleared_after_a_hardware_report_implicates_no_link() -> None:
     assert [e["name"] for e in now] == ["a3"]
 
 
+def test_a_lone_failed_group_is_screened_in_pairs_and_names_its_bad_node() -> None:
+    nodes = [f"n{i}" for i in range(5)]
+    iteration = [failed("group-0", nodes)]
+    plan = isolation.plan(iteration, {})
+    assert [(g["nodes"], g.get("screen")) for g in plan.groups] == [
+        (["n0", "n1"], True),
+        (["n1", "n2"], True),
+        (["n2", "n3"], True),
+        (["n3", "n4"], True),
+        (["n4", "n0"], True),
+    ], "each node with its two neighbours on a ring"
+    # n2 is bad: both of its pairs fail; its neighbours pass their other pair
+    ran = [{**g, "phase": "Failed" if "n2" in g["nodes"] else "Succeeded"} for g in plan.groups]
+    failures = {
+        isolation.screen_key(g, n): ("BelowExpected", f'Job "{g["name"]}" failed: {FLOOR}')
+        for g in ran
+        if g["phase"] == "Failed"
+        for n in g["nodes"]
+    }
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    outcome = isolation.decide(status, ran, failures)
+    assert outcome.cleared == ("n0", "n1", "n3", "n4") and outcome.links == ()
+    (entry,) = outcome.failed
+    assert (entry["name"], entry["cause"]) == ("n2", "BelowExpected")
+    assert (
+        entry["message"]
+        == f'Job "isolate-1" failed: {FLOOR} (re-tested in pairs, failing with each of n1 and n3)'
+    )
+    # two suspects alone cannot tell each other apart: they keep their group's entry
+    two = isolation.plan([failed("group-0", ["n0", "n1"])], {})
+    assert (two.groups, [e["name"] for e in two.untested]) == ((), ["n0", "n1"])
+
+
 def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
     used: dict[str, int] = {}
     domain_of = {"s1": "a", "h1": "a", "h2": "b", "s2": "c"}

@@ -12,7 +12,10 @@ own domain when it has enough). All re-tests run as one extra round, in waves un
 - a failed group whose every member is cleared (none named by a hardware report) implicates the
   link between its domains (or, within one domain, between its nodes, or an intermittent fault),
   never a node;
-- a suspect with no reference (no passing node to pair it with) keeps its group's entry.
+- suspects with no reference (no passing node to pair them with: a single group, or every group
+  failed) are screened among themselves when their group had three or more: each in two pairs,
+  with its neighbours on a ring; one that fails both is failed, one that passes either is
+  cleared. Fewer keep their group's entry.
 
 Everything is decided from the Workflow status (``orchestration.isolation``), so a restarted
 controller decides the same again.
@@ -79,19 +82,31 @@ def set_aside(entries: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]
 @dataclass(frozen=True)
 class Plan:
     groups: tuple[dict[str, Any], ...]
-    """The round's groups (``Pending``), each re-testing its ``suspect``."""
+    """The round's groups (``Pending``), each re-testing its ``suspect``, or a ``screen`` pair."""
     untested: tuple[dict[str, Any], ...]
     """Entries of suspects no reference could be found for: recorded as they are."""
 
 
+SCREEN_MIN: Final = 3
+"""Suspects of one group, with no healthy node to pair with, that are screened among themselves."""
+
+
+def screen_pairs(nodes: Sequence[str]) -> list[list[str]]:
+    """Each node with its two neighbours on a ring: a bad node fails both of its pairs, a good
+    one passes at least one unless both its neighbours are bad."""
+    return [[nodes[i], nodes[(i + 1) % len(nodes)]] for i in range(len(nodes))]
+
+
 def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> Plan:
-    """The isolation round after an iteration whose groups are all terminal."""
+    """The isolation round after an iteration whose groups are all terminal. Suspects with no
+    healthy partner (no group of their size passed) are screened among themselves in pairs, when
+    their group had at least :data:`SCREEN_MIN` of them."""
     healthy = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()})
     size_of = {g["name"]: len(g.get("nodes") or ()) for g in groups}
     domains_of = {g["name"]: {domain_of[n] for n in g.get("nodes") or () if n in domain_of} for g in groups}
     used: dict[str, int] = {}
     out: list[dict[str, Any]] = []
-    untested: list[dict[str, Any]] = []
+    alone: dict[str, list[dict[str, Any]]] = {}
     for suspect in suspects(groups):
         partners = pairing.references(
             suspect["name"],
@@ -102,15 +117,25 @@ def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> P
             avoid=domains_of[suspect["group"]] - {domain_of.get(suspect["name"])},
         )
         if not partners:
-            untested.append(suspect["entry"])
+            alone.setdefault(suspect["group"], []).append(suspect)
             continue
-        nodes = [suspect["name"], *partners]
-        group: dict[str, Any] = {"name": f"{GROUP_PREFIX}{len(out)}", "nodes": nodes, "phase": "Pending"}
-        domains = sorted({domain_of[n] for n in nodes if n in domain_of})
-        if domains:
-            group["domains"] = domains
-        out.append({**group, "suspect": suspect["name"]})
+        out.append({**_group(len(out), [suspect["name"], *partners], domain_of), "suspect": suspect["name"]})
+    untested: list[dict[str, Any]] = []
+    for left in alone.values():
+        if len(left) < SCREEN_MIN:
+            untested.extend(s["entry"] for s in left)
+            continue
+        for pair in screen_pairs([s["name"] for s in left]):
+            out.append({**_group(len(out), pair, domain_of), "screen": True})
     return Plan(tuple(out), tuple(untested))
+
+
+def _group(index: int, nodes: list[str], domain_of: Mapping[str, str]) -> dict[str, Any]:
+    group: dict[str, Any] = {"name": f"{GROUP_PREFIX}{index}", "nodes": nodes, "phase": "Pending"}
+    domains = sorted({domain_of[n] for n in nodes if n in domain_of})
+    if domains:
+        group["domains"] = domains
+    return group
 
 
 @dataclass(frozen=True)
@@ -149,18 +174,29 @@ def failure(job: Mapping[str, Any], suspect: str) -> tuple[str, str] | None:
     return cause, f'Job "{(job.get("metadata") or {}).get("name", "")}" failed: {why}'
 
 
+def screen_key(group: Mapping[str, Any], node: str) -> str:
+    """The key of a screen pair's failure for one of its nodes in :func:`decide`'s ``failures``."""
+    return f"{group['name']}:{node}"
+
+
 def decide(
     isolation: Mapping[str, Any],
     round_groups: Sequence[Mapping[str, Any]],
     failures: Mapping[str, tuple[str, str] | None],
 ) -> Outcome:
     """The outcome of the round ``isolation`` recorded. ``failures``: for each failed group of the
-    round, the (cause, message) of its Job's failure (:func:`failure`); None keeps the suspect's
-    entry from its own group (its re-test was spoiled by a partner's hardware)."""
+    round, the (cause, message) of its Job's failure (:func:`failure`; a screen pair's under
+    :func:`screen_key` for each node); None keeps the suspect's entry from its own group (its
+    re-test was spoiled by a partner's hardware)."""
     failed: list[dict[str, Any]] = []
     cleared: list[str] = []
     entry_of = {s["name"]: s["entry"] for s in isolation.get("suspects") or ()}
+    screened: dict[str, list[Mapping[str, Any]]] = {}
     for group in round_groups:
+        if group.get("screen"):
+            for node in group.get("nodes") or ():
+                screened.setdefault(node, []).append(group)
+            continue
         suspect, partners = group["suspect"], list(group.get("nodes") or ())[1:]
         if group.get("phase") == "Succeeded":
             cleared.append(suspect)
@@ -173,6 +209,22 @@ def decide(
         with_whom = ", ".join(partners)
         message = f"{why} (re-tested with healthy partner{'s' if len(partners) > 1 else ''} {with_whom})"
         failed.extend(failednodes.entries([suspect], cause, message))
+    for node, pairs in screened.items():
+        if any(p.get("phase") == "Succeeded" for p in pairs):
+            cleared.append(node)
+            continue
+        said = [
+            failures.get(screen_key(p, node), (FailureCause.WORKLOAD_FAILED, "the re-test failed"))
+            for p in pairs
+        ]
+        known = [f for f in said if f is not None]
+        if len(known) < len(said):  # a pair spoiled by its other node's hardware
+            failed.append(dict(entry_of[node]))
+            continue
+        neighbours = [n for p in pairs for n in p.get("nodes") or () if n != node]
+        cause, why = known[0]
+        message = f"{why} (re-tested in pairs, failing with each of {' and '.join(neighbours)})"
+        failed.extend(failednodes.entries([node], cause, message))
     links = []
     for group in isolation.get("groups") or ():
         members = [s["name"] for s in isolation.get("suspects") or () if s["group"] == group["name"]]

@@ -237,6 +237,11 @@ class GroupStatus(NvcreModel):
     suspect: str | None = Field(
         default=None, description="On an isolation group: the node it re-tests (the others are its partners)."
     )
+    screen: bool | None = Field(
+        default=None,
+        description="On an isolation group: a pair of suspects with no healthy node to pair with, each "
+        "re-tested with its two neighbours on a ring.",
+    )
 
 
 class IsolationSuspect(NvcreModel):

@@ -86,10 +86,13 @@ async def start(state: WorkflowState, iteration: int) -> bool:
         "groups": copy.deepcopy(state.groups),
     }
     orchestration["groups"] = [dict(g) for g in plan.groups]
-    tested = len(plan.groups)
+    paired = sum(1 for g in plan.groups if not g.get("screen"))
+    screened = len(plan.groups) - paired  # a ring: as many pairs as nodes
+    how = [f"{paired} with healthy partners from the passing groups"] if paired else []
+    how += [f"{screened} in pairs among themselves (no healthy node to pair with)"] if screened else []
     message = (
-        f"Iteration {iteration}: re-testing {tested} suspect nodes of {len({s['group'] for s in suspects})} "
-        f"failed groups, each with healthy partners from the passing groups"
+        f"Iteration {iteration}: re-testing {paired + screened} suspect nodes of "
+        f"{len({s['group'] for s in suspects})} failed groups, {' and '.join(how)}"
     )
     state.emit(EventType.NORMAL, WorkflowReason.ISOLATING, message)
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.ISOLATING, message)
@@ -109,7 +112,12 @@ async def finish(state: WorkflowState) -> None:
         job = state.caches.jobs.get(state.namespace, name) or await get_live(
             state.ctx.client, resources.Job, name, state.namespace
         )
-        if job is not None:
+        if job is None:
+            continue
+        if group.get("screen"):
+            for node in group.get("nodes") or ():
+                failures[isolation.screen_key(group, node)] = isolation.failure(job, node)
+        else:
             failures[group["name"]] = isolation.failure(job, group["suspect"])
     outcome = isolation.decide(status, state.groups, failures)
     await record_failed(state, outcome.failed)
@@ -123,12 +131,13 @@ async def finish(state: WorkflowState) -> None:
         links=[*(status.get("links") or ()), *outcome.links],
         retests=[
             {
-                "suspect": g["suspect"],
-                "partners": list(g.get("nodes") or ())[1:],
+                "suspect": suspect,
+                "partners": [n for n in g.get("nodes") or () if n != suspect],
                 **({"jobName": g["jobRef"]["name"]} if g.get("jobRef") else {}),
                 "passed": g.get("phase") == "Succeeded",
             }
             for g in state.groups
+            for suspect in (g.get("nodes") or () if g.get("screen") else (g["suspect"],))
         ],
         message=outcome.message,
     )
