@@ -102,7 +102,7 @@ class WorkflowController:
         if all(p in TERMINAL_GROUP_PHASES for p in phases):
             if diagnosing:
                 return await round_complete(state, resolved.spec)
-            return await iteration_complete(state)
+            return await iteration_complete(state, resolved.spec)
         return await launch(state, resolved)
 
     @staticmethod

@@ -3,6 +3,7 @@ the succeeded nodes (decided by :mod:`nvcre.orchestration.iterations`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
@@ -18,8 +19,9 @@ from nvcre.runtime.controller import Result
 from nvcre.runtime.objects import Obj
 
 
-async def iteration_complete(state: WorkflowState) -> Result | None:
-    """Every group of the iteration (or of its isolation round) is terminal."""
+async def iteration_complete(state: WorkflowState, spec: Mapping[str, Any]) -> Result | None:
+    """Every group of the iteration (or of its isolation round) is terminal. ``spec``: the
+    Workflow's spec with its overrides resolved (the topology key a platform brings)."""
     orchestration = state.orchestration
     current = int(
         orchestration.get("currentIteration") or int(orchestration.get("completedIterations") or 0) + 1
@@ -29,7 +31,7 @@ async def iteration_complete(state: WorkflowState) -> Result | None:
         await isolating.finish(state)
     elif not isolating.isolated(state, current):
         judged = await fail_outliers(state)
-        if await isolating.start(state, current):
+        if await isolating.start(state, current, spec):
             return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     completed = int(orchestration.get("completedIterations") or 0) + 1
     orchestration["completedIterations"] = completed

@@ -48,8 +48,9 @@ async def record_or_set_aside(
         group["suspects"] = later
 
 
-def _domain_of(state: WorkflowState) -> dict[str, str]:
-    key = ((state.spec.get("orchestration") or {}).get("topology") or {}).get("topologyKey")
+def _domain_of(state: WorkflowState, spec: Mapping[str, Any]) -> dict[str, str]:
+    """Each node's topology domain by the resolved key (a platform override may bring it)."""
+    key = ((spec.get("orchestration") or {}).get("topology") or {}).get("topologyKey")
     if not key:
         return {}
     out = {}
@@ -62,7 +63,7 @@ def _domain_of(state: WorkflowState) -> dict[str, str]:
     return out
 
 
-async def start(state: WorkflowState, iteration: int) -> bool:
+async def start(state: WorkflowState, iteration: int, spec: Mapping[str, Any]) -> bool:
     """Start the round for this iteration's suspects; False when there is none to run (suspects
     without a healthy node to pair with are recorded as their group's failure said)."""
     if not enabled(state) or isolated(state, iteration):
@@ -70,7 +71,7 @@ async def start(state: WorkflowState, iteration: int) -> bool:
     suspects = isolation.suspects(state.groups)
     if not suspects:
         return False
-    plan = isolation.plan(state.groups, _domain_of(state))
+    plan = isolation.plan(state.groups, _domain_of(state, spec))
     await record_failed(state, plan.untested)
     orchestration = state.orchestration
     if not plan.groups:
