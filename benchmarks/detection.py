@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 import secrets
+import signal
 import sys
 import tempfile
 import time
@@ -343,6 +344,7 @@ def main(argv: list[str]) -> int:
         "--only", action="append", default=[], help="only cells of this fault kind (repeatable)"
     )
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the sandbox is torn down on the way out
     bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     cells = [c for c in matrix(args.quick) if not args.only or c.kind in args.only]
     fleets: dict[Fleet, list[Cell]] = {}

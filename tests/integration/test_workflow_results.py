@@ -207,3 +207,44 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
         "IsolationCompleted",
         "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
     ) in events
+
+
+def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_failed(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """One group of three fails and no group passed: its members are re-tested among themselves,
+    each in two pairs with its neighbours (Jobs named per round group, not the lone group's
+    ``<wf>-job``); the node whose two pairs fail is the only one failed."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 3, pool)
+    kube.create(resources.Workflow.from_dict(workflow("ring", namespace, pool, 3)))
+    wait_for(lambda: sorted(jobs_of(kube, namespace, "ring")) == ["ring-job"], 60, what="the lone Job")
+    trainjob = trainjob_of(kube, namespace, "ring-job")["metadata"]["name"]
+    finish_trainjob(kube, namespace, trainjob, succeeded=False, message="slow")
+
+    def round_() -> list[dict[str, Any]] | None:
+        orchestration = get(kube, resources.Workflow, "ring", namespace)["status"]["orchestration"]
+        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
+        return orchestration["groups"] if running else None
+
+    groups = wait_for(round_, 60, what="the isolation round")
+    pairs = [[nodes[0], nodes[1]], [nodes[1], nodes[2]], [nodes[2], nodes[0]]]
+    assert [(g["name"], g["nodes"], g.get("screen")) for g in groups] == [
+        (f"isolate-{i}", pair, True) for i, pair in enumerate(pairs)
+    ]
+    retests = [f"ring-isolate-{i}-iter-1" for i in range(3)]
+    for job, pair in zip(retests, pairs, strict=True):  # nodes[1] is the bad one
+        # every two pairs share a node: they run one after another
+        wait_for(lambda job=job: job in jobs_of(kube, namespace, "ring"), 60, what=f"Job {job}")
+        name = trainjob_of(kube, namespace, job)["metadata"]["name"]
+        finish_trainjob(kube, namespace, name, succeeded=nodes[1] not in pair, message="slow")
+
+    wf = wait_true(kube, resources.Workflow, "ring", namespace, "Failed", timeout=60)
+    isolation = wf["status"]["orchestration"]["isolation"]
+    assert (isolation["failedNodes"], isolation["clearedNodes"]) == ([nodes[1]], [nodes[0], nodes[2]])
+    succeeded, failed = results(kube, namespace, wf)
+    assert succeeded == [nodes[0], nodes[2]]
+    (entry,) = failed
+    assert entry["name"] == nodes[1]
+    assert entry["message"].startswith(f'Job "{retests[0]}" failed: Workload TrainJob/')
+    assert entry["message"].endswith(f"(re-tested in pairs, failing with each of {nodes[0]} and {nodes[2]})")

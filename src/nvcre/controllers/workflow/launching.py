@@ -54,7 +54,9 @@ _COMPUTE_DOMAIN = "ComputeDomain"
 
 
 def _single(state: WorkflowState) -> bool:
-    return uses_single_job_name(
+    """A lone group's Job is ``<wf>-job``; an isolation round's groups are never alone: the
+    name is taken by the Job they re-test."""
+    return not state.isolating and uses_single_job_name(
         int(state.orchestration.get("totalGroups") or 0),
         state.iterations,
         diagnose=bool(state.orchestration.get("diagnose")),
