@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nvcre.measure.early import early_failure
+from nvcre.measure.early import early_failure, early_value
 from nvcre.measure.nccl import progress
+from nvcre.report.build import violations
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 SIZES = [1 << 30, 1 << 31, 1 << 32, 1 << 33, 1 << 34]
@@ -80,3 +81,12 @@ def test_no_doubt_free_verdict_no_early_failure() -> None:
     without = job()
     del without["spec"]["expectedPerformance"]
     assert early_failure(without, bm(sweeps(145.2, 146.01))) is None, "nothing to judge against"
+
+
+def test_the_report_shows_the_value_an_early_verdict_failed_on() -> None:
+    stopped = bm(sweeps(145.2, 146.01))
+    assert early_value(job(), stopped) == 146.01
+    assert early_value(job(), bm(sweeps(480.0, 481.0))) is None
+    assert violations(job(), stopped, None) == [
+        "busbw 146.0 GB/s < floor 389.7 GB/s (expected 487.1 GB/s, h100/aws/all_reduce/2-nodes)"
+    ]

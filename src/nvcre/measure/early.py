@@ -40,22 +40,36 @@ def _violation(job: Mapping[str, Any], value: float) -> Verdict | None:
     return floor_violation(floor, value) if floor is not None else None
 
 
+def _peaks(progress: Mapping[str, Any]) -> list[float]:
+    """The peaks of the last :data:`SWEEPS` complete sweeps, or ``[]`` with fewer."""
+    peaks = [th.number(p) for p in progress.get("sweepPeaksGBps") or ()][-SWEEPS:]
+    return [p for p in peaks if p is not None] if len(peaks) == SWEEPS and None not in peaks else []
+
+
+def early_value(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> float | None:
+    """The ``busBandwidthGBps`` an early verdict fails the Job on (its sweeps' higher peak), or
+    None: what a report shows for a Job stopped before its final measurement."""
+    if early_failure(job, bandwidth) is None or bandwidth is None:
+        return None
+    return max(_peaks((bandwidth.get("status") or {}).get("progress") or {}))
+
+
 def early_failure(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> Verdict | None:
     """The verdict of a running Job its bandwidth measurement already puts beyond doubt, or None."""
     config = (job.get("spec") or {}).get(BANDWIDTH) or {}
     if not config or config.get("earlyVerdict") == "Off" or bandwidth is None or not belongs(bandwidth, job):
         return None
     progress = (bandwidth.get("status") or {}).get("progress") or {}
-    peaks = [th.number(p) for p in progress.get("sweepPeaksGBps") or ()][-SWEEPS:]
-    if len(peaks) < SWEEPS or any(p is None for p in peaks):
+    peaks = _peaks(progress)
+    if not peaks:
         return None
-    measured = max(p for p in peaks if p is not None)
+    measured = max(peaks)
     if _violation(job, measured * (1 + MARGIN)) is None:
         return None
     verdict = _violation(job, measured)
     if verdict is None:  # an expression that fails higher but not at the value: no doubt-free verdict
         return None
-    shown = " and ".join(f"{p:.2f}" for p in peaks if p is not None)
+    shown = " and ".join(f"{p:.2f}" for p in peaks)
     return Verdict(
         True,
         JobReason.THRESHOLD_VIOLATED,

@@ -34,6 +34,7 @@ from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import condition_of
 from nvcre.measure import thresholds as th
 from nvcre.measure import verdicts
+from nvcre.measure.early import early_value
 from nvcre.orchestration.results import decode_failed, decode_succeeded
 from nvcre.report.model import (
     BandwidthRow,
@@ -210,13 +211,17 @@ def _against(expression: str) -> str:
 
 
 def violations(job: Obj, bandwidth: Obj | None, goodput: Obj | None) -> list[str]:
-    """Each threshold the Job's final measurements violate, as ``busbw 182.4 GB/s < 400``.
+    """Each threshold the Job's final measurements (or its early verdict) violate, as ``busbw
+    182.4 GB/s < 400``.
 
     Judged by :func:`nvcre.measure.thresholds.evaluate`, one key at a time; then each expected
     floor missed (``busbw 191.4 GB/s < floor 389.7 GB/s (expected 487.1 GB/s, AWS p5 EFA)``).
     """
     limits = {str(k): str(v) for k, v in ((job.get("spec") or {}).get("thresholds") or {}).items()}
     values = th.measured_values(bandwidth, goodput)
+    stopped = early_value(job, bandwidth) if th.BUS_BANDWIDTH not in values else None
+    if stopped is not None:  # an early verdict stopped it before its final measurement
+        values[th.BUS_BANDWIDTH] = stopped
     out = []
     for key in sorted(limits):
         if key not in values or key not in _SHORT:
