@@ -13,13 +13,12 @@ the API) on nodes 16 and 18, and ``slow-nic:0.4`` on nodes 21 and 24. Each Certi
   isolation re-tests both members of the failed group with healthy partners, and the
   failed-nodes ConfigMap names the slow node alone, with its re-test's value and partner; the
   Certification is Failed with ``WorkflowValidationFailed``;
-* nodes 8-15 again with no thresholds: the same group fails the expected floor (cause
-  ``BelowExpected``), the message naming measured, expected, its source and the floor; again
-  only the slow node is named;
+* nodes 8-15 again with no thresholds, in three sweeps a group: the same group fails the
+  expected floor (cause ``BelowExpected``) early, after two complete sweeps far below it, the
+  message naming the sweeps' peaks, measured, expected, its source and the floor; its re-test
+  the same; again only the slow node is named;
 * nodes 8-15 once more with the floor off: the same group fails as a ``BandwidthOutlier``
   against the median of its three peers (not isolated: both nodes named);
-* nodes 8-15 last, in three sweeps a group: the slow pair and its re-test fail early (two
-  complete sweeps far below the floor), the others run to their end;
 * nodes 20-27 with ``slow-nic:0.4`` on nodes 21 and 24 (two pairs): isolation names exactly
   those two, each with its own re-test, and clears their partners;
 * nodes 16-17, whose launcher log cannot be read: Failed, ``MeasurementUnavailable``, both nodes
@@ -286,62 +285,16 @@ def floor_message(measured: float) -> str:
     )
 
 
-def test_with_no_thresholds_the_slow_group_fails_the_expected_floor(box: Box) -> None:
+def test_with_no_thresholds_the_slow_group_fails_the_expected_floor_early(box: Box) -> None:
+    """No threshold, three sweeps a group: the slow pair's first two each peak far below the
+    expected floor, so its Job fails as soon as the third begins, its workload stopped; its
+    re-test the same; the healthy pairs and the partner's re-test run to their end."""
     kube = box.kube
     # the nodes are the threshold case's: it must have ended first
     ended(kube, "strict", box.namespaces["strict"], "Failed")
-    namespace = box.namespaces["floor"] = certify(kube, "floor", SLOW_NODES)
+    namespace = box.namespaces["floor"] = certify(kube, "floor", SLOW_NODES, numCycles=3)
     done = ended(kube, "floor", namespace, "Failed")
     assert trio(done.cert)[:2] == ("Failed", "WorkflowValidationFailed")
-    slow = done.group_of(SLOW)
-    value = bus_bandwidth(done.measurements[slow])
-    verdict = condition(done.jobs[slow], "ValidationFailed")
-    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
-        "True",
-        "ThresholdViolated",
-        floor_message(value),
-    )
-    assert value < EXPECTED * 0.8
-    for other in set(done.jobs) - {slow}:
-        assert condition(done.jobs[other], "ValidationFailed")["reason"] == "ThresholdsMet"
-    assert_isolated(kube, done, slow, "BelowExpected")
-    print(f"\nexpected floor: slow group {slow}: {value} GB/s < {EXPECTED * 0.8:.2f}")
-
-
-def test_with_the_floor_off_the_slow_group_is_a_bandwidth_outlier(box: Box) -> None:
-    kube = box.kube
-    # the nodes are the floor case's: it must have ended first
-    ended(kube, "floor", box.namespaces["floor"], "Failed")
-    namespace = box.namespaces["fleet"] = certify(kube, "fleet", SLOW_NODES, expectedFloorFraction=0)
-    done = ended(kube, "fleet", namespace, "Failed")
-    assert trio(done.cert)[:2] == ("Failed", "WorkflowValidationFailed")
-    slow = done.group_of(SLOW)
-    measured = {j: assert_measured(done.measurements[j], job) for j, job in done.jobs.items()}
-    value = bus_bandwidth(done.measurements[slow])
-    median = statistics.median(bus_bandwidth(done.measurements[j]) for j in done.jobs if j != slow)
-    message = (
-        f"bus bandwidth {value:.2f} GB/s is below 0.8 of the median of its 3 peer groups ({median:.2f} GB/s)"
-    )
-    verdict = condition(done.jobs[slow], "ValidationFailed")
-    assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
-    for other in set(done.jobs) - {slow}:
-        assert condition(done.jobs[other], "ValidationFailed")["status"] == "False"
-    assert sorted(
-        (e["name"], e["reason"], e["cause"], e["message"]) for e in done.failed_nodes(kube)
-    ) == sorted((node, "ThresholdViolation", "BandwidthOutlier", message) for node in done.groups[slow])
-    assert not done.retests, "an outlier is not isolated: a re-test group has no peers to be judged against"
-    print(f"\noutlier 16 GiB busBW: {measured}; slow group {slow}: {value}, peers' median {median}")
-
-
-def test_an_early_verdict_stops_the_slow_pair_and_its_re_test(box: Box) -> None:
-    """Three sweeps a group: the slow pair's first two each peak far below the floor, so its Job
-    fails as soon as the third begins, its workload stopped; its re-test the same; the healthy
-    pairs and the partner's re-test run to their end."""
-    kube = box.kube
-    # the nodes are the outlier case's: it must have ended first
-    ended(kube, "fleet", box.namespaces["fleet"], "Failed")
-    namespace = box.namespaces["early"] = certify(kube, "early", SLOW_NODES, numCycles=3)
-    done = ended(kube, "early", namespace, "Failed")
     slow = done.group_of(SLOW)
     early = re.compile(
         r"Early verdict after 2 complete sweeps \(peaks (\d+\.\d\d) and (\d+\.\d\d) GB/s, each more than "
@@ -372,6 +325,31 @@ def test_an_early_verdict_stops_the_slow_pair_and_its_re_test(box: Box) -> None:
     cleared = done.workflow["status"]["orchestration"]["isolation"]["clearedNodes"]
     assert cleared == [n for n in done.groups[slow] if n != SLOW], "the partner ran to its end and passed"
     print(f"\nearly verdict: {done.jobs[slow]['metadata']['name']}: {found[0]}")
+
+
+def test_with_the_floor_off_the_slow_group_is_a_bandwidth_outlier(box: Box) -> None:
+    kube = box.kube
+    # the nodes are the floor case's: it must have ended first
+    ended(kube, "floor", box.namespaces["floor"], "Failed")
+    namespace = certify(kube, "fleet", SLOW_NODES, expectedFloorFraction=0)
+    done = ended(kube, "fleet", namespace, "Failed")
+    assert trio(done.cert)[:2] == ("Failed", "WorkflowValidationFailed")
+    slow = done.group_of(SLOW)
+    measured = {j: assert_measured(done.measurements[j], job) for j, job in done.jobs.items()}
+    value = bus_bandwidth(done.measurements[slow])
+    median = statistics.median(bus_bandwidth(done.measurements[j]) for j in done.jobs if j != slow)
+    message = (
+        f"bus bandwidth {value:.2f} GB/s is below 0.8 of the median of its 3 peer groups ({median:.2f} GB/s)"
+    )
+    verdict = condition(done.jobs[slow], "ValidationFailed")
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
+    for other in set(done.jobs) - {slow}:
+        assert condition(done.jobs[other], "ValidationFailed")["status"] == "False"
+    assert sorted(
+        (e["name"], e["reason"], e["cause"], e["message"]) for e in done.failed_nodes(kube)
+    ) == sorted((node, "ThresholdViolation", "BandwidthOutlier", message) for node in done.groups[slow])
+    assert not done.retests, "an outlier is not isolated: a re-test group has no peers to be judged against"
+    print(f"\noutlier 16 GiB busBW: {measured}; slow group {slow}: {value}, peers' median {median}")
 
 
 def test_a_log_that_cannot_be_read_fails_its_group_unless_allowed(box: Box) -> None:
