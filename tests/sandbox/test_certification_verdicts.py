@@ -13,8 +13,8 @@ the API) on nodes 16 and 18, and ``slow-nic:0.4`` on nodes 21 and 24. Each Certi
   isolation re-tests both members of the failed group with healthy partners, and the
   failed-nodes ConfigMap names the slow node alone, with its re-test's value and partner; the
   Certification is Failed with ``WorkflowValidationFailed``;
-* nodes 8-15 again with no thresholds, in three sweeps a group: the same group fails the
-  expected floor (cause ``BelowExpected``) early, after two complete sweeps far below it, the
+* nodes 8-15 again with no thresholds, in eight sweeps a group: the same group fails the
+  expected floor (cause ``BelowExpected``) early, after two or more complete sweeps far below it, the
   message naming the sweeps' peaks, measured, expected, its source and the floor; its re-test
   the same; again only the slow node is named;
 * nodes 8-15 once more with the floor off: the same group fails as a ``BandwidthOutlier``
@@ -71,6 +71,7 @@ SIXTEEN_GIB = 17179869184
 THRESHOLD = "value >= 300"  # between the slow group's ~145 GB/s and the healthy ~487 GB/s
 ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
 FAILED_NODES_KEY = "failed-nodes.json.gz"
+CYCLES = 8  # the expected-floor case's sweeps per group: time for the early verdict's reads
 
 
 @dataclass
@@ -286,31 +287,31 @@ def floor_message(measured: float) -> str:
 
 
 def test_with_no_thresholds_the_slow_group_fails_the_expected_floor_early(box: Box) -> None:
-    """No threshold, three sweeps a group: the slow pair's first two each peak far below the
-    expected floor, so its Job fails as soon as the third begins, its workload stopped; its
+    """No threshold, eight sweeps a group: once two complete sweeps of the slow pair peak far
+    below the expected floor (the measurement reads every 30 s; its eight slow sweeps take about
+    two and a half minutes), its Job fails, its workload stopped, long before its last sweep; its
     re-test the same; the healthy pairs and the partner's re-test run to their end."""
     kube = box.kube
     # the nodes are the threshold case's: it must have ended first
     ended(kube, "strict", box.namespaces["strict"], "Failed")
-    namespace = box.namespaces["floor"] = certify(kube, "floor", SLOW_NODES, numCycles=3)
+    namespace = box.namespaces["floor"] = certify(kube, "floor", SLOW_NODES, numCycles=CYCLES)
     done = ended(kube, "floor", namespace, "Failed")
     assert trio(done.cert)[:2] == ("Failed", "WorkflowValidationFailed")
     slow = done.group_of(SLOW)
     early = re.compile(
-        r"Early verdict after 2 complete sweeps \(peaks (\d+\.\d\d) and (\d+\.\d\d) GB/s, each more than "
-        r"10% short\): busBandwidthGBps: measured (\d+\.\d\d) GB/s, expected 487\.09 GB/s"
+        r"Early verdict after (\d) complete sweeps \(peaks (\d+\.\d\d) and (\d+\.\d\d) GB/s, each more "
+        r"than 10% short\): busBandwidthGBps: measured (\d+\.\d\d) GB/s, expected 487\.09 GB/s"
     )
     kind, reason, message = trio(done.jobs[slow])
     found = early.match(message)
     assert (kind, reason, found is not None) == ("Failed", "ThresholdViolated", True), message
-    assert found is not None and max(float(found[1]), float(found[2])) == float(found[3])
-    assert float(found[3]) < EXPECTED * 0.8 * 0.9
+    assert found is not None and 2 <= int(found[1]) < CYCLES, "before its last sweep"
+    assert max(float(found[2]), float(found[3])) == float(found[4]) < EXPECTED * 0.8 * 0.9
     assert message == (
-        f"Early verdict after 2 complete sweeps (peaks {found[1]} and {found[2]} GB/s, each more than 10% "
-        f"short): {floor_message(float(found[3]))}"
+        f"Early verdict after {found[1]} complete sweeps (peaks {found[2]} and {found[3]} GB/s, each more "
+        f"than 10% short): {floor_message(float(found[4]))}"
     )
-    progress = done.measurements[slow]["status"]["progress"]
-    assert (progress["sweeps"], progress["sweepPeaksGBps"]) == (2, [found[1], found[2]])
+    assert int(done.measurements[slow]["status"]["progress"]["sweeps"]) < CYCLES
     for other in set(done.jobs) - {slow}:
         assert trio(done.jobs[other])[0] == "Succeeded"
         assert condition(done.jobs[other], "ValidationFailed")["reason"] == "ThresholdsMet"
@@ -321,7 +322,7 @@ def test_with_no_thresholds_the_slow_group_fails_the_expected_floor_early(box: B
     assert (kind, reason, early.match(message) is not None) == ("Failed", "ThresholdViolated", True), message
     (entry,) = done.failed_nodes(kube)
     assert (entry["name"], entry["cause"]) == (SLOW, "BelowExpected")
-    assert entry["message"].startswith(f'Job "{retest}" failed: Early verdict after 2 complete sweeps')
+    assert entry["message"].startswith(f'Job "{retest}" failed: Early verdict after ')
     cleared = done.workflow["status"]["orchestration"]["isolation"]["clearedNodes"]
     assert cleared == [n for n in done.groups[slow] if n != SLOW], "the partner ran to its end and passed"
     print(f"\nearly verdict: {done.jobs[slow]['metadata']['name']}: {found[0]}")

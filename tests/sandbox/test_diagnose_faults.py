@@ -7,7 +7,8 @@ faults do not meet:
 - blocks 7-8: a ``flaky:0.5`` node whose first attempt fails (seed 2: draws 0.30, then 0.53);
 - blocks 8-9: nothing wrong.
 
-Isolation (on by default, outside diagnose mode) on the same faults, in pairs:
+Isolation (on by default, outside diagnose mode) on the same faults, in pairs, first (the flaky
+node's draws count the groups it ran: its first group here fails, its re-test passes):
 
 - nodes 16-20 and 24-25, whose pairs include one across blocks 4 and 5: the link is named, and
   no node;
@@ -31,6 +32,7 @@ from nvcre.sandbox.supervisor import Options
 from nvcre.testing import binaries as bins
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.nodes import domain_labels
+from nvcre.testing.waiting import wait_for
 from tests.sandbox.test_diagnose import BLOCK, NAMESPACE, example_workflow, node_results
 
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
@@ -74,6 +76,71 @@ def run(kube: Client, name: str, blocks: tuple[int, ...], condition: str) -> dic
         target={"nodeNames": nodes_of(*blocks)},
     )
     return wait_true(kube, resources.Workflow, name, NAMESPACE, condition, timeout=1200)
+
+
+def isolated(kube: Client, name: str, nodes: list[str]) -> dict[str, Any]:
+    """A plain Workflow (isolation on, its default) of ``nodes`` in pairs, once it has ended, which
+    must be Failed (a group failed)."""
+    example_workflow(
+        kube,
+        name,
+        orchestration={"topology": {"topologyKey": BLOCK}},
+        target={"nodeNames": nodes},
+        num_nodes=2,
+    )
+
+    def ended() -> dict[str, Any] | None:
+        workflow = get(kube, resources.Workflow, name, NAMESPACE)
+        found = true_condition(workflow)
+        return workflow if found and found[0] in ("Succeeded", "Failed") else None
+
+    workflow = wait_for(ended, 900, what=f"Workflow {name} to end")
+    assert true_condition(workflow)[0] == "Failed", workflow["status"]
+    return workflow
+
+
+def pair_of(workflow: dict[str, Any], node: str) -> list[str]:
+    (group,) = [g for g in workflow["status"]["orchestration"]["groups"] if g.get("phase") == "Failed"]
+    assert node in group["nodes"], group
+    return list(group["nodes"])
+
+
+def test_isolation_names_a_bad_link_and_no_node(kube: Client) -> None:
+    nodes = [f"gpu-node-{i:03d}" for i in (16, 17, 18, 19, 20, 24, 25)]
+    workflow = isolated(kube, "iso-link", nodes)
+    status = workflow["status"]
+    crossing = pair_of(workflow, "gpu-node-020")  # the one pair across blocks 4 and 5
+    isolation = status["orchestration"]["isolation"]
+    assert (isolation.get("failedNodes"), isolation["clearedNodes"]) == (None, sorted(crossing))
+    (link,) = isolation["links"]
+    assert (link["domains"], link["nodes"]) == (sorted([block(4), block(5)]), crossing)
+    partners = {r["suspect"]: r["partners"] for r in isolation["retests"]}
+    assert {n // DOMAIN for p in partners.values() for n in (int(x[-3:]) for x in p)} <= {4, 6}, (
+        "never re-tested across the same link"
+    )
+    assert true_condition(workflow)[2].endswith(f"links implicated: {' <-> '.join(link['domains'])}")
+    failed, succeeded = node_results(kube, status)
+    assert failed == [], "no node blamed"
+    assert sorted(succeeded) == nodes
+
+
+def test_isolation_does_not_blame_a_flaky_node(kube: Client) -> None:
+    workflow = isolated(kube, "iso-flaky", nodes_of(7, 8))
+    status = workflow["status"]
+    pair = pair_of(workflow, FLAKY)
+    isolation = status["orchestration"]["isolation"]
+    assert (isolation.get("failedNodes"), isolation["clearedNodes"]) == (None, sorted(pair))
+    assert all(r["passed"] for r in isolation["retests"]), "a re-test draws afresh"
+    retest = next(r["jobName"] for r in isolation["retests"] if r["suspect"] == FLAKY)
+    job = get(kube, resources.Job, retest, NAMESPACE)
+    assert true_condition(job)[0] == "Succeeded"
+    (link,) = isolation["links"]
+    assert link["nodes"] == pair and link["message"].endswith(
+        "the links between them, or an intermittent fault"
+    )
+    failed, succeeded = node_results(kube, status)
+    assert failed == [], "the flaky node is not blamed"
+    assert sorted(succeeded) == nodes_of(7, 8)
 
 
 def test_two_faulty_nodes_in_different_domains(kube: Client) -> None:
@@ -129,59 +196,3 @@ def test_healthy_fleet(kube: Client) -> None:
     assert diagnose["outcome"] == "Healthy" and "transientFailures" not in diagnose
     assert diagnose["round"] == 2
     print(f"\nhealthy fleet: {diagnose['round']} rounds (screening, inter-domain)")
-
-
-def isolated(kube: Client, name: str, nodes: list[str]) -> dict[str, Any]:
-    """A plain Workflow (isolation on, its default) of ``nodes`` in pairs, once Failed."""
-    example_workflow(
-        kube,
-        name,
-        orchestration={"topology": {"topologyKey": BLOCK}},
-        target={"nodeNames": nodes},
-        num_nodes=2,
-    )
-    return wait_true(kube, resources.Workflow, name, NAMESPACE, "Failed", timeout=900)
-
-
-def pair_of(workflow: dict[str, Any], node: str) -> list[str]:
-    (group,) = [g for g in workflow["status"]["orchestration"]["groups"] if g.get("phase") == "Failed"]
-    assert node in group["nodes"], group
-    return list(group["nodes"])
-
-
-def test_isolation_names_a_bad_link_and_no_node(kube: Client) -> None:
-    nodes = [f"gpu-node-{i:03d}" for i in (16, 17, 18, 19, 20, 24, 25)]
-    workflow = isolated(kube, "iso-link", nodes)
-    status = workflow["status"]
-    crossing = pair_of(workflow, "gpu-node-020")  # the one pair across blocks 4 and 5
-    isolation = status["orchestration"]["isolation"]
-    assert (isolation.get("failedNodes"), isolation["clearedNodes"]) == (None, sorted(crossing))
-    (link,) = isolation["links"]
-    assert (link["domains"], link["nodes"]) == (sorted([block(4), block(5)]), crossing)
-    partners = {r["suspect"]: r["partners"] for r in isolation["retests"]}
-    assert {n // DOMAIN for p in partners.values() for n in (int(x[-3:]) for x in p)} <= {4, 6}, (
-        "never re-tested across the same link"
-    )
-    assert true_condition(workflow)[2].endswith(f"links implicated: {' <-> '.join(link['domains'])}")
-    failed, succeeded = node_results(kube, status)
-    assert failed == [], "no node blamed"
-    assert sorted(succeeded) == nodes
-
-
-def test_isolation_does_not_blame_a_flaky_node(kube: Client) -> None:
-    workflow = isolated(kube, "iso-flaky", nodes_of(7, 8))
-    status = workflow["status"]
-    pair = pair_of(workflow, FLAKY)
-    isolation = status["orchestration"]["isolation"]
-    assert (isolation.get("failedNodes"), isolation["clearedNodes"]) == (None, sorted(pair))
-    assert all(r["passed"] for r in isolation["retests"]), "a re-test draws afresh"
-    retest = next(r["jobName"] for r in isolation["retests"] if r["suspect"] == FLAKY)
-    job = get(kube, resources.Job, retest, NAMESPACE)
-    assert true_condition(job)[0] == "Succeeded"
-    (link,) = isolation["links"]
-    assert link["nodes"] == pair and link["message"].endswith(
-        "the links between them, or an intermittent fault"
-    )
-    failed, succeeded = node_results(kube, status)
-    assert failed == [], "the flaky node is not blamed"
-    assert sorted(succeeded) == nodes_of(7, 8)
