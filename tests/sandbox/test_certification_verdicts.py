@@ -312,6 +312,12 @@ def test_with_no_thresholds_the_slow_group_fails_the_expected_floor_early(box: B
         f"than 10% short): {floor_message(float(found[4]))}"
     )
     assert int(done.measurements[slow]["status"]["progress"]["sweeps"]) < CYCLES
+    verdict = condition(done.jobs[slow], "ValidationFailed")
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == (
+        "True",
+        "ThresholdViolated",
+        message,
+    )
     for other in set(done.jobs) - {slow}:
         assert trio(done.jobs[other])[0] == "Succeeded"
         assert condition(done.jobs[other], "ValidationFailed")["reason"] == "ThresholdsMet"

@@ -433,6 +433,8 @@ class JobController:
             if not status.get("failedNodes"):
                 cause = decision.cause or decision.reason
                 status["failedNodes"] = failednodes.entries(group_nodes, cause, decision.message)
+            if decision.verdict:
+                verdict.set_validation(status, job, True, decision.reason, decision.message)
 
         await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
 

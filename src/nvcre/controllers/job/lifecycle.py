@@ -40,6 +40,8 @@ class Fail:
     reason: str = JobReason.WORKLOAD_FAILED
     cause: str = ""
     """The failed nodes' cause when it is not ``reason`` (an early miss of the expected floor)."""
+    verdict: bool = False
+    """An early verdict: also the Job's ``ValidationFailed`` condition, like a final one."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def follow(
         return _restart_or(job, goodput, workload, Fail(why, JobReason.WORKLOAD_STALLED))
     early = early_failure(job, bandwidth)
     if early is not None:
-        return Fail(early.message, early.reason, early.cause)
+        return Fail(early.message, early.reason, early.cause, verdict=True)
     return running(job, name, pods, now)
 
 
