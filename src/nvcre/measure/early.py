@@ -43,7 +43,8 @@ def _violation(job: Mapping[str, Any], value: float) -> Verdict | None:
 def _peaks(progress: Mapping[str, Any]) -> list[float]:
     """The peaks of the last :data:`SWEEPS` complete sweeps, or ``[]`` with fewer."""
     peaks = [th.number(p) for p in progress.get("sweepPeaksGBps") or ()][-SWEEPS:]
-    return [p for p in peaks if p is not None] if len(peaks) == SWEEPS and None not in peaks else []
+    found = [p for p in peaks if p is not None]
+    return found if len(found) == SWEEPS else []
 
 
 def early_value(job: Mapping[str, Any], bandwidth: Mapping[str, Any] | None) -> float | None:
