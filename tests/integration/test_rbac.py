@@ -174,9 +174,17 @@ def test_the_manager_runs_workflows_with_only_its_service_account(
         finish_trainjob(kube, namespace, name, succeeded=True)
     wait_trainjob(kube, namespace, "fails-job-workload")
     finish_trainjob(kube, namespace, "fails-job-workload", succeeded=False, message="NCCL timeout")
+    # no group passed: the four suspects are screened in ring pairs, two waves of two disjoint Jobs
+    for i in (0, 2, 1, 3):
+        name = f"fails-isolate-{i}-iter-1-workload"
+        wait_trainjob(kube, namespace, name)
+        finish_trainjob(kube, namespace, name, succeeded=False, message="NCCL timeout")
 
     assert wait_trio(kube, namespace, "ok", "Succeeded")[1] == "JobCompleted"
     assert wait_trio(kube, namespace, "fails", "Failed")[1] == "IterationsFailed"
+    fails = kube.get(resources.Workflow, "fails", namespace=namespace).to_dict()
+    isolation = fails["status"]["orchestration"]["isolation"]
+    assert len(isolation["failedNodes"]) == 4 and not isolation.get("clearedNodes")
     ok = kube.get(resources.Workflow, "ok", namespace=namespace).to_dict()
     assert ok["status"]["succeededNodesRef"]["name"].startswith("succeeded-nodes-")
     assert rbac_manager.running()
