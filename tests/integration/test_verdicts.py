@@ -191,7 +191,7 @@ def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
         complete_bandwidth(kube, namespace, by_node[node], ["1.20", *bus])
     wf = wait_true(kube, resources.Workflow, "fleet", namespace, "Failed")
     assert true_condition(wf) == ("Failed", "JobValidationFailed", "1 groups failed across 1 iterations")
-    message = "bus bandwidth 144.00 GB/s is below 0.8 of the median of its 2 peer groups (475.00 GB/s)"
+    message = "bus bandwidth 144.00 GB/s is below 0.9 of the median of its 2 peer groups (475.00 GB/s)"
     slow = get(kube, resources.Job, by_node[slow_node], namespace)
     verdict = condition(slow, "ValidationFailed") or {}
     assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", message)
@@ -210,6 +210,62 @@ def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
         kube, namespace, wf["status"]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
     )
     assert succeeded.decode().split(",") == [nodes[0], nodes[2]]
+
+
+def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Three pairs, one at 30 % of the others: an outlier, so both its members are re-tested with
+    a node of a passing pair, and each re-test is judged against the iteration's pairs and the
+    other re-test. The slow node's re-test is an outlier again; its partner's is not: it is
+    cleared, and the slow node is the only one named, with its re-test's value and partner."""
+    pool = pool_name()
+    nodes = make_nodes(gpu_nodes, 6, pool)
+    kube.create(resources.Workflow.from_dict(workflow("outl", namespace, pool, 2, job_spec=BANDWIDTH)))
+    wait_for(lambda: len(jobs_of(kube, namespace, "outl")) == 3, 60, what="three Jobs")
+    groups = get(kube, resources.Workflow, "outl", namespace)["status"]["orchestration"]["groups"]
+    job_of = {tuple(g["nodes"]): f"outl-{g['name']}-iter-1" for g in groups}
+    slow_pair = tuple(nodes[4:])
+    for pair, bus in ((tuple(nodes[:2]), "480.00"), (tuple(nodes[2:4]), "470.00"), (slow_pair, "144.00")):
+        finish(kube, namespace, job_of[pair])
+        complete_bandwidth(kube, namespace, job_of[pair], ["1.20", bus])
+
+    def round_() -> list[dict[str, Any]] | None:
+        orchestration = get(kube, resources.Workflow, "outl", namespace)["status"]["orchestration"]
+        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
+        return orchestration["groups"] if running else None
+
+    retests = {g["suspect"]: g for g in wait_for(round_, 60, what="the isolation round")}
+    assert sorted(retests) == list(slow_pair), "both members of the outlier pair are suspects"
+    slow, partner = slow_pair  # nodes[4] is the slow one
+    for suspect, bus in ((slow, "150.00"), (partner, "475.00")):
+        job = f"outl-{retests[suspect]['name']}-iter-1"
+        wait_for(lambda job=job: job in jobs_of(kube, namespace, "outl"), 60, what=f"Job {job}")
+        finish(kube, namespace, job)
+        complete_bandwidth(kube, namespace, job, ["1.20", bus])
+
+    wf = wait_true(kube, resources.Workflow, "outl", namespace, "Failed", timeout=60)
+    isolation = wf["status"]["orchestration"]["isolation"]
+    assert (isolation["failedNodes"], isolation["clearedNodes"]) == ([slow], [partner])
+    # its peers: the other re-test (475) and the iteration's three pairs (480, 470, 144)
+    again = "bus bandwidth 150.00 GB/s is below 0.9 of the median of its 4 peer groups (472.50 GB/s)"
+    retest_job = f"outl-{retests[slow]['name']}-iter-1"
+    verdict = condition(get(kube, resources.Job, retest_job, namespace), "ValidationFailed") or {}
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "BandwidthOutlier", again)
+    cleared_job = f"outl-{retests[partner]['name']}-iter-1"
+    cleared = condition(get(kube, resources.Job, cleared_job, namespace), "ValidationFailed") or {}
+    assert (cleared["status"], cleared["reason"]) == ("False", "MeasurementsChecked")
+    (reference,) = [n for n in retests[slow]["nodes"] if n != slow]
+    assert [
+        (e["name"], e["reason"], e["cause"], e["message"]) for e in failed_entries(kube, namespace, wf)
+    ] == [
+        (
+            slow,
+            "ThresholdViolation",
+            "BandwidthOutlier",
+            f'Job "{retest_job}" failed: {again} (re-tested with healthy partner {reference})',
+        )
+    ]
 
 
 def test_outlier_fraction_zero_turns_the_rule_off(
@@ -344,7 +400,7 @@ def test_a_slow_training_group_fails_as_a_step_time_outlier(
         "True",
         "StepTimeOutlier",
         "step time 3.0000 s is slower than the median of its 2 peer groups (2.0500 s) "
-        "by more than the fraction 0.8 allows",
+        "by more than the fraction 0.9 allows",
     )
     assert [(e["name"], e["reason"], e["cause"]) for e in failed_entries(kube, namespace, wf)] == [
         (nodes[2], "ThresholdViolation", "StepTimeOutlier")

@@ -40,6 +40,10 @@ def test_a_hardware_report_is_recorded_at_once_and_its_partner_is_re_tested() ->
     for cause in ("JobDeleted", "InvalidThresholdExpression", "MeasurementUnavailable"):
         now, later = isolation.set_aside(failednodes.entries(["n1", "n2"], cause, "why"))
         assert ([e["name"] for e in now], later) == (["n1", "n2"], []), cause
+    # an outlier is re-tested: its re-test is judged against the iteration's groups too
+    for cause in ("BandwidthOutlier", "StepTimeOutlier"):
+        now, later = isolation.set_aside(failednodes.entries(["n1", "n2"], cause, "why"))
+        assert (now, [e["name"] for e in later]) == ([], ["n1", "n2"]), cause
 
 
 def test_each_suspect_gets_a_group_of_its_size_with_healthy_partners_of_its_domain() -> None:

@@ -490,8 +490,8 @@ def test_a_slow_step_time_is_an_outlier() -> None:
     assert outliers.step_time_outliers(samples([2.0, 2.1, 2.5]), 0.8) == []
 
 
-def test_fraction_defaults_to_0_8() -> None:
-    assert outliers.fraction_of(None) == 0.8
+def test_fraction_defaults_to_0_9() -> None:
+    assert outliers.fraction_of(None) == 0.9
     assert outliers.fraction_of({"outlierFraction": 0}) == 0.0
     assert outliers.fraction_of({"outlierFraction": "0.5"}) == 0.5
 

@@ -62,12 +62,14 @@ RETESTED: Final = frozenset(
         FailureCause.WORKLOAD_FAILED,
         FailureCause.WORKLOAD_STALLED,
         FailureCause.JOB_TIMED_OUT,
+        FailureCause.BANDWIDTH_OUTLIER,
+        FailureCause.STEP_TIME_OUTLIER,
     }
 )
-"""Causes a member of the group may be behind, and a re-test can tell. Not re-tested: a
-hardware report (it names its node), a Job deleted, a log that could not be read, a threshold
-that cannot be evaluated (every re-test would fail the same), and an outlier (a re-test group is
-judged on its own, not against the iteration's peers, so it would pass)."""
+"""Causes a member of the group may be behind, and a re-test can tell (an outlier's re-test is
+judged against the iteration's groups too). Not re-tested: a hardware report (it names its
+node), a Job deleted, a log that could not be read, and a threshold that cannot be evaluated
+(every re-test would fail the same)."""
 
 
 def set_aside(entries: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

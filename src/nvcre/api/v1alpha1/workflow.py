@@ -72,7 +72,7 @@ class PerformanceValidation(NvcreModel):
         description=(
             "With 3 or more groups of one size, a group below this fraction of its peers' median bus "
             "bandwidth (or slower than their median step time / fraction) fails validation. "
-            "0.8 when unset; 0 turns it off."
+            "0.9 when unset; 0 turns it off."
         ),
     )
     expected_floor_fraction: float | None = Field(

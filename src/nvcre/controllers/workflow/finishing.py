@@ -28,7 +28,8 @@ async def iteration_complete(state: WorkflowState, spec: Mapping[str, Any]) -> R
     )
     judged: dict[str, Obj] = {}
     if state.isolating:
-        await isolating.finish(state)
+        judged = await fail_outliers(state, peers=state.orchestration["isolation"].get("groups") or ())
+        await isolating.finish(state, judged)
     elif not isolating.isolated(state, current):
         judged = await fail_outliers(state)
         if await isolating.start(state, current, spec):

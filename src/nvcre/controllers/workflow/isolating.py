@@ -22,6 +22,7 @@ from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration import isolation
 from nvcre.orchestration.discovery import labels_of
+from nvcre.runtime.objects import Obj
 
 
 def enabled(state: WorkflowState) -> bool:
@@ -100,9 +101,10 @@ async def start(state: WorkflowState, iteration: int, spec: Mapping[str, Any]) -
     return True
 
 
-async def finish(state: WorkflowState) -> None:
+async def finish(state: WorkflowState, judged: Mapping[str, Obj]) -> None:
     """Record the round's outcome and restore the iteration's groups (the caller ends the
-    iteration in the same status write)."""
+    iteration in the same status write). ``judged``: the round's Jobs its outlier verdicts just
+    wrote, fresher than the cache."""
     orchestration = state.orchestration
     status = orchestration["isolation"]
     failures: dict[str, tuple[str, str] | None] = {}
@@ -110,8 +112,10 @@ async def finish(state: WorkflowState) -> None:
         if group.get("phase") != "Failed" or not group.get("jobRef"):
             continue
         name = group["jobRef"]["name"]
-        job = state.caches.jobs.get(state.namespace, name) or await get_live(
-            state.ctx.client, resources.Job, name, state.namespace
+        job = (
+            judged.get(group["name"])
+            or state.caches.jobs.get(state.namespace, name)
+            or await get_live(state.ctx.client, resources.Job, name, state.namespace)
         )
         if job is None:
             continue

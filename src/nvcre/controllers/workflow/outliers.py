@@ -7,10 +7,14 @@ its iteration ends. For each outlier, in this order: its Job gets ``ValidationFa
 failedNodes entries, the failed-nodes ConfigMap gets them, and the group turns ``Failed`` in the
 iteration's status write. The inputs are frozen measurements and the group phases as last
 written, so a restart at any point computes the same outliers and repeats only no-op writes.
+
+An isolation round's re-tests are judged the same way when the round ends, with the iteration's
+own groups as peers: a slow node stays an outlier beside a healthy partner, a cleared one does not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nvcre import failednodes
@@ -40,11 +44,13 @@ def _step_time(goodput: Obj | None) -> float | None:
 
 
 async def _samples(
-    state: WorkflowState,
+    state: WorkflowState, groups: Sequence[Mapping[str, Any]], judge: bool
 ) -> tuple[list[outliers.Sample], list[outliers.Sample], dict[str, Obj]]:
+    """The final values of ``groups``; with ``judge``, those that passed may be flagged, else
+    they are only peers."""
     client, namespace = state.ctx.client, state.namespace
     bandwidth, step_time, jobs = [], [], {}
-    for group in state.groups:
+    for group in groups:
         ref = group.get("jobRef")
         if not ref or group.get("phase") not in ("Succeeded", "Failed"):
             continue
@@ -53,7 +59,7 @@ async def _samples(
             continue
         jobs[group["name"]] = job
         spec = job.get("spec") or {}
-        judged = group.get("phase") == "Succeeded"
+        judged = judge and group.get("phase") == "Succeeded"
         shape = outliers.shape_of(group)
         if spec.get("bandwidthMeasurement"):
             measurement = await get_live(
@@ -95,13 +101,17 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
     return written or job
 
 
-async def fail_outliers(state: WorkflowState) -> dict[str, Obj]:
-    """Fail this iteration's outlier groups; returns their Jobs as written, by group name."""
+async def fail_outliers(state: WorkflowState, peers: Sequence[Mapping[str, Any]] = ()) -> dict[str, Obj]:
+    """Fail the outliers among the current groups; returns their Jobs as written, by group name.
+    ``peers``: groups that count only as peers (an isolation round's re-tests are judged against
+    the iteration's own groups as well as against each other)."""
     performance = ((state.spec.get("validation") or {}).get("performance")) or {}
     fraction = outliers.fraction_of(performance)
     if fraction <= 0:
         return {}
-    bandwidth, step_time, jobs = await _samples(state)
+    bandwidth, step_time, jobs = await _samples(state, state.groups, judge=True)
+    more_bandwidth, more_step_time, _ = await _samples(state, peers, judge=False)
+    bandwidth, step_time = bandwidth + more_bandwidth, step_time + more_step_time
     found = outliers.bandwidth_outliers(bandwidth, fraction) + outliers.step_time_outliers(
         step_time, fraction
     )
