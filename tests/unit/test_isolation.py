@@ -230,3 +230,13 @@ def test_a_re_test_spoiled_by_a_partners_hardware_keeps_the_suspects_own_entry()
     round_ = [{**plan.groups[0], "phase": "Failed"}, {**plan.groups[1], "phase": "Succeeded"}]
     outcome = isolation.decide(status, round_, {"isolate-0": isolation.failure(job, "n3")})
     assert outcome.failed == (status["suspects"][0]["entry"],) and outcome.cleared == ("n4",)
+
+
+def test_domains_come_from_the_topology_key_else_the_platforms_block_label() -> None:
+    """A Certification on aws may group without a topology key; its re-tests must still know the
+    network blocks, or a member of a pair failed across a bad link is re-tested across it again."""
+    spec = {"topology": {"topologyKey": "example.com/rack"}}
+    assert isolation.domain_key(spec, "aws") == "example.com/rack"
+    assert isolation.domain_key({}, "aws") == "topology.k8s.aws/network-node-layer-1"
+    assert isolation.domain_key({}, "onprem") is None
+    assert isolation.domain_key({}, None) is None

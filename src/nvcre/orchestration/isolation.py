@@ -32,6 +32,7 @@ from nvcre.api.v1alpha1.common import Toggle
 from nvcre.api.v1alpha1.constants import FailedNodeReason, FailureCause
 from nvcre.orchestration import pairing
 from nvcre.orchestration.completion import failure_of
+from nvcre.platform.detect import TOPOLOGY_KEYS
 
 DEFAULT: Final[Toggle] = "On"
 GROUP_PREFIX: Final = "isolate-"
@@ -41,6 +42,14 @@ def enabled(orchestration_spec: Mapping[str, Any]) -> bool:
     """Isolation runs unless ``orchestration.isolation`` is ``Off``; never in diagnose mode,
     which isolates on its own."""
     return orchestration_spec.get("isolation", DEFAULT) != "Off" and not orchestration_spec.get("diagnose")
+
+
+def domain_key(orchestration_spec: Mapping[str, Any], platform: str | None) -> str | None:
+    """The node label isolation tells domains apart by: the resolved topology key, else the
+    platform's network-block label. Groups formed without a key can still fail across a bad link
+    between blocks, and a re-test must not cross that link again."""
+    key = (orchestration_spec.get("topology") or {}).get("topologyKey")
+    return key or TOPOLOGY_KEYS.get(platform or "")
 
 
 def suspects(groups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

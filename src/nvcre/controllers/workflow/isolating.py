@@ -50,8 +50,9 @@ async def record_or_set_aside(
 
 
 def _domain_of(state: WorkflowState, spec: Mapping[str, Any]) -> dict[str, str]:
-    """Each node's topology domain by the resolved key (a platform override may bring it)."""
-    key = ((spec.get("orchestration") or {}).get("topology") or {}).get("topologyKey")
+    """Each node's topology domain by the resolved key (a platform override may bring it), else
+    by the detected platform's network-block label."""
+    key = isolation.domain_key(spec.get("orchestration") or {}, state.orchestration.get("detectedPlatform"))
     if not key:
         return {}
     out = {}
