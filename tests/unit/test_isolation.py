@@ -240,3 +240,13 @@ def test_domains_come_from_the_topology_key_else_the_platforms_block_label() -> 
     assert isolation.domain_key({}, "aws") == "topology.k8s.aws/network-node-layer-1"
     assert isolation.domain_key({}, "onprem") is None
     assert isolation.domain_key({}, None) is None
+
+
+def test_round_groups_span_domains_only_where_the_iterations_groups_did() -> None:
+    """The outlier rule compares a re-test with the iteration's groups by shape: groups formed
+    without topology carry no domains, so neither do their re-tests."""
+    domain_of = {"n1": "a", "n2": "a", "n3": "b", "n4": "b"}
+    groups = [group("g0", ["n1", "n2"], "Succeeded"), failed("g1", ["n3", "n4"])]
+    assert all("domains" not in g for g in isolation.plan(groups, domain_of).groups)
+    labelled = [{**g, "domains": sorted({domain_of[n] for n in g["nodes"]})} for g in groups]
+    assert all(g.get("domains") for g in isolation.plan(labelled, domain_of).groups)

@@ -118,6 +118,9 @@ def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> P
     used: dict[str, int] = {}
     out: list[dict[str, Any]] = []
     alone: dict[str, list[dict[str, Any]]] = {}
+    # A round group spans domains only where the iteration's groups did: the outlier rule
+    # compares shapes, and groups formed without topology carry none.
+    labels = domain_of if any(g.get("domains") for g in groups) else {}
     for suspect in suspects(groups):
         partners = pairing.references(
             suspect["name"],
@@ -130,14 +133,14 @@ def plan(groups: Sequence[Mapping[str, Any]], domain_of: Mapping[str, str]) -> P
         if not partners:
             alone.setdefault(suspect["group"], []).append(suspect)
             continue
-        out.append({**_group(len(out), [suspect["name"], *partners], domain_of), "suspect": suspect["name"]})
+        out.append({**_group(len(out), [suspect["name"], *partners], labels), "suspect": suspect["name"]})
     untested: list[dict[str, Any]] = []
     for left in alone.values():
         if len(left) < SCREEN_MIN:
             untested.extend(s["entry"] for s in left)
             continue
         for pair in screen_pairs([s["name"] for s in left]):
-            out.append({**_group(len(out), pair, domain_of), "screen": True})
+            out.append({**_group(len(out), pair, labels), "screen": True})
     return Plan(tuple(out), tuple(untested))
 
 
