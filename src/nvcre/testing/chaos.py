@@ -73,7 +73,8 @@ def _one(kind: str, rng: random.Random) -> Fault:
     if kind == "throttle":
         return Fault(kind, rng.uniform(0.5, 2.0), rng.uniform(2.0, 6.0))
     if kind in ("apiserver_restart", "etcd_restart"):
-        return Fault(kind, rng.uniform(3.0, 8.0), 0.0, rng.choice(("term", "kill")))
+        # soon enough to land while the runs progress (they converge within a few seconds)
+        return Fault(kind, rng.uniform(1.0, 3.0), 0.0, rng.choice(("term", "kill")))
     raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
 
 
