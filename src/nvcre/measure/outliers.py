@@ -7,8 +7,9 @@ as many) and left final data, a group whose bus bandwidth is below ``fraction`` 
 *other* groups (its peers), or whose step time is above that median / ``fraction``, is an outlier.
 A fraction of 0 turns the rule off. The default, 0.9, finds a NIC at 80 % of its speed (its
 groups run about 20 % short) well outside healthy pairs' spread of a few percent; a healthy group
-that strays below it is cleared by its isolation re-test. The inputs are frozen measurements, so the same groups give
-the same outliers however often (and after however many restarts) they are computed.
+that strays below it is cleared by its isolation re-test. The inputs are frozen measurements, so
+the same groups give the same outliers however often (and after however many restarts) they are
+computed.
 """
 
 from __future__ import annotations
