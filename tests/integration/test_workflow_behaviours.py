@@ -387,7 +387,7 @@ def test_timeout_fails_the_job_and_is_never_retried(
     assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
     group = wf["status"]["orchestration"]["groups"][0]
     assert group["phase"] == "Failed" and not group.get("retries"), "a timed-out group is never retried"
-    assert ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob") in events_for(kube, namespace, "slow-job")
+    wait_event(kube, namespace, "slow-job", "Job", ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob"))
 
 
 def timed_out_beside(kube: Client, namespace: str, wf: str, held: str, running: str) -> dict[str, Any]:

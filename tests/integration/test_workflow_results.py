@@ -21,6 +21,7 @@ from nvcre.testing.inspect import (
     jobs_of,
     trainjob_of,
     true_condition,
+    wait_event,
     wait_true,
 )
 from nvcre.testing.nodes import GpuNodeSpec
@@ -200,13 +201,18 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
             f"(re-tested with healthy partner {nodes[0]})",
         }
     ]
-    events = events_for(kube, namespace, "iso", "Workflow")
-    assert ("Normal", "IsolatingFailures", message) in events
-    assert (
-        "Warning",
-        "IsolationCompleted",
-        "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
-    ) in events
+    assert ("Normal", "IsolatingFailures", message) in events_for(kube, namespace, "iso", "Workflow")
+    wait_event(
+        kube,
+        namespace,
+        "iso",
+        "Workflow",
+        (
+            "Warning",
+            "IsolationCompleted",
+            "Isolation complete: 1 nodes failed again with healthy partners, 1 cleared",
+        ),
+    )
 
 
 def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_failed(

@@ -370,12 +370,8 @@ def test_a_failing_node_fails_its_group_and_isolation_names_it_alone(sandbox: Sa
     assert get(box.kube, resources.Job, bad["metadata"]["name"], box.namespace), (
         "the Job stays for the report"
     )
-    events = events_for(box, "pairs", "Workflow")
-    assert ("Warning", "IsolationCompleted", outcome) in events
-    failed_event = ("Warning", "IterationsFailed", verdict)
-    wait_for(
-        lambda: failed_event in events_for(box, "pairs", "Workflow"), 30, what="the IterationsFailed event"
-    )
+    for event in (("Warning", "IsolationCompleted", outcome), ("Warning", "IterationsFailed", verdict)):
+        wait_for(lambda e=event: e in events_for(box, "pairs", "Workflow"), 30, what=f"the event {event}")
 
 
 def test_a_failed_group_is_retried_under_the_same_name_and_the_retry_decides(sandbox: Sandbox) -> None:
@@ -408,7 +404,8 @@ def test_a_workload_past_its_timeout_is_stopped_and_never_retried(sandbox: Sandb
     assert group["phase"] == "Failed" and not group.get("retries"), "a timed-out group is never retried"
     job = get(box.kube, resources.Job, "slow-job", box.namespace)
     assert true_condition(job) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")
-    assert ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob") in events_for(box, "slow-job")
+    timed_out = ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob")
+    wait_for(lambda: timed_out in events_for(box, "slow-job"), 30, what="the JobTimedOut event")
     # How far the hung run got: the launcher's log, read before its workload was deleted.
     log = job["status"]["failureLog"]
     assert (log["podName"], log["nodeName"], log["exitCode"], log["reason"]) == (

@@ -10,8 +10,13 @@ import pytest
 from nvcre.testing.processes import Process, StartupError, free_port, wait_until
 
 
-def test_free_port_is_a_loopback_port() -> None:
-    assert 1024 <= free_port() <= 65535
+def test_free_ports_lie_below_the_ephemeral_range_and_are_handed_out_once() -> None:
+    """No outgoing connection can take a port below the kernel's ephemeral range before the
+    server binds it, nor can a client polling the port connect to itself."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(200)]
+    assert all(1024 <= port < low for port in ports), ports
+    assert len(set(ports)) == len(ports), "a port handed out twice"
 
 
 def test_stop_escalates_to_kill_when_term_is_ignored(tmp_path: Path) -> None:
