@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,12 +20,45 @@ from typing import Self
 _PR_SET_PDEATHSIG = 1
 
 
+_LOWEST_PORT = 10000
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
+    """A TCP port that is free on ``host`` right now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` lies in the range it also draws every outgoing
+    connection's local port from: until the server is listening, a client's connection may take
+    that port (the server then fails with "address already in use"), or a client polling the
+    server may connect to itself, send a TLS hello to itself and fail with a decode error. A port
+    below that range is never used by an outgoing connection. Each port is handed out once per
+    process, so two servers started together never get the same one.
+    """
+    low, _ = _ephemeral_range()
+    candidates = list(range(_LOWEST_PORT, low))
+    random.shuffle(candidates)
+    for port in candidates:
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a range too narrow to draw from
+        sock.bind((host, 0))
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
