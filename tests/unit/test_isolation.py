@@ -232,6 +232,38 @@ def test_a_re_test_spoiled_by_a_partners_hardware_keeps_the_suspects_own_entry()
     assert outcome.failed == (status["suspects"][0]["entry"],) and outcome.cleared == ("n4",)
 
 
+def test_an_outlier_is_cleared_only_by_a_re_test_the_outlier_rule_could_compare() -> None:
+    """An outlier passed its thresholds all along: a re-test that passes them again, with no
+    groups of its shape to be compared with, says nothing of its speed."""
+    why = 'Job "wf-group-1-iter-1" failed: bus bandwidth 310.00 GB/s is below 0.9 of the median'
+    entries = failednodes.entries(["n3", "n4"], "BandwidthOutlier", why)
+    iteration = [
+        group("group-0", ["n1", "n2"], "Succeeded"),
+        group("group-1", ["n3", "n4"], "Failed", suspects=entries),
+    ]
+    plan = isolation.plan(iteration, {})
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    round_ = [{**g, "phase": "Succeeded"} for g in plan.groups]
+    outcome = isolation.decide(status, round_, {}, compared={"isolate-1"})
+    assert outcome.failed == (
+        {
+            "name": "n3",
+            "reason": "ThresholdViolation",
+            "cause": "BandwidthOutlier",
+            "message": f"{why} (its re-test with healthy partner n1 passed, with no groups of its shape to compare)",
+        },
+    )
+    assert outcome.cleared == ("n4",) and outcome.links == (), "a kept outlier implicates no link"
+    assert outcome.message == (
+        "Isolation complete: 0 nodes failed again with healthy partners, 1 kept on their group's "
+        "evidence (no re-test could judge them), 1 cleared"
+    )
+    below_floor = [group("group-0", ["n1", "n2"], "Succeeded"), failed("group-1", ["n3", "n4"])]
+    status = {"groups": below_floor, "suspects": isolation.suspects(below_floor)}
+    outcome = isolation.decide(status, round_, {}, compared=())
+    assert outcome.failed == () and outcome.cleared == ("n3", "n4"), "a floor's re-test judges itself"
+
+
 def test_domains_come_from_the_topology_key_else_the_platforms_block_label() -> None:
     """A Certification on aws may group without a topology key; its re-tests must still know the
     network blocks, or a member of a pair failed across a bad link is re-tested across it again."""

@@ -467,6 +467,14 @@ def test_outliers_need_three_groups_of_one_size_and_a_fraction() -> None:
     assert outliers.bandwidth_outliers(samples([480.0, 144.0, 470.0]), 0) == []
 
 
+def test_only_groups_with_enough_peers_of_their_shape_are_compared() -> None:
+    """An isolation re-test across domains has no peers of its shape: the rule judged nothing."""
+    iteration = [Sample(f"group-{i}", ("all_reduce", 2, 1), 480.0, judged=False) for i in range(3)]
+    same = Sample("isolate-0", ("all_reduce", 2, 1), 470.0)
+    across = Sample("isolate-1", ("all_reduce", 2, 2), 400.0)
+    assert outliers.compared([*iteration, same, across]) == {"isolate-0"}
+
+
 def test_the_boundary_is_not_an_outlier() -> None:
     assert outliers.bandwidth_outliers(samples([400.0, 500.0, 500.0]), 0.8) == []
     assert [o.group for o in outliers.bandwidth_outliers(samples([399.99, 500.0, 500.0]), 0.8)] == ["group-0"]

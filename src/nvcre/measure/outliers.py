@@ -68,6 +68,11 @@ def _by_peers(samples: Iterable[Sample]) -> list[list[Sample]]:
     return [group for group in sets.values() if len(group) >= MIN_GROUPS]
 
 
+def compared(samples: Iterable[Sample]) -> frozenset[str]:
+    """The groups of judged samples that had enough peers of their key to be compared at all."""
+    return frozenset(s.group for peers in _by_peers(samples) for s in peers if s.judged)
+
+
 def _peer_median(sample: Sample, peers: list[Sample]) -> tuple[float, int]:
     others = [p.value for p in peers if p is not sample]
     return statistics.median(others), len(others)

@@ -23,7 +23,7 @@ controller decides the same again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -159,10 +159,16 @@ class Outcome:
     cleared: tuple[str, ...]
     links: tuple[dict[str, Any], ...]
     """``{domains, group, nodes, message}``: failed groups only their link explains."""
+    unconfirmed: tuple[str, ...] = ()
+    """Suspects in ``failed`` on their group's evidence: no re-test could judge them."""
 
     @property
     def message(self) -> str:
-        parts = [f"{len(self.failed)} nodes failed again with healthy partners"]
+        parts = [f"{len(self.failed) - len(self.unconfirmed)} nodes failed again with healthy partners"]
+        if self.unconfirmed:
+            parts.append(
+                f"{len(self.unconfirmed)} kept on their group's evidence (no re-test could judge them)"
+            )
         parts.append(f"{len(self.cleared)} cleared")
         if self.links:
             parts.append(
@@ -193,17 +199,38 @@ def screen_key(group: Mapping[str, Any], node: str) -> str:
     return f"{group['name']}:{node}"
 
 
+OUTLIERS: Final = frozenset({FailureCause.BANDWIDTH_OUTLIER, FailureCause.STEP_TIME_OUTLIER})
+
+
+def _unjudged(
+    entry: Mapping[str, Any], passed: Sequence[Mapping[str, Any]], compared: Collection[str]
+) -> bool:
+    """An outlier whose passing re-tests the outlier rule could not compare with groups of their
+    shape: they passed thresholds it never failed, so they cannot clear it."""
+    return entry.get("cause") in OUTLIERS and not any(g["name"] in compared for g in passed)
+
+
+def _kept(entry: Mapping[str, Any], how: str) -> dict[str, Any]:
+    return {
+        **entry,
+        "message": f"{entry.get('message', '')} ({how} passed, with no groups of its shape to compare)",
+    }
+
+
 def decide(
     isolation: Mapping[str, Any],
     round_groups: Sequence[Mapping[str, Any]],
     failures: Mapping[str, tuple[str, str] | None],
+    compared: Collection[str] = (),
 ) -> Outcome:
     """The outcome of the round ``isolation`` recorded. ``failures``: for each failed group of the
     round, the (cause, message) of its Job's failure (:func:`failure`; a screen pair's under
     :func:`screen_key` for each node); None keeps the suspect's entry from its own group (its
-    re-test was spoiled by a partner's hardware)."""
+    re-test was spoiled by a partner's hardware). ``compared``: the round's groups the outlier
+    rule judged; a suspect failed only as an outlier is cleared only by one of those."""
     failed: list[dict[str, Any]] = []
     cleared: list[str] = []
+    unconfirmed: list[str] = []
     entry_of = {s["name"]: s["entry"] for s in isolation.get("suspects") or ()}
     screened: dict[str, list[Mapping[str, Any]]] = {}
     for group in round_groups:
@@ -213,10 +240,17 @@ def decide(
             continue
         suspect, partners = group["suspect"], list(group.get("nodes") or ())[1:]
         if group.get("phase") == "Succeeded":
-            cleared.append(suspect)
+            if _unjudged(entry_of[suspect], [group], compared):
+                unconfirmed.append(suspect)
+                failed.append(
+                    _kept(entry_of[suspect], f"its re-test with healthy partner {', '.join(partners)}")
+                )
+            else:
+                cleared.append(suspect)
             continue
         found = failures.get(group["name"], (FailureCause.WORKLOAD_FAILED, "the re-test failed"))
         if found is None:
+            unconfirmed.append(suspect)
             failed.append(dict(entry_of[suspect]))
             continue
         cause, why = found
@@ -224,7 +258,12 @@ def decide(
         message = f"{why} (re-tested with healthy partner{'s' if len(partners) > 1 else ''} {with_whom})"
         failed.extend(failednodes.entries([suspect], cause, message))
     for node, pairs in screened.items():
-        if any(p.get("phase") == "Succeeded" for p in pairs):
+        passed = [p for p in pairs if p.get("phase") == "Succeeded"]
+        if passed and _unjudged(entry_of[node], passed, compared):
+            unconfirmed.append(node)
+            failed.append(_kept(entry_of[node], "its re-test in pairs"))
+            continue
+        if passed:
             cleared.append(node)
             continue
         said = [
@@ -233,6 +272,7 @@ def decide(
         ]
         known = [f for f in said if f is not None]
         if len(known) < len(said):  # a pair spoiled by its other node's hardware
+            unconfirmed.append(node)
             failed.append(dict(entry_of[node]))
             continue
         neighbours = [n for p in pairs for n in p.get("nodes") or () if n != node]
@@ -259,4 +299,4 @@ def decide(
                 "message": f"group {group['name']} ({', '.join(nodes)}) failed {where}",
             }
         )
-    return Outcome(tuple(failed), tuple(sorted(cleared)), tuple(links))
+    return Outcome(tuple(failed), tuple(sorted(cleared)), tuple(links), tuple(sorted(unconfirmed)))

@@ -28,10 +28,11 @@ async def iteration_complete(state: WorkflowState, spec: Mapping[str, Any]) -> R
     )
     judged: dict[str, Obj] = {}
     if state.isolating:
-        judged = await fail_outliers(state, peers=state.orchestration["isolation"].get("groups") or ())
-        await isolating.finish(state, judged)
+        retests = await fail_outliers(state, peers=state.orchestration["isolation"].get("groups") or ())
+        await isolating.finish(state, retests.jobs, retests.compared)
+        judged = retests.jobs
     elif not isolating.isolated(state, current):
-        judged = await fail_outliers(state)
+        judged = (await fail_outliers(state)).jobs
         if await isolating.start(state, current, spec):
             return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     completed = int(orchestration.get("completedIterations") or 0) + 1

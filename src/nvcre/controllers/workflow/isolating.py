@@ -12,7 +12,7 @@ iteration's groups with the outcome, after which the iteration ends as any other
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventType, WorkflowReason
@@ -102,10 +102,10 @@ async def start(state: WorkflowState, iteration: int, spec: Mapping[str, Any]) -
     return True
 
 
-async def finish(state: WorkflowState, judged: Mapping[str, Obj]) -> None:
+async def finish(state: WorkflowState, judged: Mapping[str, Obj], compared: Collection[str]) -> None:
     """Record the round's outcome and restore the iteration's groups (the caller ends the
     iteration in the same status write). ``judged``: the round's Jobs its outlier verdicts just
-    wrote, fresher than the cache."""
+    wrote, fresher than the cache; ``compared``: its groups the outlier rule could judge."""
     orchestration = state.orchestration
     status = orchestration["isolation"]
     failures: dict[str, tuple[str, str] | None] = {}
@@ -125,7 +125,7 @@ async def finish(state: WorkflowState, judged: Mapping[str, Obj]) -> None:
                 failures[isolation.screen_key(group, node)] = isolation.failure(job, node)
         else:
             failures[group["name"]] = isolation.failure(job, group["suspect"])
-    outcome = isolation.decide(status, state.groups, failures)
+    outcome = isolation.decide(status, state.groups, failures, compared=compared)
     await record_failed(state, outcome.failed)
     restored = status.pop("groups", None) or []
     for group in restored:

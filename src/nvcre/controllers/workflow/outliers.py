@@ -15,6 +15,7 @@ own groups as peers: a slow node stays an outlier beside a healthy partner, a cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nvcre import failednodes
@@ -101,20 +102,29 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
     return written or job
 
 
-async def fail_outliers(state: WorkflowState, peers: Sequence[Mapping[str, Any]] = ()) -> dict[str, Obj]:
-    """Fail the outliers among the current groups; returns their Jobs as written, by group name.
-    ``peers``: groups that count only as peers (an isolation round's re-tests are judged against
-    the iteration's own groups as well as against each other)."""
+@dataclass(frozen=True)
+class Judged:
+    jobs: dict[str, Obj]
+    """The outliers' Jobs as written, by group name: fresher than the cache."""
+    compared: frozenset[str]
+    """The groups that passed and had enough peers of their shape to be judged at all."""
+
+
+async def fail_outliers(state: WorkflowState, peers: Sequence[Mapping[str, Any]] = ()) -> Judged:
+    """Fail the outliers among the current groups. ``peers``: groups that count only as peers (an
+    isolation round's re-tests are judged against the iteration's own groups as well as against
+    each other)."""
     performance = ((state.spec.get("validation") or {}).get("performance")) or {}
     fraction = outliers.fraction_of(performance)
     if fraction <= 0:
-        return {}
+        return Judged({}, frozenset())
     bandwidth, step_time, jobs = await _samples(state, state.groups, judge=True)
     more_bandwidth, more_step_time, _ = await _samples(state, peers, judge=False)
     bandwidth, step_time = bandwidth + more_bandwidth, step_time + more_step_time
     found = outliers.bandwidth_outliers(bandwidth, fraction) + outliers.step_time_outliers(
         step_time, fraction
     )
+    compared = outliers.compared(bandwidth) | outliers.compared(step_time)
     written: dict[str, Obj] = {}
     by_name = {g["name"]: g for g in state.groups}
     for outlier in found:
@@ -126,4 +136,4 @@ async def fail_outliers(state: WorkflowState, peers: Sequence[Mapping[str, Any]]
         entries = failednodes.entries(group.get("nodes") or (), outlier.reason, outlier.message)
         await isolating.record_or_set_aside(state, group, entries)
         group["phase"] = "Failed"
-    return written
+    return Judged(written, compared)
