@@ -74,15 +74,6 @@ def statuses(kube: Client, name: str, namespace: str) -> list[dict[str, Any]]:
     return list((cert.get("status") or {}).get("categoryStatuses") or [])
 
 
-def wait_workflow_terminal(kube: Client, namespace: str, name: str, timeout: float = 90) -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        wf = get(kube, resources.Workflow, name, namespace)
-        found = true_condition(wf)
-        return wf if found and found[0] in ("Succeeded", "Failed") else None
-
-    return wait_for(check, timeout, what=f"Workflow {name} to finish", ignore=(Exception,))
-
-
 def test_categories_run_one_at_a_time_in_order(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:

@@ -50,14 +50,6 @@ def finish(kube: Client, namespace: str, job: str, *, succeeded: bool = True) ->
     )
 
 
-def running_jobs(kube: Client, namespace: str, wf: str) -> list[str]:
-    return sorted(
-        n
-        for n, j in jobs_of(kube, namespace, wf).items()
-        if (true_condition(j) or ("",))[0] not in ("Succeeded", "Failed")
-    )
-
-
 def phases(workflow: dict[str, Any]) -> dict[str, str]:
     """Group name -> phase, as one version of the Workflow's status records them."""
     found = ((workflow.get("status") or {}).get("orchestration") or {}).get("groups") or ()

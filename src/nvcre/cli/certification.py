@@ -25,8 +25,6 @@ from nvcre.platform import (
 )
 from nvcre.platform.detect import Platform
 
-TABLE_COLUMNS = ("DOMAIN", "VARIANT", "FRAMEWORK", "TIMEOUT", "DESCRIPTION")
-
 
 @click.group("certification")
 def certification_group() -> None:

@@ -40,7 +40,6 @@ REQUIRED_CAPTURES: Mapping[str, tuple[str, ...]] = {
 READERS = ("Patterns", "NcclTests")
 """``spec.reader``: the profile's own ``bandwidthResult`` pattern (default), or nvcre's built-in
 nccl-tests table reader (:mod:`nvcre.measure.nccl`)."""
-DURATION_CAPTURES = frozenset({"stepTiming", "elapsedTime", "saveDuration", "loadDuration"})
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 MAX_PATTERN_MEMORY = 8 << 20
 """Bytes RE2 may use for one compiled pattern (RE2's default); a larger one is refused."""

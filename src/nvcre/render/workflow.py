@@ -61,10 +61,6 @@ class ResolvedWorkflow:
         """``HeterogeneousGPU`` (minority nodes dropped) then the override events."""
         return self.gpu.events + self.overrides.events
 
-    def applied_summary(self) -> str:
-        """The ``nvcrectl.nvidia.com/applied-overrides`` annotation value (JSON)."""
-        return json.dumps([record.to_summary() for record in self.overrides.applied], ensure_ascii=False)
-
 
 def _validate(workflow: Mapping[str, Any]) -> None:
     """``WorkflowResolveError`` naming the first invalid field of a Workflow given as a dict."""

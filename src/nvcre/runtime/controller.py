@@ -91,10 +91,6 @@ class Controller:
     def watch(self, informer: Informer, mapper: Mapper = for_object) -> None:
         self._watches.append((informer, mapper))
 
-    @property
-    def informers(self) -> list[Informer]:
-        return [informer for informer, _ in self._watches]
-
     def _enqueue(self, mapper: Mapper) -> Callable[[str, Obj | None, Obj], None]:
         def handler(event: str, old: Obj | None, new: Obj) -> None:
             for key in mapper(event, old, new):

@@ -86,7 +86,6 @@ class Informer:
         self._index_funcs: dict[str, IndexFunc] = {}
         self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {}
         self.synced = asyncio.Event()
-        self.relists = 0
         info = lkr.api_info(resource).resource
         self._api_version = sys.intern(info.api_version)
         self.kind = sys.intern(info.kind)
@@ -233,7 +232,6 @@ class Informer:
                 self.synced.set()
                 await self._watch(version)
             except _Relist:
-                self.relists += 1
                 log.info("watch of %s expired; re-listing", self.kind)
             except (httpx2.HTTPError, OSError) as error:
                 log.warning("list of %s failed (%s); retrying", self.kind, error)

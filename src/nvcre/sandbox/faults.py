@@ -87,10 +87,6 @@ def _value(f: Fault) -> float:
     return f.value
 
 
-def _inverse(f: Fault) -> float:
-    return 1.0 / _value(f)
-
-
 def _no_change(_: Fault) -> NodeChange | None:
     return None
 

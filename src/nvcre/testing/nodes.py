@@ -15,7 +15,7 @@ network-block key, ``nvidia.com/gpu.clique`` on NVL72 systems) in domains of M n
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lightkube import Client
@@ -237,8 +237,3 @@ def create_gpu_nodes(
 def node_ready(node: Node) -> bool:
     conditions = node.status.conditions if node.status and node.status.conditions else []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def delete_nodes(client: Client, names: Iterable[str]) -> None:
-    for name in names:
-        client.delete(Node, name)

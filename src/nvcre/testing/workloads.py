@@ -459,14 +459,6 @@ def with_trainer(
     return out
 
 
-def trainjob_pods(kube: Client, namespace: str, name: str, *, bind: bool = True) -> list[dict[str, Any]]:
-    """:func:`pods_of` the TrainJob ``name`` and its TrainingRuntime as the API server has them."""
-    trainjob = kube.get(resources.TrainJob, name, namespace=namespace).to_dict()
-    runtime_name = trainjob["spec"]["runtimeRef"]["name"]
-    runtime = kube.get(resources.TrainingRuntime, runtime_name, namespace=namespace).to_dict()
-    return pods_of(trainjob, runtime, bind=bind)
-
-
 def create_trainjob_pods(
     kube: Client,
     namespace: str,

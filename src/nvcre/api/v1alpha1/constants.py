@@ -173,11 +173,6 @@ RESERVED_QUEUE_LABEL_KEY_MESSAGE: Final = (
 )
 
 
-def is_reserved_label_key(key: str) -> bool:
-    """True for keys users may not set in ``workloadMetadata.labels`` or use as ``queueLabelKey``."""
-    return key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIX)
-
-
 # --- defaults ----------------------------------------------------------------------------------
 
 

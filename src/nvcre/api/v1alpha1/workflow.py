@@ -349,9 +349,3 @@ class Workflow(Resource):
 
     spec: WorkflowSpec
     status: WorkflowStatus | None = None
-
-
-def dependency_when(dependency: dict[str, Any]) -> WhenSpec | None:
-    """The `when` a dependency carries beside its object fields, if any."""
-    raw = dependency.get("when")
-    return None if raw is None else WhenSpec.model_validate(raw)
