@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 from dataclasses import dataclass
@@ -11,7 +12,16 @@ from nvcre import failednodes
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.placement import node_affinity, tolerations
-from nvcre.orchestration.results import decode_failed, decode_succeeded, merge_failed, merge_succeeded
+from nvcre.orchestration.results import (
+    FAILED_NODES_KEY,
+    SUCCEEDED_NODES_KEY,
+    decode_failed,
+    decode_succeeded,
+    failed_entries,
+    merge_failed,
+    merge_succeeded,
+    succeeded_names,
+)
 from nvcre.orchestration.waves import groups_to_launch
 
 
@@ -213,6 +223,16 @@ def test_node_result_payloads_merge_and_sort() -> None:
         },
         {"name": "n2", "reason": "WorkloadFailed", "cause": "WorkloadFailed", "message": "boom"},
     ]
+
+
+def test_a_node_result_config_map_reads_by_its_keys_and_a_hand_edited_one_reads_empty() -> None:
+    failed = base64.b64encode(merge_failed(None, [{"name": "n1", "reason": "WorkloadFailed"}])).decode()
+    succeeded = base64.b64encode(merge_succeeded(None, ["n2", "n3"])).decode()
+    config_map = {"binaryData": {FAILED_NODES_KEY: failed, SUCCEEDED_NODES_KEY: succeeded}}
+    assert [e["name"] for e in failed_entries(config_map)] == ["n1"]
+    assert succeeded_names(config_map) == ["n2", "n3"]
+    assert failed_entries({"binaryData": {FAILED_NODES_KEY: "not base64!"}}) == []
+    assert failed_entries(None) == [] and succeeded_names({}) == []
 
 
 def test_a_failed_nodes_record_speaks_the_reference_reasons() -> None:

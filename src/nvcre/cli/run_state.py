@@ -7,14 +7,13 @@ decides a verdict.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from nvcre.api.v1alpha1.constants import EXCLUSIVE_CONDITION_TYPES, FAILED_NODES_KEY, ConditionStatus
+from nvcre.api.v1alpha1.constants import EXCLUSIVE_CONDITION_TYPES, ConditionStatus
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, output_option, user_errors
 
@@ -187,7 +186,7 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
     from lightkube import ApiError
     from lightkube.resources.core_v1 import ConfigMap
 
-    from nvcre.orchestration.results import decode_failed
+    from nvcre.orchestration.results import failed_entries
 
     ref = (run.get("status") or {}).get("failedNodesRef") or {}
     if not ref.get("name"):
@@ -200,8 +199,7 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
         raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
     except Exception as error:  # transport errors
         raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
-    payload = (config_map.binaryData or {}).get(FAILED_NODES_KEY)
-    return failed_node_names(decode_failed(base64.b64decode(payload) if payload else None))
+    return failed_node_names(failed_entries(config_map.to_dict()))
 
 
 @click.command("status")

@@ -7,8 +7,6 @@ the Job controller judged with), so the report never disagrees with the verdict 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,8 +16,6 @@ from typing import Any, Final
 
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import (
-    FAILED_NODES_KEY,
-    SUCCEEDED_NODES_KEY,
     Annotation,
     ConditionStatus,
     ConditionType,
@@ -35,7 +31,7 @@ from nvcre.conditions import condition_of
 from nvcre.measure import thresholds as th
 from nvcre.measure import verdicts
 from nvcre.measure.early import early_value
-from nvcre.orchestration.results import decode_failed, decode_succeeded
+from nvcre.orchestration.results import failed_entries, succeeded_names
 from nvcre.report.model import (
     BandwidthRow,
     CategoryReport,
@@ -124,25 +120,6 @@ def format_runtime(seconds: float) -> str:
 
 def _span(start: datetime | None, end: datetime | None) -> str:
     return format_runtime((end - start).total_seconds()) if start and end else ""
-
-
-def _payload(config_map: Obj | None, key: str) -> bytes | None:
-    text = ((config_map or {}).get("binaryData") or {}).get(key)
-    if not text:
-        return None
-    try:
-        return base64.b64decode(text)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def failed_entries(config_map: Obj | None) -> list[dict[str, str]]:
-    """The failed-nodes ConfigMap's entries (``name``, ``reason``, ``message``)."""
-    return decode_failed(_payload(config_map, FAILED_NODES_KEY))
-
-
-def succeeded_names(config_map: Obj | None) -> list[str]:
-    return decode_succeeded(_payload(config_map, SUCCEEDED_NODES_KEY))
 
 
 def workflow_state(workflow: Obj | None) -> CategoryState:

@@ -17,15 +17,10 @@ from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.naming import failed_nodes_config_map_name, succeeded_nodes_config_map_name
-from nvcre.orchestration.results import decode_failed, merge_failed, merge_succeeded
-from nvcre.runtime.objects import Obj
+from nvcre.orchestration.results import failed_entries, merge_failed, merge_succeeded, payload
 from nvcre.runtime.writes import ConflictRetriesExhausted
 
 ATTEMPTS = 10
-
-
-def _payload(config_map: Obj | None, key: str) -> bytes | None:
-    return base64.b64decode(((config_map or {}).get("binaryData") or {}).get(key, "")) or None
 
 
 async def _merge(
@@ -41,7 +36,7 @@ async def _merge(
     client = state.ctx.client
     for _ in range(ATTEMPTS):
         live = await get_live(client, ConfigMap, name, state.namespace)
-        payload = base64.b64encode(merge(_payload(live, key), entries)).decode()
+        encoded = base64.b64encode(merge(payload(live, key), entries)).decode()
         try:
             if live is None:
                 body = {
@@ -52,11 +47,11 @@ async def _merge(
                         "namespace": state.namespace,
                         "ownerReferences": [state.owner_reference(controller=True)],
                     },
-                    "binaryData": {key: payload},
+                    "binaryData": {key: encoded},
                 }
                 await client.create(ConfigMap.from_dict(body))  # type: ignore[call-overload]
             else:
-                live.setdefault("binaryData", {})[key] = payload
+                live.setdefault("binaryData", {})[key] = encoded
                 await client.replace(ConfigMap.from_dict(live))  # type: ignore[call-overload]
         except ApiError as error:
             if error.status.code == 409:
@@ -96,4 +91,4 @@ async def failed_node_names(state: WorkflowState) -> set[str]:
     live = await get_live(
         state.ctx.client, ConfigMap, failed_nodes_config_map_name(state.uid), state.namespace
     )
-    return {str(e["name"]) for e in decode_failed(_payload(live, FAILED_NODES_KEY))}
+    return {str(e["name"]) for e in failed_entries(live)}
