@@ -60,18 +60,12 @@ def _plain(item: Any) -> Obj:
 
 
 def _config_map(kube: Client, ref: Any, namespace: str) -> Obj | None:
-    from lightkube import ApiError
     from lightkube.resources.core_v1 import ConfigMap
 
     name = (ref or {}).get("name")
     if not name:
         return None
-    try:
-        return _plain(kube.get(ConfigMap, name, namespace=namespace))
-    except ApiError as error:
-        if error.status.code == 404:
-            return None
-        raise UserError(f"cannot read configmap {namespace}/{name}: {api_error(error)}") from error
+    return read(kube, ConfigMap, name, namespace, f"configmap {namespace}/{name}")
 
 
 def _workflow_objects(kube: Client, workflow: Obj) -> WorkflowObjects:

@@ -183,7 +183,6 @@ def _get(kube: Any, resource: Any, kind: str, name: str, namespace: str) -> dict
 
 def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str]:
     """Names in the run's failed-nodes ConfigMap (none when it has no ref or the map is gone)."""
-    from lightkube import ApiError
     from lightkube.resources.core_v1 import ConfigMap
 
     from nvcre.orchestration.results import failed_entries
@@ -191,15 +190,8 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
     ref = (run.get("status") or {}).get("failedNodesRef") or {}
     if not ref.get("name"):
         return []
-    try:
-        config_map = kube.get(ConfigMap, ref["name"], namespace=namespace)
-    except ApiError as error:
-        if error.status.code == 404:
-            return []
-        raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
-    except Exception as error:  # transport errors
-        raise UserError(f"cannot read ConfigMap {ref['name']}: {connection.api_error(error)}") from error
-    return failed_node_names(failed_entries(config_map.to_dict()))
+    config_map = connection.read(kube, ConfigMap, ref["name"], namespace, f"ConfigMap {ref['name']}")
+    return failed_node_names(failed_entries(config_map))
 
 
 @click.command("status")
