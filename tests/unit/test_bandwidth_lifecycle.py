@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre.controllers.bandwidth import lifecycle
+from nvcre.measure.interval import sample_interval
 from nvcre.measure.nccl import Aggregate, Point, final_reason
 
 T0 = datetime(2026, 3, 10, 14, 0, 0, tzinfo=UTC)
@@ -110,8 +111,8 @@ def test_grace_is_the_measurement_timeout_but_at_least_two_minutes() -> None:
     assert lifecycle.grace_seconds({"spec": {}}) == 300.0
     assert lifecycle.grace_seconds({"spec": {"measurementTimeout": "30s"}}) == 120.0
     assert lifecycle.grace_seconds({"spec": {"measurementTimeout": "10m"}}) == 600.0
-    assert lifecycle.sample_interval({"spec": {"sampleInterval": "30s"}}) == 30.0
-    assert lifecycle.sample_interval({"spec": {"sampleInterval": "soon"}}) == 60.0
+    assert sample_interval({"spec": {"sampleInterval": "30s"}}) == 30.0
+    assert sample_interval({"spec": {"sampleInterval": "soon"}}) == 60.0
 
 
 def test_job_outcome() -> None:

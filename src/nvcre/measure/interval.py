@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import Default
@@ -20,3 +21,8 @@ def sample_interval_seconds(raw: Any) -> float:
     if seconds <= 0:
         return Default.SAMPLE_INTERVAL_SECONDS
     return max(seconds, float(MIN_SAMPLE_INTERVAL_SECONDS))
+
+
+def sample_interval(measurement: Mapping[str, Any]) -> float:
+    """A Bandwidth- or GoodputMeasurement's ``spec.sampleInterval`` in seconds."""
+    return sample_interval_seconds((measurement.get("spec") or {}).get("sampleInterval"))

@@ -34,6 +34,7 @@ from nvcre.controllers.podlogs import (
     workload_pods,
 )
 from nvcre.controllers.status import StatusChange, now
+from nvcre.measure.interval import sample_interval
 from nvcre.measure.nccl import Aggregate, Parser, final_reason, progress
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import bandwidth_measurement_name
@@ -108,7 +109,7 @@ class BandwidthMeasurementController:
                 final=_complete_reason(bm) == MeasurementReason.JOB_SUCCEEDED,
             )
             return None
-        interval = lifecycle.sample_interval(bm)
+        interval = sample_interval(bm)
         profile = self._profile(bm)
         if isinstance(profile, str):
             await self._write(bm, lifecycle.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, profile, now()))

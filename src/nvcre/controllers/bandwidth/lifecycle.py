@@ -16,7 +16,6 @@ from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue, format_time
 from nvcre.conditions import find, set_condition
 from nvcre.controllers.status import StatusChange
 from nvcre.durations import parse_duration
-from nvcre.measure.interval import sample_interval_seconds
 from nvcre.measure.nccl import Aggregate, SizeResult, merge_provisional, progress, union_transport
 
 RUNNING = "Referenced Job is running, measurement in progress"
@@ -37,11 +36,6 @@ def _seconds(text: str | None, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
-
-
-def sample_interval(bm: Mapping[str, Any]) -> float:
-    """``spec.sampleInterval`` in seconds (see :func:`sample_interval_seconds`)."""
-    return sample_interval_seconds((bm.get("spec") or {}).get("sampleInterval"))
 
 
 def grace_seconds(job: Mapping[str, Any]) -> float:

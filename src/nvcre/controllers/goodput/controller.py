@@ -26,7 +26,7 @@ from nvcre.measure.goodput.sampling import (
     training_started,
     warmup_base,
 )
-from nvcre.measure.interval import sample_interval_seconds
+from nvcre.measure.interval import sample_interval
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import goodput_measurement_name
 from nvcre.runtime.controller import Controller, Result
@@ -35,11 +35,6 @@ from nvcre.runtime.objects import Obj, ObjectKey
 log = logging.getLogger(__name__)
 Role = Literal["steps", "lifecycle"]
 STARTED_PHASES = frozenset({"Running", "Succeeded", "Failed"})
-
-
-def sample_interval(gm: Obj) -> float:
-    """``spec.sampleInterval`` in seconds (see :func:`sample_interval_seconds`)."""
-    return sample_interval_seconds((gm.get("spec") or {}).get("sampleInterval"))
 
 
 def job_outcome(job: Obj) -> tuple[Outcome, datetime] | None:
