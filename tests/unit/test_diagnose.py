@@ -264,6 +264,7 @@ def test_mnnvl_detection_and_forcing_it_off() -> None:
     [
         ({"Failed": ("True", "WorkloadFailed")}, True),
         ({"Failed": ("True", "JobTimedOut")}, False),
+        ({"Failed": ("True", "WorkloadStalled")}, False),
         (
             {"Failed": ("True", "WorkloadFailed"), "HardwareFailed": ("True", "HardwareFailureDetected")},
             False,

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from nvcre import failednodes
-from nvcre.api.v1alpha1.constants import ConditionType, FailureCause, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, FailureCause, JobReason, WorkflowReason
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.workflow import GroupPhase
 from nvcre.conditions import condition_of, condition_true
@@ -66,14 +66,20 @@ def time_left(
     return seconds - (now - started).total_seconds()
 
 
+def hung(job: Mapping[str, Any]) -> bool:
+    """The workload stopped making progress: it stalled, or ran past ``timeoutPerJob``."""
+    failed = condition_of(job, ConditionType.FAILED) or {}
+    return failed.get("reason") in (WorkflowReason.JOB_TIMED_OUT, JobReason.WORKLOAD_STALLED)
+
+
 def may_be_transient(job: Mapping[str, Any]) -> bool:
-    """The workload failed on its own: no hardware report, no measured threshold miss, no
-    timeout (a hang): running it again may pass."""
+    """The workload failed on its own: no hardware report, no measured threshold miss, no hang
+    (a stall or a timeout, which a run again would wait out once more): running it again may pass."""
     return (
         condition_true(job, ConditionType.FAILED)
         and not condition_true(job, ConditionType.HARDWARE_FAILED)
         and not condition_true(job, ConditionType.VALIDATION_FAILED)
-        and not timed_out(job)
+        and not hung(job)
     )
 
 
