@@ -206,6 +206,35 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_names_its_bad_node() -> No
     assert (two.groups, [e["name"] for e in two.untested]) == ((), ["n0", "n1"])
 
 
+def test_a_screened_node_between_two_bad_ones_is_kept_unconfirmed_not_blamed_with_evidence() -> None:
+    """n1 and n3 are bad: every pair with either fails, so n2 (healthy) fails both of its pairs
+    too. Its neighbours failed all of theirs, so its pairs say nothing of it: it keeps its group's
+    entry, counted apart; n1 and n3 each have a neighbour that passed, so their evidence stands."""
+    nodes = [f"n{i}" for i in range(6)]
+    iteration = [failed("group-0", nodes)]
+    plan = isolation.plan(iteration, {})
+    bad = {"n1", "n3"}
+    ran = [{**g, "phase": "Failed" if bad & set(g["nodes"]) else "Succeeded"} for g in plan.groups]
+    failures = {
+        isolation.screen_key(g, n): ("BelowExpected", f'Job "{g["name"]}" failed: {FLOOR}')
+        for g in ran
+        if g["phase"] == "Failed"
+        for n in g["nodes"]
+    }
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    outcome = isolation.decide(status, ran, failures)
+    assert [e["name"] for e in outcome.failed] == ["n1", "n2", "n3"]
+    assert outcome.unconfirmed == ("n2",) and outcome.cleared == ("n0", "n4", "n5")
+    assert outcome.failed[1]["message"] == (
+        f'Job "group-0" failed: {FLOOR} (re-tested in pairs with n1 and n3, which failed all theirs '
+        "too: it cannot be told apart from a healthy node between two bad ones)"
+    )
+    assert outcome.failed[0]["message"].endswith("(re-tested in pairs, failing with each of n0 and n2)")
+    assert outcome.message.startswith(
+        "Isolation complete: 2 nodes failed again with healthy partners, 1 kept"
+    )
+
+
 def test_diagnose_confirmation_pairs_by_the_same_rule() -> None:
     used: dict[str, int] = {}
     domain_of = {"s1": "a", "h1": "a", "h2": "b", "s2": "c"}

@@ -210,11 +210,9 @@ def _unjudged(
     return entry.get("cause") in OUTLIERS and not any(g["name"] in compared for g in passed)
 
 
-def _kept(entry: Mapping[str, Any], how: str) -> dict[str, Any]:
-    return {
-        **entry,
-        "message": f"{entry.get('message', '')} ({how} passed, with no groups of its shape to compare)",
-    }
+def _kept(entry: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """The suspect's entry from its own group, saying why no re-test decided it."""
+    return {**entry, "message": f"{entry.get('message', '')} ({why})"}
 
 
 def decide(
@@ -243,7 +241,11 @@ def decide(
             if _unjudged(entry_of[suspect], [group], compared):
                 unconfirmed.append(suspect)
                 failed.append(
-                    _kept(entry_of[suspect], f"its re-test with healthy partner {', '.join(partners)}")
+                    _kept(
+                        entry_of[suspect],
+                        f"its re-test with healthy partner {', '.join(partners)} passed, with no groups "
+                        "of its shape to compare",
+                    )
                 )
             else:
                 cleared.append(suspect)
@@ -257,11 +259,14 @@ def decide(
         with_whom = ", ".join(partners)
         message = f"{why} (re-tested with healthy partner{'s' if len(partners) > 1 else ''} {with_whom})"
         failed.extend(failednodes.entries([suspect], cause, message))
+    failing_all = {n for n, pairs in screened.items() if all(p.get("phase") != "Succeeded" for p in pairs)}
     for node, pairs in screened.items():
         passed = [p for p in pairs if p.get("phase") == "Succeeded"]
         if passed and _unjudged(entry_of[node], passed, compared):
             unconfirmed.append(node)
-            failed.append(_kept(entry_of[node], "its re-test in pairs"))
+            failed.append(
+                _kept(entry_of[node], "its re-test in pairs passed, with no groups of its shape to compare")
+            )
             continue
         if passed:
             cleared.append(node)
@@ -276,6 +281,16 @@ def decide(
             failed.append(dict(entry_of[node]))
             continue
         neighbours = [n for p in pairs for n in p.get("nodes") or () if n != node]
+        if all(n in failing_all for n in neighbours):  # a good node between two bad ones reads the same
+            unconfirmed.append(node)
+            failed.append(
+                _kept(
+                    entry_of[node],
+                    f"re-tested in pairs with {' and '.join(neighbours)}, which failed all theirs too: "
+                    "it cannot be told apart from a healthy node between two bad ones",
+                )
+            )
+            continue
         cause, why = known[0]
         message = f"{why} (re-tested in pairs, failing with each of {' and '.join(neighbours)})"
         failed.extend(failednodes.entries([node], cause, message))
