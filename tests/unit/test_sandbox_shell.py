@@ -20,6 +20,7 @@ from nvcre.sandbox.runner import (
     end_annotations,
     expected_pods,
     is_service_pod,
+    log_steps,
     node_patches,
     pause,
 )
@@ -173,6 +174,14 @@ def test_stop_kills_every_recorded_group_and_removes_the_directory(tmp_path: Pat
 def test_the_runner_pauses_at_least_as_long_as_a_slow_poll_took() -> None:
     assert pause(0.25, 0.01) == 0.25  # a few pods: the usual interval
     assert pause(0.25, 3.0) == 3.0  # thousands: at most half a core
+
+
+def test_a_pods_log_grows_as_its_lines_times_come() -> None:
+    """No line is readable before its time; lines within half a second are written together; a
+    line printed out of order waits for the one before it."""
+    assert log_steps([0.0, 0.1, 0.4, 2.0, 2.2, 9.0]) == [(0.4, 3), (2.2, 5), (9.0, 6)]
+    assert log_steps([1.0, 0.2, 3.0]) == [(1.0, 2), (3.0, 3)]
+    assert log_steps([]) == []
 
 
 def test_the_sandbox_waits_longer_for_a_larger_fleet() -> None:

@@ -320,6 +320,30 @@ def change_lost(node: Mapping[str, Any], change: NodeChange) -> bool:
     return any((c.type, c.status, c.reason, c.message) not in conditions for c in change.conditions)
 
 
+PACE_SECONDS = 0.5
+"""A pod's log grows in steps of at most this many wall-clock seconds of lines."""
+
+
+def log_steps(offsets: Sequence[float], step: float = PACE_SECONDS) -> list[tuple[float, int]]:
+    """When a pod's log grows: (wall-clock seconds after its start, lines written by then), so
+    that no line is readable before its time and the log grows at most every ``step`` seconds.
+    ``offsets``: each line's wall-clock offset, in the log's order (a line printed out of order
+    waits for the one before it)."""
+    due, latest = [], 0.0
+    for offset in offsets:
+        latest = max(latest, offset)
+        due.append(latest)
+    steps: list[tuple[float, int]] = []
+    i = 0
+    while i < len(due):
+        j = i
+        while j + 1 < len(due) and due[j + 1] <= due[i] + step:
+            j += 1
+        steps.append((due[j], j + 1))
+        i = j + 1
+    return steps
+
+
 def initial_nodes(nodes: Iterable[Node], faults: Sequence[Fault]) -> list[Node]:
     """The nodes as they are created: each node's faults that hold from the start applied."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -439,20 +463,23 @@ class Runner:
         for plan in plans:
             sim = plan.simulation
             if sim.log_served:  # no-log: no Logs object, so kwok serves nothing for the pod
-                register_pod_log(
-                    self.client,
-                    self.logs_dir,
-                    plan.namespace,
-                    plan.pod,
-                    "".join(line + "\n" for line in cri_log(sim, started, self.speed)),
-                    container=CONTAINER,
-                )
+                self._pace_log(plan.namespace, plan.pod, sim, started, t0)
             if sim.exit_code is not None and sim.duration_s is not None:
                 body = {"metadata": {"annotations": end_annotations(sim.exit_code)}}
                 self.at(t0 + sim.duration_s / self.speed, self._patch_pod(plan.namespace, plan.pod, body))
             for effect in sim.node_effects:
                 self.at(t0 + effect.offset_s / self.speed, self._patch_node(effect.node, effect.change))
         self.handled.update(uids)
+
+    def _pace_log(
+        self, namespace: str, pod: str, sim: Simulation, started: datetime.datetime, t0: float
+    ) -> None:
+        """Register the pod's log empty and let it grow as its lines' times come, as a real
+        container's does (each step replaces the file whole, so a read never sees half a line)."""
+        path = register_pod_log(self.client, self.logs_dir, namespace, pod, "", container=CONTAINER)
+        lines = [line + "\n" for line in cri_log(sim, started, self.speed)]
+        for at, count in log_steps([line.offset_s / self.speed for line in sim.lines]):
+            self.at(t0 + at, _write_log(path, lines, count))
 
     def _scripts(self, pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
         """The data of the ConfigMaps the pods' main containers mount (a missing one: no files)."""
@@ -495,6 +522,15 @@ class Runner:
             if ready_file is not None and not ready_file.exists():
                 ready_file.write_text("ready\n")
             time.sleep(pause(self.interval, time.monotonic() - started))
+
+
+def _write_log(path: Path, lines: Sequence[str], count: int) -> Callable[[], None]:
+    def write() -> None:
+        partial = path.with_name(path.name + ".part")
+        partial.write_text("".join(lines[:count]))
+        partial.replace(path)
+
+    return write
 
 
 def pause(interval: float, tick_seconds: float) -> float:
