@@ -3,6 +3,7 @@ members that fail again are failed (nvcre.orchestration.isolation, pure)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from nvcre import failednodes
@@ -18,6 +19,21 @@ def group(name: str, nodes: list[str], phase: str, **extra: Any) -> dict[str, An
 def failed(name: str, nodes: list[str], cause: str = "BelowExpected", **extra: Any) -> dict[str, Any]:
     entries = failednodes.entries(nodes, cause, f'Job "{name}" failed: {FLOOR}')
     return group(name, nodes, "Failed", suspects=entries, **extra)
+
+
+def screened(
+    iteration: list[dict[str, Any]], pairs: Sequence[dict[str, Any]], bad: set[str]
+) -> isolation.Outcome:
+    """The outcome of a screening ring whose pairs with a ``bad`` node fail below the floor."""
+    ran = [{**g, "phase": "Failed" if bad & set(g["nodes"]) else "Succeeded"} for g in pairs]
+    failures = {
+        isolation.screen_key(g, n): ("BelowExpected", f'Job "{g["name"]}" failed: {FLOOR}')
+        for g in ran
+        if g["phase"] == "Failed"
+        for n in g["nodes"]
+    }
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    return isolation.decide(status, ran, failures)
 
 
 def test_off_and_diagnose_mode_turn_it_off() -> None:
@@ -185,15 +201,7 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_names_its_bad_node() -> No
         (["n4", "n0"], True),
     ], "each node with its two neighbours on a ring"
     # n2 is bad: both of its pairs fail; its neighbours pass their other pair
-    ran = [{**g, "phase": "Failed" if "n2" in g["nodes"] else "Succeeded"} for g in plan.groups]
-    failures = {
-        isolation.screen_key(g, n): ("BelowExpected", f'Job "{g["name"]}" failed: {FLOOR}')
-        for g in ran
-        if g["phase"] == "Failed"
-        for n in g["nodes"]
-    }
-    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
-    outcome = isolation.decide(status, ran, failures)
+    outcome = screened(iteration, plan.groups, bad={"n2"})
     assert outcome.cleared == ("n0", "n1", "n3", "n4") and outcome.links == ()
     (entry,) = outcome.failed
     assert (entry["name"], entry["cause"]) == ("n2", "BelowExpected")
@@ -213,16 +221,7 @@ def test_a_screened_node_between_two_bad_ones_is_kept_unconfirmed_not_blamed_wit
     nodes = [f"n{i}" for i in range(6)]
     iteration = [failed("group-0", nodes)]
     plan = isolation.plan(iteration, {})
-    bad = {"n1", "n3"}
-    ran = [{**g, "phase": "Failed" if bad & set(g["nodes"]) else "Succeeded"} for g in plan.groups]
-    failures = {
-        isolation.screen_key(g, n): ("BelowExpected", f'Job "{g["name"]}" failed: {FLOOR}')
-        for g in ran
-        if g["phase"] == "Failed"
-        for n in g["nodes"]
-    }
-    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
-    outcome = isolation.decide(status, ran, failures)
+    outcome = screened(iteration, plan.groups, bad={"n1", "n3"})
     assert [e["name"] for e in outcome.failed] == ["n1", "n2", "n3"]
     assert outcome.unconfirmed == ("n2",) and outcome.cleared == ("n0", "n4", "n5")
     assert outcome.failed[1]["message"] == (
