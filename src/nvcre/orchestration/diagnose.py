@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import FailureCause
+from nvcre.api.v1alpha1.workflow import DiagnoseStage
 from nvcre.orchestration import pairing
 from nvcre.orchestration.pairing import UNKNOWN_DOMAIN
 
@@ -33,15 +34,7 @@ MNNVL_ENV: Final = "NCCL_MNNVL_ENABLE"
 _MNNVL_SETTING = re.compile(rf"\b{MNNVL_ENV}=(\S*)")
 INTER_DOMAIN: Final = "inter-domain"
 
-Stage = Literal[
-    "intra-screening",
-    "intra-screening-no-nvl",
-    "inter-screening",
-    "bisection",
-    "confirmation",
-    "cross-boundary",
-    "complete",
-]
+Stage = DiagnoseStage
 Outcome = Literal["Healthy", "Faulty", "Inconclusive", "LimitReached"]
 
 ALL_DOMAINS_HEALTHY: Final = "All domains healthy, no faults detected"
