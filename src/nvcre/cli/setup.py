@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nvcre import __version__, yamlio
+from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.cli.common import UserError, output_option, user_errors
 from nvcre.cli.connection import api_error, kubeconfig_options
 from nvcre.setup import plan
@@ -259,7 +260,7 @@ def observe(client: Client, helm: Helm | None) -> plan.Observed:
     profiles = 0
     if "logprofiles.nvcre.nvidia.com" in crds:
         profiles = sum(1 for _ in _objects(client, crds["logprofiles.nvcre.nvidia.com"]))
-    gpu_nodes = sum(1 for _ in client.list(Node, labels={"nvidia.com/gpu.present": "true"}))
+    gpu_nodes = sum(1 for _ in client.list(Node, labels={NodeLabel.GPU_PRESENT: "true"}))
     dcgm = "found"
     try:
         client.get(Service, "nvidia-dcgm", namespace="gpu-operator")

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-GPU_PRESENT = "nvidia.com/gpu.present"
+from nvcre.api.v1alpha1.constants import NodeLabel
+
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 Node = Mapping[str, Any]
@@ -82,7 +83,7 @@ def discover(all_nodes: Iterable[Node], target: Mapping[str, Any] | None) -> Dis
     for node in all_nodes:
         if not matches_target(node, target):
             continue
-        gpu = labels_of(node).get(GPU_PRESENT) == "true"
+        gpu = labels_of(node).get(NodeLabel.GPU_PRESENT) == "true"
         if node.get("spec", {}).get("unschedulable") and not keep_cordoned:
             if gpu:
                 cordoned.append(name_of(node))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import NodeLabel
+
 HOSTNAME = "kubernetes.io/hostname"
-PRODUCT = "nvidia.com/gpu.product"
 
 
 class PlacementError(ValueError):
@@ -60,7 +61,7 @@ def node_affinity(
     requirements.extend(dict(e) for e in target.get("matchExpressions") or ())
     distinct = sorted({p for p in products if p})
     if distinct:
-        requirements.append({"key": PRODUCT, "operator": "In", "values": distinct})
+        requirements.append({"key": NodeLabel.GPU_PRODUCT, "operator": "In", "values": distinct})
     requirements = _dedupe(requirements)
     if not requirements:
         return None

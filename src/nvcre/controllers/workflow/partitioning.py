@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, NodeLabel, WorkflowReason
 from nvcre.controllers.workflow.diagnosing import first_round
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
@@ -18,8 +18,6 @@ from nvcre.render.overrides import OverrideError
 from nvcre.render.workflow import ResolvedWorkflow, resolve_workflow
 from nvcre.runtime.controller import Result
 from nvcre.workload import trainjob
-
-PRODUCT = "nvidia.com/gpu.product"
 
 
 class Failure(Exception):
@@ -172,7 +170,7 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         completedIterations=0,
         groups=groups,
         placement=placement,
-        gpuProducts=sorted({labels_of(n).get(PRODUCT, "") for n in nodes} - {""}),
+        gpuProducts=sorted({labels_of(n).get(NodeLabel.GPU_PRODUCT, "") for n in nodes} - {""}),
     )
     await state.record(
         ConditionType.IN_PROGRESS,
