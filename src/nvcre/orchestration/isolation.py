@@ -230,6 +230,12 @@ def decide(
     cleared: list[str] = []
     unconfirmed: list[str] = []
     entry_of = {s["name"]: s["entry"] for s in isolation.get("suspects") or ()}
+
+    def keep(node: str, why: str | None = None) -> None:
+        """Fail ``node`` on its own group's entry: no re-test decided it."""
+        unconfirmed.append(node)
+        failed.append(_kept(entry_of[node], why) if why else dict(entry_of[node]))
+
     screened: dict[str, list[Mapping[str, Any]]] = {}
     for group in round_groups:
         if group.get("screen"):
@@ -239,21 +245,17 @@ def decide(
         suspect, partners = group["suspect"], list(group.get("nodes") or ())[1:]
         if group.get("phase") == "Succeeded":
             if _unjudged(entry_of[suspect], [group], compared):
-                unconfirmed.append(suspect)
-                failed.append(
-                    _kept(
-                        entry_of[suspect],
-                        f"its re-test with healthy partner {', '.join(partners)} passed, with no groups "
-                        "of its shape to compare",
-                    )
+                keep(
+                    suspect,
+                    f"its re-test with healthy partner {', '.join(partners)} passed, with no groups "
+                    "of its shape to compare",
                 )
             else:
                 cleared.append(suspect)
             continue
         found = failures.get(group["name"], (FailureCause.WORKLOAD_FAILED, "the re-test failed"))
         if found is None:
-            unconfirmed.append(suspect)
-            failed.append(dict(entry_of[suspect]))
+            keep(suspect)
             continue
         cause, why = found
         with_whom = ", ".join(partners)
@@ -263,10 +265,7 @@ def decide(
     for node, pairs in screened.items():
         passed = [p for p in pairs if p.get("phase") == "Succeeded"]
         if passed and _unjudged(entry_of[node], passed, compared):
-            unconfirmed.append(node)
-            failed.append(
-                _kept(entry_of[node], "its re-test in pairs passed, with no groups of its shape to compare")
-            )
+            keep(node, "its re-test in pairs passed, with no groups of its shape to compare")
             continue
         if passed:
             cleared.append(node)
@@ -277,18 +276,14 @@ def decide(
         ]
         known = [f for f in said if f is not None]
         if len(known) < len(said):  # a pair spoiled by its other node's hardware
-            unconfirmed.append(node)
-            failed.append(dict(entry_of[node]))
+            keep(node)
             continue
         neighbours = [n for p in pairs for n in p.get("nodes") or () if n != node]
         if all(n in failing_all for n in neighbours):  # a good node between two bad ones reads the same
-            unconfirmed.append(node)
-            failed.append(
-                _kept(
-                    entry_of[node],
-                    f"re-tested in pairs with {' and '.join(neighbours)}, which failed all theirs too: "
-                    "it cannot be told apart from a healthy node between two bad ones",
-                )
+            keep(
+                node,
+                f"re-tested in pairs with {' and '.join(neighbours)}, which failed all theirs too: "
+                "it cannot be told apart from a healthy node between two bad ones",
             )
             continue
         cause, why = known[0]
