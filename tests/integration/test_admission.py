@@ -14,7 +14,7 @@ import pytest
 from lightkube import ApiError, Client
 
 from nvcre.controllers import resources
-from tests.manifests import ACCEPTED_BOTH, CERT, JOB, REJECTED_BOTH, RUN, WORKFLOW, at
+from nvcre.testing.rejections import ACCEPTED_BOTH, CERT, JOB, REJECTED_BOTH, RUN, WORKFLOW, at
 
 KINDS = {
     "WorkloadRun": resources.WorkloadRun,

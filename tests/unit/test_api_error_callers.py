@@ -18,7 +18,7 @@ from nvcre.controllers.workloadrun import WorkloadRunController
 from nvcre.runtime.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, api_error, context
 from nvcre.testing.nodes import gpu_node
-from tests.manifests import CERT, RUN
+from nvcre.testing.rejections import CERT, RUN
 
 pytestmark = pytest.mark.asyncio
 

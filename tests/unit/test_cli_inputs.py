@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from nvcre.cli.main import cli
-from tests.manifests import RUN
+from nvcre.testing.rejections import RUN
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

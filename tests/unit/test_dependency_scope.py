@@ -27,7 +27,7 @@ from nvcre.orchestration.dependencies import (
 from nvcre.platform import synthetic_nodes
 from nvcre.render.workflow import resolve_workflow
 from nvcre.render.workloadrun import BuildError, build_workflow
-from tests.manifests import WORKFLOW, at
+from nvcre.testing.rejections import WORKFLOW, at
 
 
 def config_map(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:

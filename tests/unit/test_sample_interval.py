@@ -1,5 +1,5 @@
 """``sampleInterval`` has a minimum (5s): admission and ``nvcrectl validate`` refuse a shorter one
-(tests/manifests.py ``REJECTED_BOTH``), and every controller reading the field clamps it, so an
+(nvcre.testing.rejections ``REJECTED_BOTH``), and every controller reading the field clamps it, so an
 object stored before the minimum existed cannot make a measurement poll pod logs continuously."""
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.validation.manifests import check_object
-from tests.manifests import (
+from nvcre.testing.rejections import (
     ACCEPTED_BOTH,
     BANDWIDTH,
     CERT,
@@ -19,6 +18,7 @@ from tests.manifests import (
     WORKFLOW,
     at,
 )
+from nvcre.validation.manifests import check_object
 
 LABELS_33 = {f"l{i}": "v" for i in range(33)}
 TEN = "[" + ", ".join("0123456789") + "]"

@@ -37,6 +37,8 @@ RDMA_RESOURCE = "rdma/ib"
 MLNX_RESOURCE = "nvidia.com/mlnxnics"
 HOSTNAME = "kubernetes.io/hostname"
 TOGETHER_WORKER = "node-role.together.ai/worker"
+POOL_LABEL = "nvcre.test/pool"
+"""A test's own node label: the nodes one test created, which its objects target."""
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 NSCALE_RDMA_RESOURCE = "nscale.com/rdmashare"

@@ -21,10 +21,11 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.controllers import resources
 from nvcre.controllers.children import owner_reference
+from nvcre.testing.builders import TrainingRuntime, Workflow
+from nvcre.testing.nodes import POOL_LABEL as POOL_LABEL  # re-exported: tests read it here
 from nvcre.testing.waiting import wait_for
 from nvcre.workload.ownership import JOBSET_GROUP, JOBSET_VERSION
 
-POOL_LABEL = "nvcre.test/pool"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
@@ -57,30 +58,7 @@ def pool_name() -> str:
 
 def training_runtime(name: str, *, launcher: bool = False) -> dict[str, Any]:
     """A TrainingRuntime with a ``node`` job (and an MPI ``launcher`` job first, if asked)."""
-    jobs = [ReplicatedJob.LAUNCHER] if launcher else []
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": name},
-        "spec": {
-            "mlPolicy": {"numNodes": 1},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": job,
-                            "template": {
-                                "spec": {
-                                    "template": {"spec": {"containers": [{"name": job, "image": "img"}]}}
-                                }
-                            },
-                        }
-                        for job in [*jobs, ReplicatedJob.NODE]
-                    ]
-                }
-            },
-        },
-    }
+    return TrainingRuntime(name).launcher(launcher).obj()
 
 
 def workflow(
@@ -97,35 +75,15 @@ def workflow(
 ) -> dict[str, Any]:
     """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group; with ``mpi``,
     its runtime has a launcher, which the TrainJob's patch names as the catalog's MPI entries do."""
-    runtime = f"{name}-rt"
-    train_job: dict[str, Any] = {
-        "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
-        "trainer": {"image": "img", "numNodes": num_nodes},
-    }
-    if mpi:
-        names = [{"name": ReplicatedJob.NODE}, {"name": ReplicatedJob.LAUNCHER}]
-        train_job["runtimePatches"] = [
-            {
-                "manager": "nvcre.nvidia.com/catalog",
-                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": names}}},
-            }
-        ]
-    return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Workflow",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "jobTemplate": {
-                "spec": {
-                    "workload": {"trainJob": train_job},
-                    **(job_spec or {}),
-                }
-            },
-            "orchestration": {"target": {"nodeSelector": {POOL_LABEL: pool}}, **(orchestration or {})},
-            "dependencies": [training_runtime(runtime, launcher=mpi), *(dependencies or [])],
-            **spec,
-        },
-    }
+    built = Workflow(name).namespace(namespace).nodes(num_nodes).with_runtime(launcher=mpi).pool(pool)
+    built.dependencies(*(dependencies or []))
+    for key, value in (orchestration or {}).items():
+        built.set(f"spec.orchestration.{key}", value)
+    for key, value in (job_spec or {}).items():
+        built.set(f"spec.jobTemplate.spec.{key}", value)
+    for key, value in spec.items():
+        built.set(f"spec.{key}", value)
+    return built.obj()
 
 
 def _now() -> str:
