@@ -4,13 +4,11 @@ docs/testing.md."""
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from nvcre.testing import binaries as bins
-from nvcre.testing.cluster import Cluster
+from nvcre.testing.cluster import Cluster, EmptyCluster
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.fixtures import *  # noqa: F403 - re-export the fixtures to pytest
 from nvcre.testing.kwok import Kwok
@@ -24,17 +22,6 @@ def control_plane(full_cluster: Cluster) -> ControlPlane:
 @pytest.fixture(scope="session")
 def kwok(full_cluster: Cluster) -> Kwok:
     return full_cluster.kwok
-
-
-@dataclass
-class EmptyCluster:
-    """A cluster with the workload chain but none of nvcre (an empty cluster as setup meets one),
-    and the environment that points nvcrectl at it and at the built helm, with helm's own
-    directories under ``work``."""
-
-    cluster: Cluster
-    env: dict[str, str]
-    work: Path
 
 
 @pytest.fixture(scope="module")

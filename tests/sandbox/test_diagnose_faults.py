@@ -30,10 +30,10 @@ from nvcre.sandbox.model import unit
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing import binaries as bins
+from nvcre.testing.diagnose_runs import BLOCK, NAMESPACE, example_workflow, node_results
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.nodes import domain_labels
 from nvcre.testing.waiting import wait_for
-from tests.sandbox.test_diagnose import BLOCK, NAMESPACE, example_workflow, node_results
 
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
 NODES, DOMAIN = 40, 4

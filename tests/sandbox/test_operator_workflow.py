@@ -33,10 +33,10 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.controllers import resources
 from nvcre.sandbox.supervisor import Options, create_nodes, runner_argv, sandbox_nodes, wait_runner_ready
+from nvcre.testing.cluster import EmptyCluster
 from nvcre.testing.inspect import get, jobs_of
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.processes import Process, wait_until
-from tests.sandbox.conftest import EmptyCluster
 
 NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 SLOW = "gpu-node-005"

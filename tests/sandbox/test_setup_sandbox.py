@@ -19,8 +19,8 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
+from nvcre.testing.cluster import EmptyCluster
 from nvcre.testing.nodes import create_gpu_nodes
-from tests.sandbox.conftest import EmptyCluster
 
 NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 

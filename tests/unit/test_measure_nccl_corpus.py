@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.nccl_cases import Case, check
+from nvcre.testing.nccl_cases import Case, check
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 

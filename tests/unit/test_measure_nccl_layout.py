@@ -17,7 +17,7 @@ from nvcre.measure.nccl import Aggregate, Parser, Point, SizeResult, merge_provi
 from nvcre.measure.nccl.context import Sweep, is_failure
 from nvcre.measure.nccl.layout import header
 from nvcre.measure.profile import CompiledProfile
-from tests.unit.nccl_cases import PROFILE, parse
+from nvcre.testing.nccl_cases import PROFILE, parse
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"

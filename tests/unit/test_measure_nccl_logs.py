@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.nccl_cases import Case, check
+from nvcre.testing.nccl_cases import Case, check
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 

@@ -558,11 +558,23 @@ def describe_timings(timings: Mapping[str, float]) -> str:
     return ", ".join(f"{name} {seconds:.1f}s" for name, seconds in timings.items())
 
 
+@dataclass
+class EmptyCluster:
+    """A cluster with the workload chain but none of nvcre (an empty cluster as setup meets one),
+    and the environment that points nvcrectl at it and at the built helm, with helm's own
+    directories under ``work``."""
+
+    cluster: Cluster
+    env: dict[str, str]
+    work: Path
+
+
 __all__ = [
     "CONTROLLERS",
     "SCHEDULER_PROFILES",
     "Cluster",
     "Component",
+    "EmptyCluster",
     "JobSet",
     "StartupError",
     "WorkloadChain",
