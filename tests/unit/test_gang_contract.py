@@ -17,8 +17,10 @@ from nvcre.render.gang import (
     merge_workload_labels,
 )
 from nvcre.render.overrides import OverrideContext, apply_overrides
+from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
 
 KAI = GangIntent("kai-scheduler", "team-a", "kai.scheduler/queue")
+TEAM_A = {"kai.scheduler/queue": "team-a"}
 INTENT = 'gangScheduler is configured with queue "team-a" but'
 SCHED = 'gangScheduler is configured with schedulerName "kai-scheduler" but'
 
@@ -251,25 +253,7 @@ def test_dependency_override_breaking_runtime_label_fails() -> None:
         {
             "when": {},
             "dependencies": [
-                {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainingRuntime",
-                    "metadata": {"name": "nccl-runtime"},
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": "node",
-                                        "template": {
-                                            "metadata": {"labels": {"kai.scheduler/queue": "team-b"}}
-                                        },
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                }
+                runtime_overlay("nccl-runtime", job_overlay("node", labels={"kai.scheduler/queue": "team-b"}))
             ],
         }
     ]
@@ -280,29 +264,13 @@ def test_dependency_override_breaking_runtime_label_fails() -> None:
     )
 
 
-def _runtime_patch(manager: str, job: str, **template: Any) -> dict[str, Any]:
-    return {
-        "manager": manager,
-        "trainingRuntimeSpec": {
-            "template": {"spec": {"replicatedJobs": [{"name": job, "template": template}]}}
-        },
-    }
-
-
 def test_runtime_patches_are_folded_in_for_launcher_and_worker() -> None:
     spec = workflow_spec(
         replicated_job("launcher", queue=None, pod_queue=None), replicated_job("node", pod_queue=None)
     )
     spec["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] = [
-        _runtime_patch(
-            "site",
-            "launcher",
-            metadata={"labels": {"kai.scheduler/queue": "team-a"}},
-            spec={"template": {"metadata": {"labels": {"kai.scheduler/queue": "team-a"}}}},
-        ),
-        _runtime_patch(
-            "site2", "node", spec={"template": {"metadata": {"labels": {"kai.scheduler/queue": "team-a"}}}}
-        ),
+        runtime_patch("site", job_overlay("launcher", labels=TEAM_A, pod_labels=TEAM_A)),
+        runtime_patch("site2", job_overlay("node", pod_labels=TEAM_A)),
     ]
     assert not enforce_gang_contract(spec).restored
 
@@ -310,10 +278,8 @@ def test_runtime_patches_are_folded_in_for_launcher_and_worker() -> None:
 def test_runtime_patch_conflict_names_the_patch() -> None:
     spec = workflow_spec()
     spec["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] = [
-        _runtime_patch("nvcre.nvidia.com/catalog", "node"),
-        _runtime_patch(
-            "site", "node", spec={"template": {"metadata": {"labels": {"kai.scheduler/queue": "team-b"}}}}
-        ),
+        runtime_patch("nvcre.nvidia.com/catalog", job_overlay("node")),
+        runtime_patch("site", job_overlay("node", pod_labels={"kai.scheduler/queue": "team-b"})),
     ]
     assert conflict(spec) == (
         f'{INTENT} TrainJob runtimePatches[1] (manager "site") sets label "kai.scheduler/queue" to "team-b" '
@@ -324,9 +290,7 @@ def test_runtime_patch_conflict_names_the_patch() -> None:
 def test_runtime_patch_scheduler_conflict() -> None:
     spec = workflow_spec()
     spec["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] = [
-        _runtime_patch(
-            "site", "launcher", spec={"template": {"spec": {"schedulerName": "default-scheduler"}}}
-        ),
+        runtime_patch("site", job_overlay("launcher", schedulerName="default-scheduler")),
     ]
     assert (
         'TrainJob runtimePatches[0] (manager "site") sets schedulerName to "default-scheduler"'

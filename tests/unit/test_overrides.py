@@ -30,6 +30,7 @@ from nvcre.render.overrides import (
     summarize_when,
     when_matches,
 )
+from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
 
 AWS_H100 = OverrideContext(platform="aws", gpu_architecture="h100", workload_kind="TrainJob")
 AZURE_H100 = OverrideContext(platform="azure", gpu_architecture="h100", workload_kind="TrainJob")
@@ -292,10 +293,7 @@ def test_job_template_maps_merge_and_lists_replace_wholesale() -> None:
 
 
 def test_runtime_patches_are_replaced_wholesale() -> None:
-    patch = {
-        "manager": "site",
-        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node"}]}}},
-    }
+    patch = runtime_patch("site", {"name": "node"})
     overrides = [
         {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}}}
     ]
@@ -526,36 +524,10 @@ def test_seed_hostpath_rdma_override_merges_privileged_into_worker_node_containe
     override = {
         "when": {},
         "dependencies": [
-            {
-                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                "kind": "TrainingRuntime",
-                "metadata": {"name": "nccl-hostpath-rdma-runtime"},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "replicatedJobs": [
-                                {
-                                    "name": "node",
-                                    "template": {
-                                        "spec": {
-                                            "template": {
-                                                "spec": {
-                                                    "containers": [
-                                                        {
-                                                            "name": "node",
-                                                            "securityContext": {"privileged": True},
-                                                        }
-                                                    ]
-                                                }
-                                            }
-                                        }
-                                    },
-                                }
-                            ]
-                        }
-                    }
-                },
-            }
+            runtime_overlay(
+                "nccl-hostpath-rdma-runtime",
+                job_overlay("node", containers=[{"name": "node", "securityContext": {"privileged": True}}]),
+            )
         ],
     }
     base["overrides"] = [override]
@@ -579,41 +551,23 @@ def test_seed_hostpath_rdma_override_merges_privileged_into_worker_node_containe
 
 
 def test_dependency_resource_maps_merge_and_unnamed_lists_replace() -> None:
-    patch = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": "nccl-runtime"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-                                            "containers": [
-                                                {
-                                                    "name": "node",
-                                                    "image": "efa",
-                                                    "resources": {
-                                                        "limits": {"vpc.amazonaws.com/efa": "32"},
-                                                        "requests": {"vpc.amazonaws.com/efa": "32"},
-                                                    },
-                                                }
-                                            ],
-                                        }
-                                    }
-                                }
-                            },
-                        }
-                    ]
+    patch = runtime_overlay(
+        "nccl-runtime",
+        job_overlay(
+            "node",
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            containers=[
+                {
+                    "name": "node",
+                    "image": "efa",
+                    "resources": {
+                        "limits": {"vpc.amazonaws.com/efa": "32"},
+                        "requests": {"vpc.amazonaws.com/efa": "32"},
+                    },
                 }
-            }
-        },
-    }
+            ],
+        ),
+    )
     merged = merge_dependencies([runtime()], [patch])[0]
     worker = node_pod(merged)
     container = worker["containers"][0]

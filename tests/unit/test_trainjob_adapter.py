@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from nvcre.testing.builders import runtime_patch
 from nvcre.workload import trainjob
 
 JOB: dict[str, Any] = {
@@ -19,12 +20,7 @@ JOB: dict[str, Any] = {
                 "runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
                 "trainer": {"numNodes": 2},
                 "runtimePatches": [
-                    {
-                        "manager": "nvcre.nvidia.com/catalog",
-                        "trainingRuntimeSpec": {
-                            "template": {"spec": {"replicatedJobs": [{"name": "node"}, {"name": "launcher"}]}}
-                        },
-                    }
+                    runtime_patch("nvcre.nvidia.com/catalog", {"name": "node"}, {"name": "launcher"})
                 ],
             }
         },

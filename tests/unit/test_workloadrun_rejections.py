@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.cli.main import cli
 from nvcre.render.workloadrun import BuildError, build_workflow
+from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
 
 MPI = {"mpi": {"mpirunPath": "/usr/local/mpi/bin/mpirun", "binary": "/usr/local/bin/all_reduce_perf_mpi"}}
 TORCH = {"torch": {"script": "train.py"}}
@@ -184,27 +185,9 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
                     {
                         "when": {},
                         "dependencies": [
-                            {
-                                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                                "kind": "TrainingRuntime",
-                                "metadata": {"name": "r-runtime"},
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "replicatedJobs": [
-                                                {
-                                                    "name": "node",
-                                                    "template": {
-                                                        "metadata": {
-                                                            "labels": {"kai.scheduler/queue": "team-b"}
-                                                        }
-                                                    },
-                                                }
-                                            ]
-                                        }
-                                    }
-                                },
-                            }
+                            runtime_overlay(
+                                "r-runtime", job_overlay("node", labels={"kai.scheduler/queue": "team-b"})
+                            )
                         ],
                     }
                 ],
@@ -220,27 +203,7 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
                     {
                         "when": {},
                         "dependencies": [
-                            {
-                                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                                "kind": "TrainingRuntime",
-                                "metadata": {"name": "r-runtime"},
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "replicatedJobs": [
-                                                {
-                                                    "name": "launcher",
-                                                    "template": {
-                                                        "spec": {
-                                                            "template": {"spec": {"schedulerName": None}}
-                                                        }
-                                                    },
-                                                }
-                                            ]
-                                        }
-                                    }
-                                },
-                            }
+                            runtime_overlay("r-runtime", job_overlay("launcher", schedulerName=None))
                         ],
                     }
                 ],
@@ -515,25 +478,9 @@ def test_nic_field_off_its_targets_is_reported_not_dropped_silently() -> None:
 
 
 def test_a_trainjob_runtime_patch_is_folded_into_the_contract() -> None:
-    patch = {
-        "manager": "example.com/team",
-        "trainingRuntimeSpec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "launcher",
-                            "template": {
-                                "spec": {
-                                    "template": {"metadata": {"labels": {"kai.scheduler/queue": "team-b"}}}
-                                }
-                            },
-                        }
-                    ]
-                }
-            }
-        },
-    }
+    patch = runtime_patch(
+        "example.com/team", job_overlay("launcher", pod_labels={"kai.scheduler/queue": "team-b"})
+    )
     override = {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}}}
     assert refuse(run(gangScheduler=GANG, overrides=[override])) == (
         'gangScheduler is configured with queue "team-a" but TrainJob runtimePatches[0] (manager '

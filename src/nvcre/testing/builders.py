@@ -502,6 +502,50 @@ def pool_nodes(gpu_nodes: Callable[..., Iterable[Node]], count: int, pool: str, 
     )
 
 
+# --- overlays: the partial objects an override or a runtime patch merges in ----------------------
+
+
+def job_overlay(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    pod_labels: Mapping[str, str] | None = None,
+    **pod: Any,
+) -> dict[str, Any]:
+    """One replicated job as an overlay names it (merged by name): ``labels`` on its Job template,
+    ``pod_labels`` on its pod template, ``pod`` fields of its pod spec (``None`` deletes one)."""
+    template: dict[str, Any] = {}
+    if labels is not None:
+        template["metadata"] = {"labels": dict(labels)}
+    inner: dict[str, Any] = {}
+    if pod_labels is not None:
+        inner["metadata"] = {"labels": dict(pod_labels)}
+    if pod:
+        inner["spec"] = copy.deepcopy(pod)
+    if inner:
+        template["spec"] = {"template": inner}
+    return {"name": name, "template": template}
+
+
+def _replicated_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"template": {"spec": {"replicatedJobs": [copy.deepcopy(dict(j)) for j in jobs]}}}
+
+
+def runtime_overlay(name: str, *jobs: Mapping[str, Any]) -> dict[str, Any]:
+    """A TrainingRuntime as an override's ``dependencies`` lists it: only the jobs it changes."""
+    return {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": TrainerKind.TRAINING_RUNTIME,
+        "metadata": {"name": name},
+        "spec": _replicated_jobs(jobs),
+    }
+
+
+def runtime_patch(manager: str, *jobs: Mapping[str, Any]) -> dict[str, Any]:
+    """One of a TrainJob's ``runtimePatches``: ``manager``'s change to the jobs named."""
+    return {"manager": manager, "trainingRuntimeSpec": _replicated_jobs(jobs)}
+
+
 __all__ = [
     "DELETE",
     "BandwidthMeasurement",
@@ -517,9 +561,12 @@ __all__ = [
     "WorkloadRun",
     "at",
     "category",
+    "job_overlay",
     "pool_nodes",
     "pool_spec",
     "replicated_job",
+    "runtime_overlay",
+    "runtime_patch",
     "selector",
     "train_job_spec",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import yaml
+
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Aggregate, Parser, SizeResult, peak, read
 from nvcre.measure.profile import compile_profile
@@ -31,6 +33,18 @@ class Case(NamedTuple):
     transport: tuple[str, ...] = ()
     wrong: int = 0
     headerless: int = 0
+
+
+_TUPLES = ("oob", "first", "last", "peak", "transport")
+
+
+def load_cases(path: Path) -> dict[str, Case]:
+    """The cases of a YAML file: log file name -> its :class:`Case` fields (lists read as tuples)."""
+    found: dict[str, dict[str, Any]] = yaml.safe_load(path.read_text())
+    return {
+        name: Case(**{k: tuple(v) if k in _TUPLES and v is not None else v for k, v in fields.items()})
+        for name, fields in found.items()
+    }
 
 
 def parse(path: Path) -> Aggregate:
