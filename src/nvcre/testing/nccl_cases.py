@@ -41,10 +41,12 @@ _TUPLES = ("oob", "first", "last", "peak", "transport")
 def load_cases(path: Path) -> dict[str, Case]:
     """The cases of a YAML file: log file name -> its :class:`Case` fields (lists read as tuples)."""
     found: dict[str, dict[str, Any]] = yaml.safe_load(path.read_text())
-    return {
-        name: Case(**{k: tuple(v) if k in _TUPLES and v is not None else v for k, v in fields.items()})
-        for name, fields in found.items()
-    }
+    return {name: _case(fields) for name, fields in found.items()}
+
+
+def _case(fields: dict[str, Any]) -> Case:
+    read: dict[str, Any] = {k: tuple(v) if k in _TUPLES and v is not None else v for k, v in fields.items()}
+    return Case(**read)
 
 
 def parse(path: Path) -> Aggregate:
