@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from nvcre.api.v1alpha1.constants import (
     EXCLUSIVE_CONDITION_TYPES,
@@ -25,19 +25,27 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue, format_time
 
 __all__ = [
+    "PENDING",
     "TransitionEvent",
     "active",
     "condition_of",
     "condition_true",
     "event_for_transition",
     "find",
+    "from_status",
     "is_false",
     "is_terminal",
     "is_true",
     "remove_condition",
+    "run_state",
     "set_condition",
     "set_exclusive",
+    "set_in_status",
+    "to_status",
 ]
+
+PENDING: Final = "Pending"
+"""The state of a run, Workflow or Job before the controller wrote its execution condition."""
 
 
 def find(conds: Sequence[Condition], cond_type: str) -> Condition | None:
@@ -61,6 +69,43 @@ def condition_true(obj: Mapping[str, Any], cond_type: str) -> bool:
     """The plain object's condition of that type is ``True``."""
     c = condition_of(obj, cond_type)
     return c is not None and c.get("status") == ConditionStatus.TRUE
+
+
+def from_status(status: Mapping[str, Any]) -> list[Condition]:
+    """A plain ``status``'s conditions as models (the read half of every status round trip)."""
+    return [Condition.model_validate(c) for c in status.get("conditions") or ()]
+
+
+def to_status(status: dict[str, Any], conds: Sequence[Condition]) -> None:
+    """Write ``conds`` into a plain ``status`` in the form the API takes (the write half)."""
+    status["conditions"] = [c.to_dict() for c in conds]
+
+
+def set_in_status(
+    status: dict[str, Any],
+    cond_type: str,
+    value: ConditionStatusValue,
+    reason: str,
+    message: str,
+    generation: int | None,
+    now: datetime,
+) -> None:
+    """:func:`set_condition` on a plain ``status``, in place."""
+    to_status(status, set_condition(from_status(status), cond_type, value, reason, message, generation, now))
+
+
+def run_state(obj: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    """(state, reason, message) of a plain object: its True member of the execution trio
+    (``InProgress``, ``Succeeded``, ``Failed``), or :data:`PENDING` before one was written.
+
+    The one run-state vocabulary of the CLI's status commands, the ``--wait`` progress view and
+    the report.
+    """
+    for cond_type in EXCLUSIVE_CONDITION_TYPES:
+        c = condition_of(obj or {}, cond_type)
+        if c is not None and c.get("status") == ConditionStatus.TRUE:
+            return cond_type, str(c.get("reason") or ""), str(c.get("message") or "")
+    return PENDING, "", ""
 
 
 def is_true(conds: Sequence[Condition], cond_type: str) -> bool:

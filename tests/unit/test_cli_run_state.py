@@ -13,8 +13,8 @@ from nvcre.cli.run_state import (
     certification_table,
     certification_text,
     human_duration,
-    run_status,
 )
+from nvcre.conditions import run_state
 
 NOW = datetime(2026, 3, 1, 14, 22, 33, tzinfo=UTC)
 
@@ -41,11 +41,11 @@ def cond(kind: str, status: str, reason: str = "", message: str = "") -> dict[st
     ],
 )
 def test_status_is_the_true_member_of_the_trio(conditions: Any, expected: tuple[str, str, str]) -> None:
-    assert run_status({"status": {"conditions": conditions}}) == expected
+    assert run_state({"status": {"conditions": conditions}}) == expected
 
 
 def test_status_of_an_object_without_status_is_pending() -> None:
-    assert run_status({"metadata": {"name": "x"}}) == ("Pending", "", "")
+    assert run_state({"metadata": {"name": "x"}}) == ("Pending", "", "")
 
 
 @pytest.mark.parametrize(

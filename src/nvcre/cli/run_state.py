@@ -13,23 +13,11 @@ from typing import Any
 
 import click
 
-from nvcre.api.v1alpha1.constants import EXCLUSIVE_CONDITION_TYPES, ConditionStatus
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, output_option, user_errors
-
-PENDING = "Pending"
-
+from nvcre.conditions import PENDING, run_state
 
 # --- pure ----------------------------------------------------------------------------------------
-
-
-def run_status(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(status, reason, message) of a Certification or WorkloadRun; ``Pending`` when no trio
-    condition is True yet."""
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") in EXCLUSIVE_CONDITION_TYPES and cond.get("status") == ConditionStatus.TRUE:
-            return str(cond["type"]), str(cond.get("reason") or ""), str(cond.get("message") or "")
-    return PENDING, "", ""
 
 
 def _created(obj: Mapping[str, Any]) -> datetime | None:
@@ -97,7 +85,7 @@ def category_statuses(cert: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def certification_summary(cert: Mapping[str, Any]) -> dict[str, Any]:
     """What ``certification list -o json|yaml`` and ``certification status`` show of one Certification."""
-    status, reason, message = run_status(cert)
+    status, reason, message = run_state(cert)
     metadata = cert.get("metadata") or {}
     out: dict[str, Any] = {
         "name": metadata.get("name"),
@@ -208,7 +196,7 @@ def workloadrun_status_command(
 
     kube = connection.client(kubeconfig, context)
     run = _get(kube, resources.WorkloadRun, "workloadrun", name, namespace)
-    status = run_status(run)[0]
+    status = run_state(run)[0]
     if output == "text":
         click.echo(status)
         return

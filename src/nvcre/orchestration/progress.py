@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import ConditionType, JobReason, Label
+from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, JobReason, Label
+from nvcre.conditions import PENDING, condition_of, run_state
 from nvcre.durations import format_duration
 
-PHASES: Final = (ConditionType.SUCCEEDED, ConditionType.FAILED, ConditionType.IN_PROGRESS)
-PENDING: Final = "Pending"
 VERDICTS: Final = (ConditionType.HARDWARE_FAILED, ConditionType.VALIDATION_FAILED)
 
 
@@ -65,21 +64,11 @@ class Snapshot:
         return self.phase in (ConditionType.SUCCEEDED, ConditionType.FAILED)
 
 
-def _active(obj: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """(type, reason, message) of the true condition of the InProgress/Succeeded/Failed trio."""
-    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    by_type = {c.get("type"): c for c in conditions if c.get("status") == "True"}
-    for phase in PHASES:
-        if phase in by_type:
-            found = by_type[phase]
-            return phase, str(found.get("reason") or ""), str(found.get("message") or "")
-    return PENDING, "", ""
-
-
 def _verdict(job: Mapping[str, Any]) -> str:
     """The reason of a Job's true HardwareFailed or ValidationFailed condition (why its group failed)."""
-    for condition in (job.get("status") or {}).get("conditions") or []:
-        if condition.get("type") in VERDICTS and condition.get("status") == "True":
+    for verdict in VERDICTS:
+        condition = condition_of(job, verdict) or {}
+        if condition.get("status") == ConditionStatus.TRUE:
             return str(condition.get("reason") or "")
     return ""
 
@@ -94,7 +83,7 @@ def _groups(workflow: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> t
     for job in jobs:
         labels = (job.get("metadata") or {}).get("labels") or {}
         if labels.get(Label.WORKFLOW) == wf_name:
-            reasons[_name(job)] = _verdict(job) or _active(job)[1]
+            reasons[_name(job)] = _verdict(job) or run_state(job)[1]
     groups = (((workflow.get("status") or {}).get("orchestration") or {}).get("groups")) or []
     out = []
     for group in groups:
@@ -116,7 +105,7 @@ def _category(
 ) -> CategoryProgress:
     if workflow is None:
         return CategoryProgress(name, state)
-    _, reason, message = _active(workflow)
+    _, reason, message = run_state(workflow)
     groups = _groups(workflow, jobs)
     # A group whose pods cannot be placed is what a person waiting needs to see first.
     if any(g.reason == JobReason.WORKLOAD_SCHEDULING_BLOCKED for g in groups if g.phase == "Running"):
@@ -133,7 +122,7 @@ def workloadrun_snapshot(
 ) -> Snapshot:
     """The progress of a WorkloadRun: one category, its Workflow (same name)."""
     name = _name(run)
-    phase, reason, message = _active(run)
+    phase, reason, message = run_state(run)
     workflow = next((w for w in workflows if _name(w) == name), None)
     state = phase if workflow is not None or phase != PENDING else PENDING
     return Snapshot(
@@ -151,7 +140,7 @@ def certification_snapshot(
     cert: Mapping[str, Any], workflows: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]
 ) -> Snapshot:
     """The progress of a Certification: one category per ``spec.categories`` entry, in order."""
-    phase, reason, message = _active(cert)
+    phase, reason, message = run_state(cert)
     statuses = {
         (s.get("domain"), s.get("variant")): s
         for s in ((cert.get("status") or {}).get("categoryStatuses") or [])

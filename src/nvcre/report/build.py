@@ -27,7 +27,7 @@ from nvcre.api.v1alpha1.constants import (
     WorkflowReason,
 )
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.conditions import condition_of
+from nvcre.conditions import PENDING, condition_of, run_state
 from nvcre.measure import thresholds as th
 from nvcre.measure import verdicts
 from nvcre.measure.early import early_value
@@ -122,19 +122,18 @@ def _span(start: datetime | None, end: datetime | None) -> str:
     return format_runtime((end - start).total_seconds()) if start and end else ""
 
 
-def workflow_state(workflow: Obj | None) -> CategoryState:
-    """Succeeded, Failed, Running (InProgress, or any condition) or Pending (none yet)."""
-    if workflow is None:
-        return "Pending"
-    for kind in (ConditionType.SUCCEEDED, ConditionType.FAILED):
-        condition = condition_of(workflow, kind)
-        if condition and condition.get("status") == ConditionStatus.TRUE:
-            return "Succeeded" if kind == ConditionType.SUCCEEDED else "Failed"
-    return "Running" if _status(workflow).get("conditions") else "Pending"
+def workflow_state(obj: Obj | None) -> CategoryState:
+    """The run state of a run or Workflow (:func:`nvcre.conditions.run_state`) as the report
+    shows it (:func:`normalise_phase`); one with conditions but no True execution condition yet
+    is already running."""
+    state = run_state(obj)[0]
+    if state == PENDING and _status(obj).get("conditions"):
+        state = ConditionType.IN_PROGRESS
+    return normalise_phase(state)
 
 
 def normalise_phase(phase: str | None) -> CategoryState:
-    """A category phase as the report shows it: ``InProgress`` is ``Running``."""
+    """A run state as the report shows it (cli.md 4.5): ``InProgress`` is ``Running``."""
     if phase in ("Succeeded", "Failed", "Pending"):
         return phase  # type: ignore[return-value]
     return "Running" if phase else "Pending"

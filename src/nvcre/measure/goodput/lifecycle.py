@@ -14,7 +14,7 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, MeasurementReason
 from nvcre.api.v1alpha1.meta import Condition, format_time
-from nvcre.conditions import is_true, set_condition
+from nvcre.conditions import from_status, is_true, set_condition, to_status
 from nvcre.measure.goodput.parser import Window
 from nvcre.measure.goodput.sampling import Outcome, Status, finish, no_data, observe
 
@@ -26,17 +26,13 @@ COMPLETE_MESSAGES = {
 }
 
 
-def _conditions(status: Mapping[str, Any]) -> list[Condition]:
-    return [Condition.model_validate(c) for c in status.get("conditions") or ()]
-
-
 def _with(status: Status, conds: list[Condition]) -> Status:
-    status["conditions"] = [c.to_dict() for c in conds]
+    to_status(status, conds)
     return status
 
 
 def complete(status: Mapping[str, Any]) -> bool:
-    return is_true(_conditions(status), ConditionType.COMPLETE)
+    return is_true(from_status(status), ConditionType.COMPLETE)
 
 
 def running(
@@ -51,7 +47,7 @@ def running(
     out = observe(status, window, now=now, log_interval=log_interval) if window is not None else dict(status)
     out.setdefault("startTime", format_time(now))
     conds = set_condition(
-        _conditions(out),
+        from_status(out),
         ConditionType.MEASURING,
         ConditionStatus.TRUE,
         MeasurementReason.JOB_RUNNING,
@@ -67,7 +63,7 @@ def profile_missing(
 ) -> Status:
     """``Measuring`` False ``LogProfileNotFound`` (not terminal: the profile may come later)."""
     conds = set_condition(
-        _conditions(status),
+        from_status(status),
         ConditionType.MEASURING,
         ConditionStatus.FALSE,
         MeasurementReason.LOG_PROFILE_NOT_FOUND,
@@ -103,7 +99,7 @@ def terminal(
     else:
         reason = MeasurementReason.JOB_SUCCEEDED
     conds = set_condition(
-        _conditions(out),
+        from_status(out),
         ConditionType.MEASURING,
         "False",
         reason,
