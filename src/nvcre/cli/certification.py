@@ -97,14 +97,11 @@ def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
 
 
 def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
-    from lightkube.generic_resource import create_namespaced_resource
+    from nvcre.resources import Workflow
 
-    from nvcre.api.v1alpha1.constants import GROUP, VERSION
-
-    workflow_kind = create_namespaced_resource(GROUP, VERSION, "Workflow", "workflows")
     for workflow in workflows:
         try:
-            client.create(workflow_kind.from_dict(workflow), dry_run=True)
+            client.create(Workflow.from_dict(workflow), dry_run=True)
         except Exception as error:
             raise UserError(f"dry-run create of Workflow {workflow['metadata']['name']}: {error}") from error
         click.echo(f"Dry-run validation: {workflow['metadata']['name']} accepted", err=True)

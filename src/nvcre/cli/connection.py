@@ -57,18 +57,32 @@ def api_error(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def read(kube: Client, resource: Any, name: str, namespace: str, what: str) -> dict[str, Any] | None:
-    """The object as a dict, None when it does not exist; any other error ends the command
-    with one line naming ``what`` was read."""
+def get_or_none(kube: Client, resource: Any, name: str, namespace: str | None = None) -> Any:
+    """The object as lightkube returns it, None when it (or its whole API, a CRD not yet
+    installed) does not exist; any other error is raised."""
+    import httpx2
     from lightkube.core.exceptions import ApiError
 
     try:
-        obj = kube.get(resource, name, namespace=namespace)
+        return kube.get(resource, name, namespace=namespace)
     except ApiError as error:
         if error.status.code == 404:
             return None
+        raise
+    except httpx2.HTTPStatusError as error:
+        if error.response.status_code == 404:
+            return None
+        raise
+
+
+def read(kube: Client, resource: Any, name: str, namespace: str, what: str) -> dict[str, Any] | None:
+    """The object as a dict, None when it does not exist; any other error ends the command
+    with one line naming ``what`` was read."""
+    try:
+        obj = get_or_none(kube, resource, name, namespace)
+    except Exception as error:  # API and transport errors
         raise UserError(f"cannot read {what}: {api_error(error)}") from error
-    except Exception as error:  # transport errors
-        raise UserError(f"cannot read {what}: {api_error(error)}") from error
+    if obj is None:
+        return None
     data: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
     return data

@@ -37,10 +37,9 @@ Obj = dict[str, Any]
 
 
 def _resource(kind: str) -> Any:
-    from lightkube.generic_resource import create_namespaced_resource
+    from nvcre.resources import BY_KIND
 
-    model = KINDS[kind]
-    return create_namespaced_resource(model.GROUP, model.VERSION, model.KIND, model.PLURAL)
+    return BY_KIND[kind]
 
 
 def _get(kube: Client, kind: str, name: str, namespace: str) -> Obj | None:

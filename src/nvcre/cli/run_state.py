@@ -192,7 +192,7 @@ def workloadrun_status_command(
     name: str, output: str, namespace: str, kubeconfig: str | None, context: str | None
 ) -> None:
     """Print the status of WorkloadRun NAME: Pending, InProgress, Succeeded or Failed (exit 0 for all)."""
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     kube = connection.client(kubeconfig, context)
     run = _get(kube, resources.WorkloadRun, "workloadrun", name, namespace)
@@ -221,7 +221,7 @@ def workloadrun_cancel_command(
     """
     from lightkube import ApiError
 
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     kube = connection.client(kubeconfig, context)
     failed = False
@@ -256,7 +256,7 @@ def certification_list_command(
     """List Certifications with their progress (categories done/total), status and reason."""
     from lightkube import ALL_NS
 
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     kube = connection.client(kubeconfig, context)
     try:
@@ -287,7 +287,7 @@ def certification_status_command(
     name: str, output: str, namespace: str, kubeconfig: str | None, context: str | None
 ) -> None:
     """Print the status of Certification NAME and of each of its categories (exit 0 for every status)."""
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     kube = connection.client(kubeconfig, context)
     cert = _get(kube, resources.Certification, "certification", name, namespace)

@@ -126,13 +126,13 @@ class Kind:
 
 
 def workloadrun_kind() -> Kind:
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     return Kind("WorkloadRun", resources.WorkloadRun, Label.WORKLOAD_RUN, progress.workloadrun_snapshot)
 
 
 def certification_kind() -> Kind:
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     return Kind(
         "Certification", resources.Certification, Label.CERTIFICATION, progress.certification_snapshot
@@ -154,11 +154,10 @@ def ensure_namespace(kube: Client, namespace: str) -> bool:
     from lightkube.resources.core_v1 import Namespace
 
     try:
-        kube.get(Namespace, namespace)
-        return False
+        if connection.get_or_none(kube, Namespace, namespace) is not None:
+            return False
     except ApiError as error:
-        if error.status.code != 404:
-            raise UserError(f"get namespace {namespace}: {connection.api_error(error)}") from error
+        raise UserError(f"get namespace {namespace}: {connection.api_error(error)}") from error
     except Exception as error:
         raise UserError(f"cannot reach the cluster: {connection.api_error(error)}") from error
     note(f"[namespace] Creating namespace {namespace}...")
@@ -247,7 +246,7 @@ def create_run(kube: Client, kind: Kind, document: dict[str, Any]) -> Any:
 
 def read_snapshot(kube: Client, kind: Kind, name: str, namespace: str) -> Snapshot:
     """One read of the run, its Workflows and their Jobs."""
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     run = kube.get(kind.resource, name, namespace=namespace).to_dict()
     workflows = [
@@ -397,13 +396,9 @@ def _gone(kube: Client, resource: Any, name: str, namespace: str | None) -> bool
     from lightkube.core.exceptions import ApiError
 
     try:
-        if namespace is None:
-            kube.get(resource, name)
-        else:
-            kube.get(resource, name, namespace=namespace)
-    except ApiError as error:
-        return error.status.code == 404
-    return False
+        return connection.get_or_none(kube, resource, name, namespace) is None
+    except ApiError:
+        return False
 
 
 def _wait_gone(kube: Client, resource: Any, name: str, namespace: str | None) -> bool:
@@ -419,7 +414,7 @@ def cleanup(kube: Client, kind: Kind, name: str, namespace: str, created: Create
     """Delete what this invocation created: the run (waiting for its Workflows), then its namespace."""
     from lightkube.resources.core_v1 import Namespace
 
-    from nvcre.controllers import resources
+    from nvcre import resources
 
     warnings = False
     note("[cleanup] Cleaning up...")

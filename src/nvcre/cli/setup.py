@@ -22,7 +22,7 @@ import click
 from nvcre import __version__, yamlio
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.cli.common import UserError, output_option, user_errors
-from nvcre.cli.connection import api_error, kubeconfig_options
+from nvcre.cli.connection import api_error, get_or_none, kubeconfig_options
 from nvcre.setup import plan
 from nvcre.setup.helm import HELM_ENV, Helm, HelmNotFound, find_helm
 
@@ -261,11 +261,11 @@ def observe(client: Client, helm: Helm | None) -> plan.Observed:
     if "logprofiles.nvcre.nvidia.com" in crds:
         profiles = sum(1 for _ in _objects(client, crds["logprofiles.nvcre.nvidia.com"]))
     gpu_nodes = sum(1 for _ in client.list(Node, labels={NodeLabel.GPU_PRESENT: "true"}))
-    dcgm = "found"
     try:
-        client.get(Service, "nvidia-dcgm", namespace="gpu-operator")
-    except ApiError as error:
-        dcgm = "not-found" if error.status.code == 404 else "forbidden"
+        service = get_or_none(client, Service, "nvidia-dcgm", "gpu-operator")
+        dcgm = "found" if service is not None else "not-found"
+    except ApiError:
+        dcgm = "forbidden"
     return plan.Observed(
         nvcre_crds=nvcre_crds,
         controller_available=available,
@@ -294,20 +294,8 @@ def _run_helm(helm: Helm, args: Sequence[str], phase: str) -> None:
 
 def _live(client: Client, resource: Any, name: str) -> dict[str, Any] | None:
     """The object, or None when it (or its whole API, a CRD not yet installed) is missing."""
-    import httpx2
-    from lightkube.core.exceptions import ApiError
-
-    try:
-        obj = client.get(resource, name)
-    except ApiError as error:
-        if error.status.code == 404:
-            return None
-        raise
-    except httpx2.HTTPStatusError as error:
-        if error.response.status_code == 404:
-            return None
-        raise
-    return obj.to_dict()  # type: ignore[no-any-return]
+    obj = get_or_none(client, resource, name)
+    return None if obj is None else obj.to_dict()
 
 
 def chart_crds(helm: Helm, chart: str, version: str | None) -> list[dict[str, Any]]:
@@ -327,7 +315,7 @@ def apply_all(client: Client, documents: Sequence[dict[str, Any]], dry_run: bool
     from lightkube.codecs import from_dict
     from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
-    from nvcre.controllers.resources import LogProfile
+    from nvcre.resources import LogProfile
 
     lines = []
     for doc in documents:
