@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from nvcre import yamlio
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.catalog.errors import CatalogError, CategoryNotFound
 from nvcre.catalog.template_data import TemplateData
 from nvcre.catalog.templating import LIB_DIR, TemplateError, Templates
@@ -127,7 +128,7 @@ class Entry:
             "variant": self.variant,
             "framework": self.meta.framework,
             "description": self.meta.description,
-            "timeoutPerJob": self.default_timeout("full-scale"),
+            "timeoutPerJob": self.default_timeout(Default.TEST_SCALE),
         }
         if self.meta.min_gpus:
             out["minGPUs"] = self.meta.min_gpus

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 import click
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.cli import connection, runs
 from nvcre.cli.common import UserError, load_validated, user_errors
 
@@ -204,7 +205,7 @@ def derived_timeout(cert: dict[str, Any]) -> float:
         options = {**spec, **(category.get("options") or {})}
         entry = catalog.lookup(category["domain"], category["variant"])
         per_job = options.get("timeoutPerJob") or entry.default_timeout(
-            options.get("testScale") or "full-scale"
+            options.get("testScale") or Default.TEST_SCALE
         )
         iterations = int(options.get("repeatCount") or 1)
         longest = max(longest, parse_duration(per_job) / 1e9 * iterations * 1.5)

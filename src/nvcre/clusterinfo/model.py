@@ -44,9 +44,6 @@ from nvcre.platform import (
 from nvcre.platform.detect import NSCALE_RDMA_RESOURCE, node_allocatable, node_labels
 from nvcre.platform.nic import is_candidate, parse_quantity
 
-NVLINK_DOMAIN_KEY: Final = "nvidia.com/gpu.clique"
-"""The label GPU feature discovery puts on nodes of one multi-node NVLink domain (GB200/GB300)."""
-
 EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
 _BASIC_RESOURCES: Final = frozenset({"cpu", "memory", "pods", "ephemeral-storage", GPU})
 
@@ -404,7 +401,7 @@ def cluster_info(
             ready=is_ready(node),
             product=_label(node, NodeLabel.GPU_PRODUCT),
             rack=_label(node, key),
-            nvlink_domain=_label(node, NVLINK_DOMAIN_KEY),
+            nvlink_domain=_label(node, NodeLabel.GPU_CLIQUE),
             nics={
                 str(name): str(quantity)
                 for name, quantity in node_allocatable(node).items()
@@ -463,7 +460,7 @@ def cluster_info(
         nodes=infos,
         topology=_domains(infos, key, "rack"),
         topology_key=key,
-        nvlink_domains=_domains(infos, NVLINK_DOMAIN_KEY, "nvlink_domain"),
+        nvlink_domains=_domains(infos, NodeLabel.GPU_CLIQUE, "nvlink_domain"),
         nic_resources=_nic_resources(kept),
         nic_message=nic_message,
         exclusions=tuple(sorted(exclusions, key=lambda e: e.node)),

@@ -155,6 +155,8 @@ class NodeLabel:
 
     GPU_PRESENT: Final = "nvidia.com/gpu.present"
     GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+    GPU_CLIQUE: Final = "nvidia.com/gpu.clique"
+    """The label GPU feature discovery puts on nodes of one multi-node NVLink domain (GB200/GB300)."""
     HOSTNAME: Final = "kubernetes.io/hostname"
     GPU_RESOURCE: Final = "nvidia.com/gpu"
     UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
@@ -207,7 +209,7 @@ class Default:
     """A GoodputMeasurement's ``sampleInterval`` when unset (or unparseable)."""
     STARTUP_STALL_SECONDS: Final = 1200
     """A Job's ``startupStallTimeoutSeconds`` when unset (20 minutes)."""
-    TOPOLOGY_KEY: Final = "nvidia.com/gpu.clique"
+    TOPOLOGY_KEY: Final = NodeLabel.GPU_CLIQUE
     """A WorkloadRun's ``orchestration.topologyKey`` when unset."""
     MAX_CONCURRENT_RECONCILES: Final = 10
     MAX_WORKLOAD_LABELS: Final = 32
