@@ -16,8 +16,8 @@ from lightkube import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
 
@@ -126,7 +126,7 @@ def test_bad_input_fails_the_workflow_and_never_the_manager(
 ) -> None:
     pid = manager.pid
     pool = pool_name()
-    gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(2, pool_spec(pool))
     kube.create(resources.Workflow.from_dict(workflow("bad", namespace, pool, 0, **spec)))
 
     failed = wait_trio(kube, namespace, "bad", "Failed")

@@ -20,11 +20,11 @@ from nvcre.controllers.podlogs import LogsError, line_time, read_tail, stream_li
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
 from nvcre.measure.profile import compile_profile
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.inspect import get, trainjob_of, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION, cri_log_lines, register_pod_log
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
@@ -49,7 +49,7 @@ def start(
 ) -> tuple[str, list[str]]:
     """A 2-node MPI Workflow measuring bandwidth; returns the launcher pod and all its pods, Running."""
     pool = pool_name()
-    gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(2, pool_spec(pool))
     measurement = {"logProfileRef": profile, "sampleInterval": "5s", "testType": "all_reduce"}
     doc = workflow(name, namespace, pool, 2, mpi=True, job_spec={"bandwidthMeasurement": measurement})
     kube.create(resources.Workflow.from_dict(doc))

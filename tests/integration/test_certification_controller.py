@@ -16,6 +16,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
+from nvcre.testing.builders import Certification, category, pool_nodes
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     config_map_payload,
@@ -29,33 +30,20 @@ from nvcre.testing.inspect import (
     wait_event,
     wait_true,
 )
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, complete_measurements, finish_trainjob, pool_name, workflow
 
-ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
-LOOPBACK = {"domain": "communication", "variant": "nccl-loopback"}
-DCGM = {"domain": "diagnostics", "variant": "dcgm-level3"}
-
-
-def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
-    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool}, **spec))
-    return sorted(n.metadata.name for n in nodes)
+ALL_REDUCE = category("communication", "nccl-all-reduce")
+LOOPBACK = category("communication", "nccl-loopback")
+DCGM = category("diagnostics", "dcgm-level3")
 
 
 def certification(name: str, namespace: str, pool: str, *categories: dict[str, Any]) -> dict[str, Any]:
     """Its TrainJobs are ended by hand and no pod writes a log in this plane, so the measurements
     are informational (``allowMissingData``): these tests are about the categories' sequencing."""
-    return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Certification",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-            "allowMissingData": True,
-            "categories": list(categories),
-        },
-    }
+    return (
+        Certification(name).namespace(namespace).pool(pool).allow_missing_data().categories(*categories).obj()
+    )
 
 
 def workflow_name(cert: str, category: dict[str, Any]) -> str:
@@ -79,7 +67,7 @@ def test_categories_run_one_at_a_time_in_order(
 ) -> None:
     """§13.1: Workflow #2 does not exist until #1 is terminal; §13.2: all succeeded => Succeeded."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool)
+    nodes = pool_nodes(gpu_nodes, 2, pool)
     recording = history(resources.Certification, "seq", namespace)
     kube.create(
         resources.Certification.from_dict(certification("seq", namespace, pool, ALL_REDUCE, LOOPBACK))
@@ -194,7 +182,7 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
 ) -> None:
     """Three categories on 16 H100 nodes on aws; one node's workload fails in the second."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 16, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    nodes = pool_nodes(gpu_nodes, 16, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
     kube.create(
         resources.Certification.from_dict(certification("trio", namespace, pool, ALL_REDUCE, DCGM, LOOPBACK))
     )
@@ -268,7 +256,7 @@ def test_waits_for_nodes_then_starts(kube: Client, namespace: str, gpu_nodes: An
     ]
     assert not workflows_of(kube, namespace, "waits")
 
-    make_nodes(gpu_nodes, 2, pool)
+    pool_nodes(gpu_nodes, 2, pool)
     name = workflow_name("waits", ALL_REDUCE)
     wait_for(lambda: name in workflows_of(kube, namespace, "waits"), 10, what="the Workflow once nodes exist")
     cert = wait_for(
@@ -301,7 +289,7 @@ def test_foreign_workflow_is_never_adopted(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     name = workflow_name("clash", ALL_REDUCE)
     kube.create(resources.Workflow.from_dict(workflow(name, namespace, "nobody", 1)))
     kube.create(resources.Certification.from_dict(certification("clash", namespace, pool, ALL_REDUCE)))
@@ -330,7 +318,7 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
     that same process: at no moment do two managers write (no leader election needed).
     """
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 6, pool)
+    nodes = pool_nodes(gpu_nodes, 6, pool)
     kube.create(
         resources.Certification.from_dict(certification("crash", namespace, pool, LOOPBACK, ALL_REDUCE, DCGM))
     )
@@ -428,7 +416,7 @@ def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool)
+    nodes = pool_nodes(gpu_nodes, 2, pool)
     kube.create(
         resources.Certification.from_dict(certification("lost", namespace, pool, ALL_REDUCE, LOOPBACK))
     )
@@ -446,7 +434,7 @@ def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
 def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """§2.6: a finished Certification whose failed category's Workflow still runs resumes it."""
     pool = pool_name()
-    make_nodes(gpu_nodes, 2, pool)
+    pool_nodes(gpu_nodes, 2, pool)
     kube.create(resources.Certification.from_dict(certification("stale", namespace, pool, ALL_REDUCE)))
     name = workflow_name("stale", ALL_REDUCE)
     wait_for(lambda: jobs_of(kube, namespace, name) or None, 60, what="the Job")
@@ -484,7 +472,7 @@ def test_a_repeated_category_does_not_reuse_the_first_ones_workflow(
 ) -> None:
     """Both entries render the same Workflow name: the second must not report the first's result."""
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     again = {**ALL_REDUCE, "options": {"numIterations": 5}}
     kube.create(resources.Certification.from_dict(certification("twice", namespace, pool, ALL_REDUCE, again)))
     name = workflow_name("twice", ALL_REDUCE)

@@ -20,11 +20,11 @@ from lightkube.generic_resource import load_in_cluster_generic_resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.controllers import resources
 from nvcre.controllers.rbac import DEPENDENCY_KINDS
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import COMPUTE_DOMAIN_CRD, POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import COMPUTE_DOMAIN_CRD, finish_trainjob, pool_name, workflow
 
 CHANNEL = "domain-channel"
 
@@ -106,7 +106,7 @@ def test_every_dependency_kind_is_created_owned_by_its_job_and_deleted_with_it(
     tested = {(d["apiVersion"].rpartition("/")[0], d["kind"].lower() + "s") for d in [*DEPENDENCIES, RUNTIME]}
     assert tested == {(group, plural) for group, plural, _ in DEPENDENCY_KINDS}, "one of every kind allowed"
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     kube.create(
         resources.Workflow.from_dict(with_dependencies_in_its_pod(workflow("deps", namespace, pool, 1)))
     )
@@ -144,7 +144,7 @@ def test_a_foreign_trainjob_holding_the_workload_name_fails_the_job_and_is_left_
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     foreign = resources.TrainJob.from_dict(
         {
             "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -172,7 +172,7 @@ def test_a_refused_copy_fails_the_workflow_and_takes_its_job_with_it(
     server refuses one, the Workflow fails naming it, and the Job created for it is deleted
     rather than left waiting for a runtime that will never exist."""
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     spec = workflow("refused", namespace, pool, 1)
     runtime = spec["spec"]["dependencies"][0]
     pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]

@@ -17,12 +17,14 @@ from lightkube import Client
 from lightkube.types import PatchType
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_nodes
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     config_map_payload,
     failed_nodes_record,
     get,
+    group_phases,
     jobs_of,
     true_condition,
     wait_true,
@@ -30,8 +32,6 @@ from nvcre.testing.inspect import (
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
-from tests.integration.test_workflow_behaviours import phases
-from tests.integration.test_workflow_controller import make_nodes
 
 Fails = Callable[[str, int], bool]
 """(Job name, attempt) -> whether that attempt's TrainJob fails."""
@@ -83,7 +83,7 @@ def node_results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list
 
 def two_racks(gpu_nodes: Any) -> tuple[str, list[str]]:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool, labels={"rack": "r1"}) + make_nodes(
+    nodes = pool_nodes(gpu_nodes, 2, pool, labels={"rack": "r1"}) + pool_nodes(
         gpu_nodes, 2, pool, labels={"rack": "r2"}
     )
     return pool, nodes
@@ -154,7 +154,7 @@ def test_faulty_node_confirmed_and_recorded(
         if not orchestration.get("diagnose"):
             continue
         round_ = orchestration["diagnose"]["round"]
-        names = set(phases(version))
+        names = set(group_phases(version))
         assert names <= ({"screen-0", "screen-1"} if round_ == 1 else {"confirm-0", "confirm-1"}), version
 
 
@@ -180,7 +180,7 @@ def test_transient_failure_is_not_blamed_and_max_concurrent_holds(
     failed, succeeded = node_results(kube, namespace, wf)
     assert failed == [] and succeeded == ",".join(nodes)
     assert "failedNodesRef" not in wf["status"]
-    running = [list(phases(v).values()).count("Running") for v in recording.versions]
+    running = [list(group_phases(v).values()).count("Running") for v in recording.versions]
     assert max(running) == 1, "maxConcurrent 1 in every round"
 
 

@@ -14,11 +14,11 @@ from lightkube.resources.core_v1 import Pod
 from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import fmt, goodput
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.inspect import get, trainjob_of, wait_true
 from nvcre.testing.kwok import register_pod_log
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
 
 
 def install_profile(kube: Client, name: str, *, like: str = "megatron-training") -> None:
@@ -35,7 +35,7 @@ def install_profile(kube: Client, name: str, *, like: str = "megatron-training")
 def start(kube: Client, namespace: str, gpu_nodes: Any, name: str, profile: str) -> dict[str, Any]:
     """A one-node Workflow whose Job measures goodput every second; its running pod."""
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     spec = {"goodputMeasurement": {"logProfileRef": profile, "sampleInterval": "5s"}}
     kube.create(resources.Workflow.from_dict(workflow(name, namespace, pool, 1, job_spec=spec)))
     trainjob_of(kube, namespace, f"{name}-job")

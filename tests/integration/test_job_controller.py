@@ -11,15 +11,11 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node, Pod
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_nodes
 from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION, REASON_ANNOTATION
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, create_trainjob_pods, finish_trainjob, pool_name, workflow
-
-
-def make_nodes(gpu_nodes: Any, count: int, pool: str) -> list[str]:
-    return sorted(n.metadata.name for n in gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool})))
+from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
 
 
 def phase(kube: Client, namespace: str, pod: str) -> str | None:
@@ -44,7 +40,7 @@ def test_a_workload_the_trainjob_crd_refuses_fails_the_job_with_the_servers_mess
     """Workflow names may start with a digit; TrainJob names may not (a CEL rule of its CRD).
     The create can never succeed: the Job fails with the API server's words, once."""
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     kube.create(resources.Workflow.from_dict(workflow("9lives", namespace, pool, 1)))
     wait_for(lambda: jobs_of(kube, namespace, "9lives"), 30, what="the Workflow's Job")
     job = wait_true(kube, resources.Job, "9lives-job", namespace, "Failed")
@@ -60,7 +56,7 @@ def test_the_launcher_where_mpirun_fails_is_found_by_the_failure_log(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool)
+    nodes = pool_nodes(gpu_nodes, 2, pool)
     kube.create(resources.Workflow.from_dict(workflow("mpi", namespace, pool, 2, mpi=True)))
     trainjob_of(kube, namespace, "mpi-job")
     created = create_trainjob_pods(kube, namespace, "mpi-job-workload")
@@ -94,7 +90,7 @@ def test_node_health_sees_missing_fields_as_defaults_and_only_nodes_of_live_pods
     """``spec.unschedulable`` is absent on a node never cordoned; the spec's defaults make it
     false, so the expression fires. A node whose pod has ended is no longer the Job's."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool)
+    nodes = pool_nodes(gpu_nodes, 2, pool)
     lost = "nvcre.test/gpu-lost"
     expression = f"node.spec.unschedulable == false && '{lost}' in node.metadata.labels"
     doc = workflow(

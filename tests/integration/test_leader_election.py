@@ -20,12 +20,12 @@ from lightkube.resources.coordination_v1 import Lease
 
 from nvcre.controllers import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 
 Replicas = Callable[..., ManagerProcess]
 LEADER_METRIC = "leader_election_master_status"
@@ -117,7 +117,7 @@ def test_one_leader_writes_and_the_standby_finishes_after_a_crash(
     standby = replicas("replica-b", *flags)  # ready: it caches nothing until it leads, it only waits
 
     pool = pool_name()
-    gpu_nodes(4, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(4, pool_spec(pool))
     kube.create(resources.Workflow.from_dict(workflow("wf", namespace, pool, 2)))
     names = ["wf-group-0-iter-1-workload", "wf-group-1-iter-1-workload"]
     wait_for(lambda: trainjobs(kube, namespace) == names, 60, what="both TrainJobs")
@@ -167,7 +167,7 @@ def test_a_clean_shutdown_releases_the_lease_for_an_immediate_takeover(
     )
 
     pool = pool_name()
-    gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(2, pool_spec(pool))
     kube.create(resources.Workflow.from_dict(workflow("after", namespace, pool, 0)))
     wait_for(
         lambda: trainjobs(kube, namespace) == ["after-job-workload"], 60, what="the new leader to launch"

@@ -31,11 +31,11 @@ from nvcre.controllers import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import true_condition, wait_true
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
 
@@ -166,7 +166,7 @@ def test_the_manager_runs_workflows_with_only_its_service_account(
     assert lease.spec and lease.spec.holderIdentity == rbac_manager.name
 
     pool = pool_name()
-    gpu_nodes(4, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(4, pool_spec(pool))
     kube.create(resources.Workflow.from_dict(workflow("ok", namespace, pool, 2)))
     kube.create(resources.Workflow.from_dict(workflow("fails", namespace, pool, 4)))
     for name in ("ok-group-0-iter-1-workload", "ok-group-1-iter-1-workload"):
@@ -195,7 +195,7 @@ def test_an_unknown_dependency_kind_fails_cleanly_under_least_privilege(
 ) -> None:
     """Resolving a kind reads CRDs; the role allows that (read-only), so this is a clean failure."""
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     widget = {"apiVersion": "widgets.example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     kube.create(resources.Workflow.from_dict(workflow("widget", namespace, pool, 0, dependencies=[widget])))
     _, reason, message = wait_trio(kube, namespace, "widget", "Failed")
@@ -212,7 +212,7 @@ def test_dependencies_never_land_outside_the_workflows_namespace(
     refusal is the object's terminal Failed condition naming the field; only after every one has
     been observed is ``kube-system`` (and the cluster scope) checked for what the manager made."""
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(1, pool_spec(pool))
     marker = f"deputy-{secrets.token_hex(3)}"
 
     def foreign(name: str, **metadata: Any) -> dict[str, Any]:
@@ -305,7 +305,7 @@ def test_a_dependency_exists_only_where_its_when_matches(
     is never created. Workflow-scoped dependencies are all created before the first Job, so once
     the TrainJob exists the absence is final."""
     pool = pool_name()
-    gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}, platform="aws"))
+    gpu_nodes(1, pool_spec(pool, platform="aws"))
     everywhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "everywhere"}, "data": {}}
     aws = {**everywhere, "metadata": {"name": "aws-only"}, "when": {"platform": {"equals": "aws"}}}
     gcp = {**everywhere, "metadata": {"name": "gcp-only"}, "when": {"platform": {"equals": "gcp"}}}

@@ -14,11 +14,11 @@ from lightkube.resources.core_v1 import Event
 
 from nvcre.controllers import resources
 from nvcre.testing.audit import by_manager
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import jobs_of, true_condition
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+from nvcre.testing.workloads import pool_name, workflow
 
 GROUPS = 4
 PER_JOB = 4
@@ -47,7 +47,7 @@ def test_a_fan_out_costs_each_job_three_creates_and_one_status_write(
     control_plane: ControlPlane, kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    gpu_nodes(GROUPS, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    gpu_nodes(GROUPS, pool_spec(pool))
     kube.create(resources.Workflow.from_dict(workflow("fan", namespace, pool, 1)))
     # Running comes with the write that records the TrainJob: once every Job says so, the
     # fan-out is over.

@@ -12,13 +12,19 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_nodes
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import config_map_payload, failed_nodes_record, get, jobs_of, true_condition
+from nvcre.testing.inspect import (
+    config_map_payload,
+    failed_nodes_record,
+    get,
+    jobs_of,
+    true_condition,
+    workflow_status,
+)
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
-from tests.integration.test_workflow_behaviours import status
-from tests.integration.test_workflow_controller import make_nodes
 
 EXPECTED_JOBS = [
     *(f"chaos-group-{i}-iter-1" for i in range(4)),
@@ -35,7 +41,7 @@ def test_killed_manager_converges_without_duplicates(
 ) -> None:
     rng = random.Random(7)
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 8, pool)
+    nodes = pool_nodes(gpu_nodes, 8, pool)
     manager = ManagerProcess(control_plane, tmp_path).start()
     kills = 0
     try:
@@ -121,9 +127,11 @@ def test_killed_manager_converges_without_duplicates(
         failed = failed_nodes_record(kube, namespace, f"failed-nodes-{uid8}")
         assert [(e["name"], e["reason"]) for e in failed] == [(nodes[2], "WorkloadFailed")]
         assert failed[0]["message"].endswith(f"(re-tested with healthy partner {nodes[0]})"), failed
-        groups = status(kube, namespace, "chaos")["orchestration"]["groups"]
+        groups = workflow_status(kube, namespace, "chaos")["orchestration"]["groups"]
         assert [g["phase"] for g in groups] == ["Succeeded", "Failed", "Succeeded", "Succeeded"]
-        assert not status(kube, namespace, "chaos").get("dependencyRefs"), "every runtime copy was cleaned up"
+        assert not workflow_status(kube, namespace, "chaos").get("dependencyRefs"), (
+            "every runtime copy was cleaned up"
+        )
         assert not list(kube.list(resources.TrainingRuntime, namespace=namespace))
     finally:
         manager.stop()

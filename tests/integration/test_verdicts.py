@@ -13,6 +13,8 @@ from typing import Any
 from lightkube import Client
 
 from nvcre.controllers import resources
+from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, category, pool_nodes, pool_spec
 from nvcre.testing.inspect import (
     config_map_payload,
     failed_nodes_record,
@@ -22,15 +24,10 @@ from nvcre.testing.inspect import (
     true_condition,
     wait_true,
 )
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, replace_status, workflow
+from nvcre.testing.workloads import finish_trainjob, pool_name, replace_status, workflow
 
 BANDWIDTH = {"bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce"}}
-
-
-def make_nodes(gpu_nodes: Any, count: int, pool: str) -> list[str]:
-    return sorted(n.metadata.name for n in gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool})))
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -125,7 +122,7 @@ def test_a_violated_threshold_fails_the_succeeded_job_its_group_and_the_workflow
     Workflow can only end Failed if it kept the group Running until that verdict existed: a
     terminal Workflow never changes again."""
     pool = pool_name()
-    [node] = make_nodes(gpu_nodes, 1, pool)
+    [node] = pool_nodes(gpu_nodes, 1, pool)
     job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value > 487.7"}}
     kube.create(resources.Workflow.from_dict(workflow("strict", namespace, pool, 1, job_spec=job_spec)))
     finish(kube, namespace, "strict-job")
@@ -159,7 +156,7 @@ def test_a_met_threshold_passes_at_its_boundary(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value >= 487.7"}}
     kube.create(resources.Workflow.from_dict(workflow("boundary", namespace, pool, 1, job_spec=job_spec)))
     finish(kube, namespace, "boundary-job")
@@ -180,7 +177,7 @@ def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
 ) -> None:
     """Three one-node groups; the one at 30% of its peers fails, the others pass."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 3, pool)
+    nodes = pool_nodes(gpu_nodes, 3, pool)
     kube.create(resources.Workflow.from_dict(workflow("fleet", namespace, pool, 1, job_spec=BANDWIDTH)))
     wait_for(lambda: len(jobs_of(kube, namespace, "fleet")) == 3, 30, what="three Jobs")
     jobs = jobs_of(kube, namespace, "fleet")
@@ -220,7 +217,7 @@ def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
     other re-test. The slow node's re-test is an outlier again; its partner's is not: it is
     cleared, and the slow node is the only one named, with its re-test's value and partner."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 6, pool)
+    nodes = pool_nodes(gpu_nodes, 6, pool)
     kube.create(resources.Workflow.from_dict(workflow("outl", namespace, pool, 2, job_spec=BANDWIDTH)))
     wait_for(lambda: len(jobs_of(kube, namespace, "outl")) == 3, 60, what="three Jobs")
     groups = get(kube, resources.Workflow, "outl", namespace)["status"]["orchestration"]["groups"]
@@ -272,7 +269,7 @@ def test_outlier_fraction_zero_turns_the_rule_off(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 3, pool)
+    pool_nodes(gpu_nodes, 3, pool)
     spec = workflow("lenient", namespace, pool, 1, job_spec=BANDWIDTH)
     spec["spec"]["validation"] = {"performance": {"outlierFraction": 0}}
     kube.create(resources.Workflow.from_dict(spec))
@@ -291,7 +288,7 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
     """The retry reuses the Job's name; the first attempt's measurement (same name, owned by the
     Workflow) is replaced by one for the new Job, which its verdict reads."""
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     job_spec = {
         **BANDWIDTH,
         "goodputMeasurement": {"logProfileRef": "megatron-training"},
@@ -332,18 +329,14 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
     """The catalog's AWS EFA entry expects `AWS Libfabric`; a final measurement that names no
     transport fails the Job (before its met threshold is even looked at), its Workflow and the
     Certification, with ValidationFailed at every tier."""
-    from tests.integration.test_certification_controller import ALL_REDUCE, certification, workflow_name
-
     pool = pool_name()
-    nodes = sorted(
-        n.metadata.name
-        for n in gpu_nodes(
-            2, GpuNodeSpec(labels={POOL_LABEL: pool}, platform="aws", product="NVIDIA-H100-80GB-HBM3")
-        )
+    nodes = pool_nodes(gpu_nodes, 2, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    all_reduce = category("communication", "nccl-all-reduce", thresholds={"busBandwidthGBps": "value >= 400"})
+    cert = (
+        Certification("slowcert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
     )
-    category = {**ALL_REDUCE, "options": {"thresholds": {"busBandwidthGBps": "value >= 400"}}}
-    kube.create(resources.Certification.from_dict(certification("slowcert", namespace, pool, category)))
-    wf_name = workflow_name("slowcert", ALL_REDUCE)
+    kube.create(resources.Certification.from_dict(cert.obj()))
+    wf_name = certification_workflow_name("slowcert", "communication", "nccl-all-reduce")
     wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
     [job] = jobs_of(kube, namespace, wf_name)
     job_spec = get(kube, resources.Job, job, namespace)["spec"]
@@ -383,7 +376,7 @@ def test_a_slow_training_group_fails_as_a_step_time_outlier(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 3, pool)
+    nodes = pool_nodes(gpu_nodes, 3, pool)
     job_spec = {"goodputMeasurement": {"logProfileRef": "megatron-training"}}
     kube.create(resources.Workflow.from_dict(workflow("train", namespace, pool, 1, job_spec=job_spec)))
     wait_for(lambda: len(jobs_of(kube, namespace, "train")) == 3, 30, what="three Jobs")
@@ -417,10 +410,7 @@ def test_a_group_across_two_nvlink_cliques_is_never_an_outlier(
     domains it is not, and the fleet passes."""
     pool = pool_name()
     for index, size in enumerate((4, 4, 4, 2)):
-        spec = GpuNodeSpec(
-            product="NVIDIA-GB200", gpus=4, clique=f"clique-{index}", labels={POOL_LABEL: pool}
-        )
-        gpu_nodes(size, spec)
+        gpu_nodes(size, pool_spec(pool, product="NVIDIA-GB200", gpus=4, clique=f"clique-{index}"))
     topology = {"topology": {"topologyKey": "nvidia.com/gpu.clique"}}
     kube.create(
         resources.Workflow.from_dict(

@@ -16,30 +16,30 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import job_overlay, pool_nodes, runtime_overlay, runtime_patch
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     events_for,
     get,
+    group_phases,
     jobs_of,
     own_patch,
     trainjob_of,
     true_condition,
     wait_event,
     wait_true,
+    workflow_status,
 )
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, replace_status, workflow
-from tests.integration.test_workflow_controller import make_nodes
-
-
-def status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
-    return dict(get(kube, resources.Workflow, name, namespace).get("status") or {})
 
 
 def groups(kube: Client, namespace: str, name: str) -> list[dict[str, Any]]:
     return list(
         wait_for(
-            lambda: status(kube, namespace, name).get("orchestration", {}).get("groups"), 30, what="groups"
+            lambda: workflow_status(kube, namespace, name).get("orchestration", {}).get("groups"),
+            30,
+            what="groups",
         )
     )
 
@@ -50,16 +50,10 @@ def finish(kube: Client, namespace: str, job: str, *, succeeded: bool = True) ->
     )
 
 
-def phases(workflow: dict[str, Any]) -> dict[str, str]:
-    """Group name -> phase, as one version of the Workflow's status records them."""
-    found = ((workflow.get("status") or {}).get("orchestration") or {}).get("groups") or ()
-    return {str(g["name"]): str(g.get("phase", "Pending")) for g in found}
-
-
 def wait_phase(kube: Client, namespace: str, wf: str, group: str, phase: str) -> None:
     """Wait until the Workflow's status records ``group`` in ``phase``: the controller took it in."""
     wait_for(
-        lambda: phases(get(kube, resources.Workflow, wf, namespace)).get(group) == phase,
+        lambda: group_phases(get(kube, resources.Workflow, wf, namespace)).get(group) == phase,
         30,
         what=f"{wf} to record {group} {phase}",
     )
@@ -72,7 +66,7 @@ def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 5, pool)
+    nodes = pool_nodes(gpu_nodes, 5, pool)
     recording = history(resources.Workflow, "ovf", namespace)
     kube.create(resources.Workflow.from_dict(workflow("ovf", namespace, pool, 2)))
     found = groups(kube, namespace, "ovf")
@@ -100,7 +94,7 @@ def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
         true_condition(wait_true(kube, resources.Workflow, "ovf", namespace, "Succeeded"))[1]
         == "JobCompleted"
     )
-    recorded = [phases(v) for v in recording.versions]
+    recorded = [group_phases(v) for v in recording.versions]
     assert {"group-0": "Succeeded", "group-1": "Running", "group-2-overflow": "Pending"} in recorded
     assert any(p.get("group-2-overflow") == "Running" for p in recorded)
     assert all(p["group-1"] in DONE for p in recorded if p.get("group-2-overflow", "Pending") != "Pending"), (
@@ -112,7 +106,7 @@ def test_max_concurrent_runs_waves(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 12, pool)
+    pool_nodes(gpu_nodes, 12, pool)
     recording = history(resources.Workflow, "waves", namespace)
     kube.create(
         resources.Workflow.from_dict(
@@ -128,7 +122,7 @@ def test_max_concurrent_runs_waves(
     wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 4, 30, what="the second wave")
     assert {"waves-group-2-iter-1", "waves-group-3-iter-1"} <= set(jobs_of(kube, namespace, "waves"))
     wait_phase(kube, namespace, "waves", "group-3", "Running")
-    recorded = [phases(v) for v in recording.versions]
+    recorded = [group_phases(v) for v in recording.versions]
     assert any(p.get("group-0") == "Succeeded" and p.get("group-1") == "Running" for p in recorded)
     assert max(list(p.values()).count("Running") for p in recorded) == 2, "at most maxConcurrent at once"
     for p in recorded:
@@ -140,11 +134,11 @@ def test_max_concurrent_runs_waves(
 
 def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool = pool_name()
-    kept = make_nodes(gpu_nodes, 2, pool, labels={"rack": "r1"})
-    make_nodes(gpu_nodes, 1, pool, labels={"rack": "r2"})
-    cordoned = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, unschedulable=True)
-    minority = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, product="NVIDIA-A100-SXM4-80GB")
-    cpu_only = make_nodes(gpu_nodes, 1, pool, labels={"rack": "r1", "nvidia.com/gpu.present": "false"})
+    kept = pool_nodes(gpu_nodes, 2, pool, labels={"rack": "r1"})
+    pool_nodes(gpu_nodes, 1, pool, labels={"rack": "r2"})
+    cordoned = pool_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, unschedulable=True)
+    minority = pool_nodes(gpu_nodes, 1, pool, labels={"rack": "r1"}, product="NVIDIA-A100-SXM4-80GB")
+    cpu_only = pool_nodes(gpu_nodes, 1, pool, labels={"rack": "r1", "nvidia.com/gpu.present": "false"})
     target = {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
     kube.create(
         resources.Workflow.from_dict(
@@ -158,7 +152,7 @@ def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_node
         )
     )
     found = groups(kube, namespace, "disc")
-    orchestration = status(kube, namespace, "disc")["orchestration"]
+    orchestration = workflow_status(kube, namespace, "disc")["orchestration"]
     assert found[0]["nodes"] == kept, f"cpu-only {cpu_only}, cordoned and minority nodes are not run"
     assert orchestration["detectedGPUArchitecture"] == "h100"
     assert orchestration["excludedNodes"] == cordoned + minority
@@ -192,7 +186,7 @@ def test_node_names_intersect_the_selector(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 3, pool)
+    nodes = pool_nodes(gpu_nodes, 3, pool)
     target = {"nodeSelector": {POOL_LABEL: pool}, "nodeNames": [nodes[0], nodes[2], "not-in-pool"]}
     kube.create(
         resources.Workflow.from_dict(workflow("names", namespace, pool, 0, orchestration={"target": target}))
@@ -208,7 +202,7 @@ def test_discovery_failures(kube: Client, namespace: str, gpu_nodes: Any, manage
         "No target nodes found matching orchestration target",
     )
     pool = pool_name()
-    make_nodes(gpu_nodes, 3, pool)
+    pool_nodes(gpu_nodes, 3, pool)
     kube.create(resources.Workflow.from_dict(workflow("short", namespace, pool, 4)))
     assert true_condition(wait_true(kube, resources.Workflow, "short", namespace, "Failed")) == (
         "Failed",
@@ -222,7 +216,7 @@ def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool, taints=[Taint(key="dedicated", value="burn-in", effect="NoSchedule")])
+    pool_nodes(gpu_nodes, 1, pool, taints=[Taint(key="dedicated", value="burn-in", effect="NoSchedule")])
     target = {
         "nodeSelector": {POOL_LABEL: pool},
         "taintSelectors": [{"key": "dedicated", "value": "burn-in", "effect": "NoSchedule"}],
@@ -236,15 +230,8 @@ def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
     ]
 
     mpi_pool = pool_name()
-    make_nodes(gpu_nodes, 1, mpi_pool)
-    patches = [
-        {
-            "manager": "nvcre.nvidia.com/catalog",
-            "trainingRuntimeSpec": {
-                "template": {"spec": {"replicatedJobs": [{"name": "node"}, {"name": "launcher"}]}}
-            },
-        }
-    ]
+    pool_nodes(gpu_nodes, 1, mpi_pool)
+    patches = [runtime_patch("nvcre.nvidia.com/catalog", {"name": "node"}, {"name": "launcher"})]
     doc = workflow("mpi", namespace, mpi_pool, 1)
     doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] = patches
     kube.create(resources.Workflow.from_dict(doc))
@@ -258,7 +245,7 @@ def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
 
 def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 4, pool)
+    pool_nodes(gpu_nodes, 4, pool)
     script = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -295,7 +282,7 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
         assert [o["name"] for o in copy["metadata"]["ownerReferences"]] == [job_name]
         copies[job_name] = runtime
     refs = wait_for(
-        lambda: len(r := status(kube, namespace, "deps").get("dependencyRefs") or []) == 3 and r,
+        lambda: len(r := workflow_status(kube, namespace, "deps").get("dependencyRefs") or []) == 3 and r,
         30,
         what="3 refs",
     )
@@ -326,7 +313,7 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
 
 def test_ordered_teardown(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 2, pool)
+    pool_nodes(gpu_nodes, 2, pool)
     script = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "data"}, "data": {"a": "b"}}
     kube.create(resources.Workflow.from_dict(workflow("bye", namespace, pool, 2, dependencies=[script])))
     trainjob_of(kube, namespace, "bye-job")
@@ -356,7 +343,7 @@ def test_timeout_fails_the_job_and_is_never_retried(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     execution = {"timeoutPerJob": "3s", "retryFailedGroups": 2}
     kube.create(
         resources.Workflow.from_dict(
@@ -397,7 +384,7 @@ def test_a_suspended_workload_never_times_out(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 2, pool)
+    pool_nodes(gpu_nodes, 2, pool)
     doc = workflow("queued", namespace, pool, 1, orchestration={"execution": {"timeoutPerJob": "3s"}})
     doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["suspend"] = True
     kube.create(resources.Workflow.from_dict(doc))
@@ -426,12 +413,12 @@ def test_a_suspended_workload_never_times_out(
         "a suspended workload never times out"
     )
     wf = get(kube, resources.Workflow, "queued", namespace)
-    assert true_condition(wf)[0] == "InProgress" and phases(wf)["group-0"] == "Running"
+    assert true_condition(wf)[0] == "InProgress" and group_phases(wf)["group-0"] == "Running"
 
 
 def test_iterations_keep_history(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     kube.create(
         resources.Workflow.from_dict(workflow("iter", namespace, pool, 1, orchestration={"iterations": 2}))
     )
@@ -453,7 +440,7 @@ def test_platform_override_applies_and_is_recorded(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool, platform="aws")
+    pool_nodes(gpu_nodes, 1, pool, platform="aws")
     overrides = [
         {
             "when": {"platform": {"equals": "gcp"}},
@@ -466,43 +453,19 @@ def test_platform_override_applies_and_is_recorded(
         {
             "when": {},
             "dependencies": [
-                {
-                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                    "kind": "TrainingRuntime",
-                    "metadata": {"name": "ovr-rt"},
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": "node",
-                                        "template": {
-                                            "spec": {
-                                                "template": {
-                                                    "spec": {
-                                                        "containers": [
-                                                            {
-                                                                "name": "node",
-                                                                "securityContext": {"privileged": True},
-                                                            }
-                                                        ]
-                                                    }
-                                                }
-                                            }
-                                        },
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                }
+                runtime_overlay(
+                    "ovr-rt",
+                    job_overlay(
+                        "node", containers=[{"name": "node", "securityContext": {"privileged": True}}]
+                    ),
+                )
             ],
         },
     ]
     kube.create(resources.Workflow.from_dict(workflow("ovr", namespace, pool, 1, overrides=overrides)))
     trainjob = trainjob_of(kube, namespace, "ovr-job")
     assert trainjob["spec"]["trainer"]["args"] == ["aws"]
-    applied = status(kube, namespace, "ovr")["orchestration"]["appliedOverrides"]
+    applied = workflow_status(kube, namespace, "ovr")["orchestration"]["appliedOverrides"]
     assert [a["index"] for a in applied] == [1, 2]
     runtime = kube.get(
         resources.TrainingRuntime, trainjob["spec"]["runtimeRef"]["name"], namespace=namespace
@@ -523,7 +486,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
     # Kept here: tests/sandbox/test_goodput.py shows one restart from a real checkpoint; this
     # walks every restart until maxRestarts runs out, writing the checkpoint step and playing Trainer.
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     pvc = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -593,7 +556,7 @@ def test_checkpoint_without_its_pvc_fails_before_anything_runs(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool_nodes(gpu_nodes, 1, pool)
     kube.create(
         resources.Workflow.from_dict(
             workflow("nopvc", namespace, pool, 1, job_spec={"checkpoint": {"pvcName": "ckpt"}})

@@ -13,6 +13,7 @@ from lightkube import Client
 
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_nodes
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
@@ -23,14 +24,8 @@ from nvcre.testing.inspect import (
     true_condition,
     wait_true,
 )
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
-
-
-def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
-    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool, **spec.pop("labels", {})}, **spec))
-    return sorted(n.metadata.name for n in nodes)
+from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 
 
 def hostnames(pod_template: dict[str, Any]) -> list[str]:
@@ -43,7 +38,7 @@ def hostnames(pod_template: dict[str, Any]) -> list[str]:
 def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """12 nodes, numNodes 2: six groups in name order, six pinned Jobs, success recorded per node."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 12, pool)
+    nodes = pool_nodes(gpu_nodes, 12, pool)
     kube.create(resources.Workflow.from_dict(workflow("nccl", namespace, pool, 2)))
 
     wf = wait_true(kube, resources.Workflow, "nccl", namespace, "InProgress")

@@ -13,6 +13,7 @@ from typing import Any
 from lightkube import Client
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_nodes
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
@@ -24,13 +25,8 @@ from nvcre.testing.inspect import (
     wait_event,
     wait_true,
 )
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
-
-
-def make_nodes(gpu_nodes: Any, count: int, pool: str) -> list[str]:
-    return sorted(n.metadata.name for n in gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool})))
+from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 
 
 def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
@@ -62,7 +58,7 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 4, pool)
+    nodes = pool_nodes(gpu_nodes, 4, pool)
     kube.create(resources.Workflow.from_dict(workflow("gone", namespace, pool, 2)))
     wait_for(
         lambda: sorted(jobs_of(kube, namespace, "gone")) == ["gone-group-0-iter-1", "gone-group-1-iter-1"],
@@ -97,7 +93,7 @@ def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 4, pool)
+    nodes = pool_nodes(gpu_nodes, 4, pool)
     kube.create(resources.Workflow.from_dict(workflow("twice", namespace, pool, 2)))
     wait_for(
         lambda: sorted(jobs_of(kube, namespace, "twice")) == ["twice-group-0-iter-1", "twice-group-1-iter-1"],
@@ -134,7 +130,7 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
     the member whose re-test fails is the only node failed, with that re-test's evidence, and
     the other is succeeded."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 4, pool)
+    nodes = pool_nodes(gpu_nodes, 4, pool)
     kube.create(resources.Workflow.from_dict(workflow("iso", namespace, pool, 2)))
     first = ["iso-group-0-iter-1", "iso-group-1-iter-1"]
     wait_for(lambda: sorted(jobs_of(kube, namespace, "iso")) == first, 60, what="both Jobs")
@@ -222,7 +218,7 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_faile
     each in two pairs with its neighbours (Jobs named per round group, not the lone group's
     ``<wf>-job``); the node whose two pairs fail is the only one failed."""
     pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 3, pool)
+    nodes = pool_nodes(gpu_nodes, 3, pool)
     kube.create(resources.Workflow.from_dict(workflow("ring", namespace, pool, 3)))
     wait_for(lambda: sorted(jobs_of(kube, namespace, "ring")) == ["ring-job"], 60, what="the lone Job")
     trainjob = trainjob_of(kube, namespace, "ring-job")["metadata"]["name"]

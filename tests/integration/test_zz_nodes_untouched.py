@@ -15,13 +15,14 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_workflow_jobs, wait_true
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.nodeguard import MANAGER_FIELD_MANAGER, PROBE_LABEL, NodeGuard
 from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+from nvcre.testing.workloads import pool_name, workflow
 
 
 def test_the_guard_sees_a_write_by_the_manager(
@@ -48,7 +49,7 @@ def test_a_workflow_reads_its_nodes_and_never_writes_them(
     kube: Client, namespace: str, gpu_nodes: Any, manager: ManagerProcess, node_guard: NodeGuard
 ) -> None:
     pool = pool_name()
-    nodes = sorted(n.metadata.name for n in gpu_nodes(3, GpuNodeSpec(labels={POOL_LABEL: pool})))
+    nodes = sorted(n.metadata.name for n in gpu_nodes(3, pool_spec(pool)))
     kube.patch(Node, nodes[2], {"spec": {"unschedulable": True}})  # someone else cordons one
     kube.create(resources.Workflow.from_dict(workflow("reads", namespace, pool, 1)))
     finish_workflow_jobs(kube, namespace, "reads", 2)

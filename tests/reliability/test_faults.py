@@ -40,12 +40,13 @@ from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root
+from nvcre.testing.builders import pool_spec
 from nvcre.testing.chaos import KINDS, FaultDriver, schedule
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import config_map_payload, true_condition
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
+from nvcre.testing.nodes import create_gpu_nodes
 from nvcre.testing.toxiproxy import FaultProxy
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import (
@@ -333,9 +334,7 @@ def test_workflow_and_certification_converge_under(
     wf_pool, cert_pool = pool_name(), pool_name()
     nodes = {}
     for pool, count in ((wf_pool, 8), (cert_pool, 3)):
-        created = create_gpu_nodes(
-            kube, count, GpuNodeSpec(labels={POOL_LABEL: pool}), prefix=f"{namespace}-{pool}"
-        )
+        created = create_gpu_nodes(kube, count, pool_spec(pool), prefix=f"{namespace}-{pool}")
         nodes[pool] = sorted(str(n.metadata.name) for n in created if n.metadata)
     proxy = FaultProxy(control_plane, tmp_path, seed=SEED).start()
     manager = ManagerProcess(

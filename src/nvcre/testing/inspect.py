@@ -42,6 +42,17 @@ def wait_true(
     return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} {type_}=True")
 
 
+def workflow_status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    """The Workflow's status as stored now (empty before its controller wrote one)."""
+    return dict(get(kube, resources.Workflow, name, namespace).get("status") or {})
+
+
+def group_phases(workflow: dict[str, Any]) -> dict[str, str]:
+    """Group name -> phase, as one version of the Workflow's status records them."""
+    found = ((workflow.get("status") or {}).get("orchestration") or {}).get("groups") or ()
+    return {str(g["name"]): str(g.get("phase", "Pending")) for g in found}
+
+
 def jobs_of(kube: Client, namespace: str, workflow: str) -> dict[str, dict[str, Any]]:
     jobs = kube.list(resources.Job, namespace=namespace, labels={"nvcre.nvidia.com/workflow": workflow})
     return {str(j.metadata.name if j.metadata else ""): dict(j.to_dict()) for j in jobs}
