@@ -47,7 +47,7 @@ def test_an_offline_render_imports_neither_cel_nor_the_cluster_client_nor_other_
         "nvcre.api.v1alpha1.workflow",  # the Workflow it builds is not validated again
         "nvcre.api.v1alpha1.job",
         "nvcre.api.trainer.v1alpha1",
-        "nvcre.cli.run",
+        "nvcre.cli.run_commands",
         "nvcre.cli.report_commands",
         "nvcre.crd",  # the schema it checks against is read, not generated from the models
     }

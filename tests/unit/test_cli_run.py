@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from nvcre.cli import connection, runs
+from nvcre.cli import connection, run_execution
 from nvcre.cli.main import cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -137,7 +137,9 @@ def test_an_unknown_category_in_the_file_is_refused_offline(tmp_path: Path) -> N
 
 
 def test_password_from_stdin_and_in_the_secret_only() -> None:
-    registry = runs.registry_from_flags("nvcr.io", "$oauthtoken", "", True, lambda: "k3y-from-stdin\n")
+    registry = run_execution.registry_from_flags(
+        "nvcr.io", "$oauthtoken", "", True, lambda: "k3y-from-stdin\n"
+    )
     assert registry is not None
     assert "k3y-from-stdin" not in repr(registry)
     config = json.loads(registry.docker_config())
@@ -145,14 +147,14 @@ def test_password_from_stdin_and_in_the_secret_only() -> None:
     assert (entry["username"], entry["password"]) == ("$oauthtoken", "k3y-from-stdin")
     assert base64.b64decode(entry["auth"]).decode() == "$oauthtoken:k3y-from-stdin"
     assert registry.scrub("refused: k3y-from-stdin") == "refused: ***"
-    with pytest.raises(runs.UserError, match="mutually exclusive"):
-        runs.registry_from_flags("nvcr.io", "u", "p", True, lambda: "x")
-    with pytest.raises(runs.UserError, match="no password on stdin"):
-        runs.registry_from_flags("nvcr.io", "u", "", True, lambda: "\n")
+    with pytest.raises(run_execution.UserError, match="mutually exclusive"):
+        run_execution.registry_from_flags("nvcr.io", "u", "p", True, lambda: "x")
+    with pytest.raises(run_execution.UserError, match="no password on stdin"):
+        run_execution.registry_from_flags("nvcr.io", "u", "", True, lambda: "\n")
 
 
 def test_derived_timeout_of_a_certification() -> None:
-    from nvcre.cli.run import derived_timeout
+    from nvcre.cli.run_commands import derived_timeout
 
     cert = json.loads(json.dumps(CERT))
     assert derived_timeout(cert) == 1.5 * 3600  # the catalog's 1h per job

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.cli.run_state import (
+from nvcre.cli.status_commands import (
     category_statuses,
     certification_summary,
     certification_table,

@@ -125,7 +125,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from nvcre.cli.reports import report_exit_errors, results_json  # noqa: E402
+from nvcre.cli.report_io import report_exit_errors, results_json  # noqa: E402
 from nvcre.report.build import normalise_phase, violations  # noqa: E402
 from nvcre.report.junit import render_junit  # noqa: E402
 from nvcre.report.model import FailureLog, Report  # noqa: E402
@@ -471,7 +471,7 @@ def test_an_unwritable_results_file_is_a_user_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from nvcre.cli.common import UserError
-    from nvcre.cli.reports import write_junit, write_results
+    from nvcre.cli.report_io import write_junit, write_results
 
     report = report_of(_input("passing"))
     with pytest.raises(UserError, match=r"cannot write .*/missing/r\.json"):

@@ -205,8 +205,8 @@ def render_command(
 
 # Subcommands that talk to a cluster live in modules of their own.
 from nvcre.cli.report_commands import certification_report_command  # noqa: E402
-from nvcre.cli.run import certification_run_command  # noqa: E402
-from nvcre.cli.run_state import certification_list_command, certification_status_command  # noqa: E402
+from nvcre.cli.run_commands import certification_run_command  # noqa: E402
+from nvcre.cli.status_commands import certification_list_command, certification_status_command  # noqa: E402
 
 for _command in (
     certification_list_command,

@@ -9,7 +9,7 @@ import click
 
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, output_option, user_errors
-from nvcre.cli.reports import (
+from nvcre.cli.report_io import (
     read_certification_report,
     read_workloadrun_report,
     report_exit_errors,

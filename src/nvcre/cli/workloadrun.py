@@ -27,9 +27,9 @@ NIC_RESERVED_MESSAGE = "nicResourceName must not use the reserved kubernetes.io 
     cls=LazyGroup,
     # The subcommands that talk to a cluster live in modules of their own, loaded when they run.
     lazy={
-        "run": ("nvcre.cli.run", "workloadrun_run_command"),
-        "status": ("nvcre.cli.run_state", "workloadrun_status_command"),
-        "cancel": ("nvcre.cli.run_state", "workloadrun_cancel_command"),
+        "run": ("nvcre.cli.run_commands", "workloadrun_run_command"),
+        "status": ("nvcre.cli.status_commands", "workloadrun_status_command"),
+        "cancel": ("nvcre.cli.status_commands", "workloadrun_cancel_command"),
         "report": ("nvcre.cli.report_commands", "workloadrun_report_command"),
     },
 )

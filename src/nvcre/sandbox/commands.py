@@ -194,19 +194,21 @@ def run_command(
     """
     from lightkube import Client, KubeConfig
 
-    from nvcre.cli import run, runs
+    from nvcre.cli import run_commands, run_execution
 
     found = load_object(file).get("kind")
     if found == "WorkloadRun":
-        document = run.load_workloadrun(file, "", "")
-        kind = runs.workloadrun_kind()
-        seconds = runs.parse_timeout(timeout or run.WORKLOADRUN_TIMEOUT, True)
-        created: Callable[[dict[str, Any]], list[str]] = run.workloadrun_created
+        document = run_commands.load_workloadrun(file, "", "")
+        kind = run_execution.workloadrun_kind()
+        seconds = run_execution.parse_timeout(timeout or run_commands.WORKLOADRUN_TIMEOUT, True)
+        created: Callable[[dict[str, Any]], list[str]] = run_commands.workloadrun_created
     elif found == "Certification":
-        document = run.load_certification(file, "", "")
-        kind = runs.certification_kind()
-        seconds = runs.parse_timeout(timeout, True) if timeout else run.derived_timeout(document)
-        created = run.certification_created
+        document = run_commands.load_certification(file, "", "")
+        kind = run_execution.certification_kind()
+        seconds = (
+            run_execution.parse_timeout(timeout, True) if timeout else run_commands.derived_timeout(document)
+        )
+        created = run_commands.certification_created
     else:
         raise UserError(f'{file}: expected kind Certification or WorkloadRun, got "{found}"')
     state = _state(state_dir)
@@ -230,7 +232,7 @@ def run_command(
     )
     try:
         with Client(KubeConfig.from_file(record.kubeconfig)) as kube:
-            request = runs.RunRequest(
+            request = run_execution.RunRequest(
                 kind,
                 document,
                 True,
@@ -242,7 +244,7 @@ def run_command(
                 created,
                 stays=False,
             )
-            runs.execute(kube, request)
+            run_execution.execute(kube, request)
     finally:
         click.echo("[sandbox] tearing down...", err=True)
         down(state)

@@ -114,7 +114,7 @@ def note(message: str = "") -> None:
 
 
 @dataclass(frozen=True)
-class Kind:
+class RunKind:
     """What differs between following a WorkloadRun and a Certification."""
 
     name: str
@@ -125,16 +125,16 @@ class Kind:
     snapshot: Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], Snapshot]
 
 
-def workloadrun_kind() -> Kind:
+def workloadrun_kind() -> RunKind:
     from nvcre import resources
 
-    return Kind("WorkloadRun", resources.WorkloadRun, Label.WORKLOAD_RUN, progress.workloadrun_snapshot)
+    return RunKind("WorkloadRun", resources.WorkloadRun, Label.WORKLOAD_RUN, progress.workloadrun_snapshot)
 
 
-def certification_kind() -> Kind:
+def certification_kind() -> RunKind:
     from nvcre import resources
 
-    return Kind(
+    return RunKind(
         "Certification", resources.Certification, Label.CERTIFICATION, progress.certification_snapshot
     )
 
@@ -229,7 +229,7 @@ def own_secret(kube: Client, secret: str, namespace: str, run: Any) -> None:
         note(f"Warning: could not set the owner of secret {secret}: {connection.api_error(error)}")
 
 
-def create_run(kube: Client, kind: Kind, document: dict[str, Any]) -> Any:
+def create_run(kube: Client, kind: RunKind, document: dict[str, Any]) -> Any:
     from lightkube.core.exceptions import ApiError
 
     name = document["metadata"]["name"]
@@ -244,7 +244,7 @@ def create_run(kube: Client, kind: Kind, document: dict[str, Any]) -> Any:
         raise UserError(f"create {kind.name.lower()}: {connection.api_error(error)}") from None
 
 
-def read_snapshot(kube: Client, kind: Kind, name: str, namespace: str) -> Snapshot:
+def read_snapshot(kube: Client, kind: RunKind, name: str, namespace: str) -> Snapshot:
     """One read of the run, its Workflows and their Jobs."""
     from nvcre import resources
 
@@ -348,7 +348,7 @@ class Outcome:
     timed_out: bool = False
 
 
-def follow(kube: Client, kind: Kind, name: str, namespace: str, timeout: float, live: bool) -> Outcome:
+def follow(kube: Client, kind: RunKind, name: str, namespace: str, timeout: float, live: bool) -> Outcome:
     """Poll the run until it is terminal or ``timeout`` seconds pass (KeyboardInterrupt propagates)."""
     start = time.monotonic()
     view = View(live)
@@ -373,7 +373,7 @@ def follow(kube: Client, kind: Kind, name: str, namespace: str, timeout: float, 
             time.sleep(min(POLL_SECONDS, max(0.0, timeout - elapsed)))
 
 
-def follow_up(kind: Kind, name: str, namespace: str) -> list[str]:
+def follow_up(kind: RunKind, name: str, namespace: str) -> list[str]:
     """How to watch, re-report or stop a run this command leaves running."""
     lower = kind.name.lower()
     stop = (
@@ -410,7 +410,7 @@ def _wait_gone(kube: Client, resource: Any, name: str, namespace: str | None) ->
     return True
 
 
-def cleanup(kube: Client, kind: Kind, name: str, namespace: str, created: Created) -> None:
+def cleanup(kube: Client, kind: RunKind, name: str, namespace: str, created: Created) -> None:
     """Delete what this invocation created: the run (waiting for its Workflows), then its namespace."""
     from lightkube.resources.core_v1 import Namespace
 
@@ -455,7 +455,7 @@ def cleanup(kube: Client, kind: Kind, name: str, namespace: str, created: Create
 class RunRequest:
     """A run as the command line asks for it, validated, before any API call."""
 
-    kind: Kind
+    kind: RunKind
     document: dict[str, Any]
     wait: bool
     timeout: float
@@ -531,12 +531,14 @@ def _delete_secret(kube: Client, name: str, namespace: str) -> None:
 
 def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, namespace: str) -> str:
     """Print the report, write the results files, and end as the run did."""
-    from nvcre.cli import reports
+    from nvcre.cli import report_io
     from nvcre.report.text import render_text
 
     kind = request.kind
     read = (
-        reports.read_workloadrun_report if kind.name == "WorkloadRun" else reports.read_certification_report
+        report_io.read_workloadrun_report
+        if kind.name == "WorkloadRun"
+        else report_io.read_certification_report
     )
     try:
         report = read(kube, name, namespace)
@@ -553,9 +555,9 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
         click.echo("\n" + render_text(report), err=not to_stdout, nl=False)
         results_file = request.results_file
         if results_file is not None:
-            _write(lambda: reports.write_results(results_file, [report]))
+            _write(lambda: report_io.write_results(results_file, [report]))
         if request.junit_file is not None:
-            reports.write_junit(request.junit_file, [report])  # a write failure fails the command
+            report_io.write_junit(request.junit_file, [report])  # a write failure fails the command
     if outcome.timed_out:
         if request.stays and not request.cleanup:
             note("")
@@ -573,7 +575,7 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
             raise UserError(f"WorkloadRun failed: {snapshot.message}")
         raise UserError("certification failed")
     if report is not None:
-        errors = reports.report_exit_errors([report])
+        errors = report_io.report_exit_errors([report])
         if errors:
             raise UserError("; ".join(errors))
         return str(report.result)

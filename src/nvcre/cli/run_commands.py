@@ -1,7 +1,7 @@
 """``nvcrectl workloadrun run`` and ``nvcrectl certification run`` (cli.md 4.2, 5.1).
 
 Every flag is checked and the manifest validated offline (the checks of ``render``) before the
-cluster is contacted; :mod:`nvcre.cli.runs` then creates and follows the run.
+cluster is contacted; :mod:`nvcre.cli.run_execution` then creates and follows the run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 import click
 
 from nvcre.api.v1alpha1.constants import Default
-from nvcre.cli import connection, runs
+from nvcre.cli import connection, run_execution
 from nvcre.cli.common import UserError, load_validated, user_errors
 
 if TYPE_CHECKING:
@@ -58,29 +58,29 @@ def run_options(func: Callable[P, R]) -> Callable[P, R]:
 
 def _registry(
     server: str, username: str, password: str, password_stdin: bool, stdin_allowed: bool = True
-) -> runs.Registry | None:
+) -> run_execution.Registry | None:
     if password_stdin and not stdin_allowed:
         raise UserError("--workload-registry-password-stdin cannot be used when the file is read from stdin")
-    return runs.registry_from_flags(server, username, password, password_stdin, sys.stdin.read)
+    return run_execution.registry_from_flags(server, username, password, password_stdin, sys.stdin.read)
 
 
 def _request(
-    kind: runs.Kind,
+    kind: run_execution.RunKind,
     document: dict[str, Any],
     created_line: Callable[[dict[str, Any]], list[str]],
     *,
     wait: bool,
     timeout: float,
     cleanup: bool,
-    registry: runs.Registry | None,
+    registry: run_execution.Registry | None,
     results_file: Path | None,
     junit_file: Path | None,
-) -> runs.RunRequest:
+) -> run_execution.RunRequest:
     if (results_file or junit_file) and not wait:
         raise UserError("--results-file and --junit-file need --wait")
     if cleanup and not wait:  # it would delete the run as soon as it is created
         raise UserError("--cleanup needs --wait")
-    return runs.RunRequest(
+    return run_execution.RunRequest(
         kind, document, wait, timeout, cleanup, registry, results_file, junit_file, created_line
     )
 
@@ -150,10 +150,12 @@ def workloadrun_run_command(
         workload_registry_password_stdin,
         stdin_allowed=str(file) != "-",
     )
-    seconds = runs.parse_timeout(timeout, wait) or runs.parse_timeout(WORKLOADRUN_TIMEOUT, True)
+    seconds = run_execution.parse_timeout(timeout, wait) or run_execution.parse_timeout(
+        WORKLOADRUN_TIMEOUT, True
+    )
     document = load_workloadrun(file, name, namespace)
     request = _request(
-        runs.workloadrun_kind(),
+        run_execution.workloadrun_kind(),
         document,
         workloadrun_created,
         wait=wait,
@@ -163,7 +165,7 @@ def workloadrun_run_command(
         results_file=results_file,
         junit_file=junit_file,
     )
-    runs.execute(_connect(kubeconfig, context), request)
+    run_execution.execute(_connect(kubeconfig, context), request)
 
 
 # --- certification run ------------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def load_certification(file: Path, name: str, namespace: str) -> dict[str, Any]:
     metadata = document.setdefault("metadata", {})
     if name:
         metadata["name"] = name
-    metadata["namespace"] = metadata.get("namespace") or namespace or runs.generated_name()
+    metadata["namespace"] = metadata.get("namespace") or namespace or run_execution.generated_name()
     return document
 
 
@@ -245,7 +247,7 @@ def discover_product(kube: Client) -> str:
     if len(products) > 1:
         raise UserError(f"heterogeneous GPUs: {', '.join(sorted(p or '(none)' for p in products))}")
     (product,) = products
-    runs.note(f"Discovered GPU nodes with product: {product}")
+    run_execution.note(f"Discovered GPU nodes with product: {product}")
     return product
 
 
@@ -255,7 +257,7 @@ def category_certification(
     """The Certification ``--category`` builds (cli.md 4.2)."""
     from nvcre.api.v1alpha1.constants import NodeLabel
 
-    generated = runs.generated_name()
+    generated = run_execution.generated_name()
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Certification",
@@ -338,7 +340,7 @@ def certification_run_command(
         workload_registry_password_stdin,
     )
     pairs = parse_categories(categories) if categories else []
-    seconds = runs.parse_timeout(timeout, wait)
+    seconds = run_execution.parse_timeout(timeout, wait)
     document: dict[str, Any] | None = None
     if cert_file is not None:
         document = load_certification(cert_file, name, namespace)
@@ -359,7 +361,7 @@ def certification_run_command(
     if seconds is None:
         seconds = derived_timeout(document)
     request = _request(
-        runs.certification_kind(),
+        run_execution.certification_kind(),
         document,
         certification_created,
         wait=wait,
@@ -369,4 +371,4 @@ def certification_run_command(
         results_file=results_file,
         junit_file=junit_file,
     )
-    runs.execute(kube, request)
+    run_execution.execute(kube, request)
