@@ -38,7 +38,7 @@ from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod
 from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation
 from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
-from nvcre.orchestration.results import decode_succeeded
+from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION, parse_faults
 from nvcre.sandbox.model import unit
 from nvcre.sandbox.runner import initial_nodes

@@ -50,7 +50,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.controllers import resources
 from nvcre.naming import succeeded_nodes_config_map_name
-from nvcre.orchestration.results import decode_succeeded
+from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION
 from nvcre.sandbox.state import alive, group_alive, listening_sockets
 from nvcre.testing import binaries as bins

@@ -12,7 +12,7 @@ from nvcre import failednodes
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.placement import node_affinity, tolerations
-from nvcre.orchestration.results import (
+from nvcre.orchestration.result_configmaps import (
     FAILED_NODES_KEY,
     SUCCEEDED_NODES_KEY,
     decode_failed,

@@ -449,7 +449,7 @@ def test_a_running_category_names_a_workload_that_cannot_be_scheduled() -> None:
 def test_a_node_of_the_failed_record_is_failed_even_in_a_passed_group() -> None:
     import base64
 
-    from nvcre.orchestration.results import merge_failed
+    from nvcre.orchestration.result_configmaps import merge_failed
 
     data = _input("workloadrun")
     config_map = data["workflow"]["failedNodes"]

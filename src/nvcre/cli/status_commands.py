@@ -173,7 +173,7 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
     """Names in the run's failed-nodes ConfigMap (none when it has no ref or the map is gone)."""
     from lightkube.resources.core_v1 import ConfigMap
 
-    from nvcre.orchestration.results import failed_entries
+    from nvcre.orchestration.result_configmaps import failed_entries
 
     ref = (run.get("status") or {}).get("failedNodesRef") or {}
     if not ref.get("name"):

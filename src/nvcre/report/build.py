@@ -31,7 +31,7 @@ from nvcre.conditions import PENDING, condition_of, run_state
 from nvcre.measure import thresholds as th
 from nvcre.measure import verdicts
 from nvcre.measure.early import early_value
-from nvcre.orchestration.results import failed_entries, succeeded_names
+from nvcre.orchestration.result_configmaps import failed_entries, succeeded_names
 from nvcre.report.model import (
     BandwidthRow,
     CategoryReport,
