@@ -9,6 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from nvcre.cli.main import cli
+from nvcre.testing.builders import LogProfile
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
@@ -119,19 +120,18 @@ def test_bad_input_exits_2() -> None:
 
 
 def test_a_profile_file(tmp_path: Path) -> None:
-    profile = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "LogProfile",
-        "metadata": {"name": "custom"},
-        "spec": {
-            "timestamp": {"layout": "2006-01-02T15:04:05Z07:00"},
-            "patterns": {
+    profile = (
+        LogProfile("custom")
+        .spec(
+            timestamp={"layout": "2006-01-02T15:04:05Z07:00"},
+            patterns={
                 "bandwidthResult": {
                     "regex": r"size=(?P<size>\d+) alg=(?P<algBW>[\d.]+) bus=(?P<busBW>[\d.]+)"
                 }
             },
-        },
-    }
+        )
+        .obj()
+    )
     path = tmp_path / "profile.yaml"
     path.write_text(yaml.safe_dump(profile))
     code, out, _ = run(

@@ -23,17 +23,15 @@ from nvcre.cli.common import (
     render,
     user_errors,
 )
+from nvcre.testing import builders
 
-RUN: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "WorkloadRun",
-    "metadata": {"name": "run"},
-    "spec": {
-        "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-        "framework": {"mpi": {"binary": "/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/bin/mpirun"}},
-        "numNodes": 2,
-    },
-}
+RUN: dict[str, Any] = (
+    builders.WorkloadRun("run")
+    .image("nvcr.io/nvidia/pytorch:26.01-py3")
+    .framework({"mpi": {"binary": "/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/bin/mpirun"}})
+    .nodes(2)
+    .obj()
+)
 
 
 @click.command()

@@ -27,6 +27,7 @@ from nvcre.orchestration.dependencies import (
 from nvcre.platform import synthetic_nodes
 from nvcre.render.workflow import resolve_workflow
 from nvcre.render.workloadrun import BuildError, build_workflow
+from nvcre.testing import builders
 from nvcre.testing.rejections import WORKFLOW, at
 
 
@@ -153,20 +154,20 @@ def test_nvcrectl_workflow_render_refuses_a_dependency_in_another_namespace(tmp_
     )
 
 
-WORKLOADRUN: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "WorkloadRun",
-    "metadata": {"name": "r", "namespace": "team-a"},
-    "spec": {
-        "image": "img",
-        "framework": {"exec": {"command": ["true"]}},
-        "numNodes": 1,
-        "overrides": [
+WORKLOADRUN: dict[str, Any] = (
+    builders.WorkloadRun("r")
+    .namespace("team-a")
+    .image("img")
+    .framework({"exec": {"command": ["true"]}})
+    .nodes(1)
+    .spec(
+        overrides=[
             {"when": {"platform": {"equals": "gcp"}}},
             {"when": {}, "dependencies": [config_map("ok"), config_map("evil", "kube-system")]},
-        ],
-    },
-}
+        ]
+    )
+    .obj()
+)
 WORKLOADRUN_MESSAGE = (
     'spec.overrides[1].dependencies[1].metadata.namespace: "kube-system" is not the Workflow\'s namespace '
     '"team-a"; a dependency is always created in its Workflow\'s namespace (leave the field out)'

@@ -17,7 +17,7 @@ from nvcre.render.gang import (
     merge_workload_labels,
 )
 from nvcre.render.overrides import OverrideContext, apply_overrides
-from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
+from nvcre.testing.builders import job_overlay, override, runtime_overlay, runtime_patch
 
 KAI = GangIntent("kai-scheduler", "team-a", "kai.scheduler/queue")
 TEAM_A = {"kai.scheduler/queue": "team-a"}
@@ -153,18 +153,18 @@ def test_changed_workload_label_fails_with_exact_message() -> None:
 def test_override_moving_the_queue_fails_and_unrelated_label_passes() -> None:
     spec = workflow_spec()
     spec["overrides"] = [
-        {
-            "when": {"platform": {"equals": "aws"}},
-            "jobTemplate": {"spec": {"workloadMetadata": {"labels": {"cost-center": "hpc"}}}},
-        },
-        {
-            "when": {"platform": {"equals": "gcp"}},
-            "jobTemplate": {"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}}}},
-        },
-        {
-            "when": {"platform": {"equals": "azure"}},
-            "jobTemplate": {"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": None}}}},
-        },
+        override(
+            {"platform": {"equals": "aws"}},
+            job_template={"spec": {"workloadMetadata": {"labels": {"cost-center": "hpc"}}}},
+        ),
+        override(
+            {"platform": {"equals": "gcp"}},
+            job_template={"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}}}},
+        ),
+        override(
+            {"platform": {"equals": "azure"}},
+            job_template={"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": None}}}},
+        ),
     ]
     aws = apply_overrides(spec, OverrideContext(platform="aws", gpu_architecture="h100")).spec
     assert labels(enforce_gang_contract(aws).spec)["cost-center"] == "hpc"
@@ -250,12 +250,11 @@ def test_runtime_scheduler_conflict_is_never_repaired() -> None:
 def test_dependency_override_breaking_runtime_label_fails() -> None:
     spec = workflow_spec()
     spec["overrides"] = [
-        {
-            "when": {},
-            "dependencies": [
+        override(
+            dependencies=[
                 runtime_overlay("nccl-runtime", job_overlay("node", labels={"kai.scheduler/queue": "team-b"}))
-            ],
-        }
+            ]
+        )
     ]
     effective = apply_overrides(spec, OverrideContext()).spec
     assert conflict(effective) == (
@@ -301,10 +300,7 @@ def test_runtime_patch_scheduler_conflict() -> None:
 def test_repointed_runtime_ref_fails() -> None:
     base = workflow_spec()
     base["overrides"] = [
-        {
-            "when": {},
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimeRef": {"name": "other-runtime"}}}}},
-        }
+        override(job_template={"spec": {"workload": {"trainJob": {"runtimeRef": {"name": "other-runtime"}}}}})
     ]
     effective = apply_overrides(base, OverrideContext()).spec
     assert conflict(effective, base_spec=base) == (

@@ -30,7 +30,7 @@ from nvcre.render.overrides import (
     summarize_when,
     when_matches,
 )
-from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
+from nvcre.testing.builders import job_overlay, override, runtime_overlay, runtime_patch
 
 AWS_H100 = OverrideContext(platform="aws", gpu_architecture="h100", workload_kind="TrainJob")
 AZURE_H100 = OverrideContext(platform="azure", gpu_architecture="h100", workload_kind="TrainJob")
@@ -205,7 +205,7 @@ def test_config_subset_match_when_context_has_config() -> None:
     ],
 )
 def test_cel_errors_name_the_override(expression: str, fragment: str) -> None:
-    overrides = [{"when": {}}, {"when": {"expression": expression}, "jobTemplate": {}}]
+    overrides = [{"when": {}}, override({"expression": expression}, job_template={})]
     with pytest.raises(OverrideError) as error:
         apply_overrides(spec(overrides), AWS_H100)
     assert error.value.path == "spec.overrides[1].when.expression"
@@ -264,9 +264,9 @@ def test_when_summary(when: dict[str, Any], summary: str) -> None:
 
 def test_job_template_maps_merge_and_lists_replace_wholesale() -> None:
     overrides = [
-        {
-            "when": {"platform": {"equals": "aws"}},
-            "jobTemplate": {
+        override(
+            {"platform": {"equals": "aws"}},
+            job_template={
                 "metadata": {"labels": {"extra": "x"}},
                 "spec": {
                     "workload": {
@@ -280,7 +280,7 @@ def test_job_template_maps_merge_and_lists_replace_wholesale() -> None:
                     }
                 },
             },
-        }
+        )
     ]
     result = apply_overrides(spec(overrides), AWS_H100)
     t = trainer(result.spec)
@@ -294,22 +294,19 @@ def test_job_template_maps_merge_and_lists_replace_wholesale() -> None:
 
 def test_runtime_patches_are_replaced_wholesale() -> None:
     patch = runtime_patch("site", {"name": "node"})
-    overrides = [
-        {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}}}
-    ]
+    overrides = [override(job_template={"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}})]
     result = apply_overrides(spec(overrides), AWS_H100)
     assert result.spec["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimePatches"] == [patch]
 
 
 def test_explicit_null_deletes() -> None:
     overrides = [
-        {
-            "when": {},
-            "jobTemplate": {
+        override(
+            job_template={
                 "metadata": {"labels": {"team": None, "absent": None}},
                 "spec": {"workload": {"trainJob": {"trainer": {"command": None, "numNodes": None}}}},
-            },
-        }
+            }
+        )
     ]
     result = apply_overrides(spec(overrides), AWS_H100)
     assert result.spec["jobTemplate"]["metadata"]["labels"] == {}
@@ -321,7 +318,7 @@ def test_unknown_field_in_job_template_patch_fails_with_path() -> None:
     overrides = [
         {"when": {}},
         {"when": {}},
-        {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"imagee": "x"}}}}}},
+        override(job_template={"spec": {"workload": {"trainJob": {"trainer": {"imagee": "x"}}}}}),
     ]
     with pytest.raises(OverrideError) as error:
         apply_overrides(spec(overrides), AWS_H100)
@@ -521,16 +518,15 @@ def test_seed_hostpath_rdma_override_merges_privileged_into_worker_node_containe
         {"name": "ib-dev", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}}
     )
     node_spec["containers"][0]["volumeMounts"].append({"name": "ib-dev", "mountPath": "/dev/infiniband"})
-    override = {
-        "when": {},
-        "dependencies": [
+    entry = override(
+        dependencies=[
             runtime_overlay(
                 "nccl-hostpath-rdma-runtime",
                 job_overlay("node", containers=[{"name": "node", "securityContext": {"privileged": True}}]),
             )
-        ],
-    }
-    base["overrides"] = [override]
+        ]
+    )
+    base["overrides"] = [entry]
     result = apply_overrides(base, OverrideContext(platform="onprem", gpu_architecture="gb200"))
     (dependency,) = result.spec["dependencies"]
     worker = node_pod(dependency)
@@ -597,7 +593,7 @@ def test_dependency_null_deletes_and_unmatched_is_appended() -> None:
 
 
 def test_dependency_patch_needs_identity() -> None:
-    overrides = [{"when": {}, "dependencies": [{"kind": "ConfigMap", "metadata": {"name": "x"}}]}]
+    overrides = [override(dependencies=[{"kind": "ConfigMap", "metadata": {"name": "x"}}])]
     with pytest.raises(OverrideError) as error:
         apply_overrides(spec(overrides), AWS_H100)
     assert str(error.value) == "spec.overrides[0].dependencies[0]: apiVersion required to match a dependency"
@@ -660,19 +656,19 @@ def test_orchestration_null_fields_keep_base() -> None:
 
 def test_later_override_wins_and_records_in_order() -> None:
     overrides = [
-        {
-            "when": {"platform": {"equals": "azure"}, "gpuArchitecture": {"notIn": ["a100"]}},
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["generic"]}}}}},
-            "dependencies": [
+        override(
+            {"platform": {"equals": "azure"}, "gpuArchitecture": {"notIn": ["a100"]}},
+            job_template={"spec": {"workload": {"trainJob": {"trainer": {"args": ["generic"]}}}}},
+            dependencies=[
                 runtime(),
                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "topo"}},
             ],
-        },
-        {"when": {"platform": {"equals": "aws"}}, "jobTemplate": {"spec": {"stallMultiplier": 3}}},
-        {
-            "when": {"platform": {"equals": "azure"}, "gpuArchitecture": {"equals": "h100"}},
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["h100"]}}}}},
-        },
+        ),
+        override({"platform": {"equals": "aws"}}, job_template={"spec": {"stallMultiplier": 3}}),
+        override(
+            {"platform": {"equals": "azure"}, "gpuArchitecture": {"equals": "h100"}},
+            job_template={"spec": {"workload": {"trainJob": {"trainer": {"args": ["h100"]}}}}},
+        ),
     ]
     result = apply_overrides(spec(overrides), AZURE_H100)
     assert trainer(result.spec)["args"] == ["h100"]
@@ -692,8 +688,8 @@ def test_later_override_wins_and_records_in_order() -> None:
 def test_no_op_override_is_recorded_and_warned() -> None:
     overrides = [
         {"when": {"gpuArchitecture": {"in": ["h100"]}}},
-        {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"image": "base"}}}}}},
-        {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"image": "new"}}}}}},
+        override(job_template={"spec": {"workload": {"trainJob": {"trainer": {"image": "base"}}}}}),
+        override(job_template={"spec": {"workload": {"trainJob": {"trainer": {"image": "new"}}}}}),
     ]
     result = apply_overrides(spec(overrides), AWS_H100)
     assert [(a.index, a.no_op, a.patches_summary) for a in result.applied] == [
@@ -711,7 +707,7 @@ def test_no_op_override_is_recorded_and_warned() -> None:
 
 def test_status_records_fit_the_api_model() -> None:
     overrides = [
-        {"when": {"platform": {"equals": "aws"}}, "jobTemplate": {"spec": {"stallMultiplier": 3}}},
+        override({"platform": {"equals": "aws"}}, job_template={"spec": {"stallMultiplier": 3}}),
         {"when": {}},
     ]
     result = apply_overrides(spec(overrides), AWS_H100)
@@ -738,8 +734,8 @@ def test_nothing_matched_event() -> None:
 
 def test_apply_is_pure_and_keeps_overrides() -> None:
     overrides = [
-        {"when": {}, "jobTemplate": {"metadata": {"labels": {"team": None}}}},
-        {"when": {}, "dependencies": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]},
+        override(job_template={"metadata": {"labels": {"team": None}}}),
+        override(dependencies=[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]),
         {
             "when": {},
             "jobTemplatePatch": [
@@ -760,7 +756,7 @@ def test_apply_is_pure_and_keeps_overrides() -> None:
 
 def test_accepts_workflow_spec_model_and_keeps_nulls() -> None:
     model = WorkflowSpec.model_validate(
-        spec([{"when": {}, "jobTemplate": {"metadata": {"labels": {"team": None}}}}])
+        spec([override(job_template={"metadata": {"labels": {"team": None}}})])
     )
     result = apply_overrides(model, AWS_H100)
     assert result.spec["jobTemplate"]["metadata"]["labels"] == {}
@@ -768,7 +764,7 @@ def test_accepts_workflow_spec_model_and_keeps_nulls() -> None:
 
 def test_explicit_overrides_argument() -> None:
     result = apply_overrides(
-        spec(), AWS_H100, overrides=[{"when": {}, "jobTemplate": {"spec": {"stallMultiplier": 3}}}]
+        spec(), AWS_H100, overrides=[override(job_template={"spec": {"stallMultiplier": 3}})]
     )
     assert result.spec["jobTemplate"]["spec"]["stallMultiplier"] == 3
 
@@ -851,14 +847,12 @@ def test_json_patch_array_insert_positions(items: list[Any], data: st.DataObject
 
 
 def test_problems_already_in_the_base_are_not_blamed_on_an_override() -> None:
-    base = spec(
-        [{"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"image": "x"}}}}}}]
-    )
+    base = spec([override(job_template={"spec": {"workload": {"trainJob": {"trainer": {"image": "x"}}}}})])
     base["jobTemplate"]["spec"]["workload"]["trainJob"]["podTemplateOverrides"] = [
         {"targetJobs": [{"name": "node"}]}
     ]
     result = apply_overrides(base, AWS_H100)
     assert trainer(result.spec)["image"] == "x"
-    base["overrides"].append({"when": {}, "jobTemplate": {"spec": {"bogus": 1}}})
+    base["overrides"].append(override(job_template={"spec": {"bogus": 1}}))
     with pytest.raises(OverrideError, match=r"jobTemplate\.spec\.bogus: unknown field$"):
         apply_overrides(base, AWS_H100)

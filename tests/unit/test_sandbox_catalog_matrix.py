@@ -27,6 +27,7 @@ from nvcre.sandbox.model import parse_size
 from nvcre.sandbox.nccl_args import COLLECTIVES
 from nvcre.sandbox.runner import COMPLETION_INDEX, REPLICATED_JOB, container_command, container_files
 from nvcre.sandbox.simulate import Workload, workload
+from nvcre.testing import builders
 from nvcre.testing.workloads import pods_of, with_trainer
 from nvcre.workload.trainjob import build
 
@@ -36,15 +37,11 @@ ENTRIES = [(e.domain, e.variant) for e in load_catalog().list()]
 
 def _certification() -> Certification:
     return Certification.model_validate(
-        {
-            "apiVersion": "nvcre.nvidia.com/v1alpha1",
-            "kind": "Certification",
-            "metadata": {"name": "matrix", "namespace": "nvcre"},
-            "spec": {
-                "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-                "categories": [{"domain": d, "variant": v, "options": OPTIONS} for d, v in ENTRIES],
-            },
-        }
+        builders.Certification("matrix")
+        .namespace("nvcre")
+        .target({"nodeSelector": {"nvidia.com/gpu.present": "true"}})
+        .spec(categories=[{"domain": d, "variant": v, "options": OPTIONS} for d, v in ENTRIES])
+        .obj()
     )
 
 

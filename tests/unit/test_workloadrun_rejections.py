@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.cli.main import cli
 from nvcre.render.workloadrun import BuildError, build_workflow
-from nvcre.testing.builders import job_overlay, runtime_overlay, runtime_patch
+from nvcre.testing import builders
+from nvcre.testing.builders import job_overlay, override, runtime_overlay, runtime_patch
 
 MPI = {"mpi": {"mpirunPath": "/usr/local/mpi/bin/mpirun", "binary": "/usr/local/bin/all_reduce_perf_mpi"}}
 TORCH = {"torch": {"script": "train.py"}}
@@ -21,6 +22,16 @@ TORCH = {"torch": {"script": "train.py"}}
 def run(framework: dict[str, Any] | None = None, **spec: Any) -> WorkloadRun:
     body = {"image": "img", "framework": framework if framework is not None else MPI, "numNodes": 2, **spec}
     return WorkloadRun.model_validate({"metadata": {"name": "r"}, "spec": body})
+
+
+def mounted(name: str, path: str, framework: dict[str, Any] | None = None, **spec: Any) -> WorkloadRun:
+    """A run mounting an emptyDir volume ``name`` at ``path``."""
+    return run(
+        framework,
+        volumes=[{"name": name, "emptyDir": {}}],
+        volumeMounts=[{"name": name, "mountPath": path}],
+        **spec,
+    )
 
 
 def refuse(wr: WorkloadRun, *, platform: str | None = "aws", gpu_arch: str | None = "h100") -> str:
@@ -63,46 +74,29 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             id="mount-config-volume-without-config",
         ),
         pytest.param(
-            run(
-                volumes=[{"name": "big", "emptyDir": {}}],
-                volumeMounts=[{"name": "big", "mountPath": "/dev/shm"}],
-            ),
+            mounted("big", "/dev/shm"),
             'spec.volumeMounts[0].mountPath: "/dev/shm" is reserved for the built-in /dev/shm volume',
             id="mount-dev-shm",
         ),
         pytest.param(
-            run(
-                config={"inline": {"a.sh": "echo"}},
-                volumes=[{"name": "v", "emptyDir": {}}],
-                volumeMounts=[{"name": "v", "mountPath": "/config/"}],
-            ),
+            mounted("v", "/config/", config={"inline": {"a.sh": "echo"}}),
             'spec.volumeMounts[0].mountPath: "/config/" is reserved for the spec.config volume',
             id="mount-config-with-config",
         ),
         pytest.param(
-            run(
-                volumes=[{"name": "k", "emptyDir": {}}],
-                volumeMounts=[{"name": "k", "mountPath": "/root/.ssh/authorized_keys"}],
-            ),
+            mounted("k", "/root/.ssh/authorized_keys"),
             'spec.volumeMounts[0].mountPath: "/root/.ssh/authorized_keys" is reserved for the worker\'s sshd '
             "setup (/root/.ssh and below)",
             id="mpi-mount-below-root-ssh",
         ),
         pytest.param(
-            run(
-                volumes=[{"name": "k", "emptyDir": {}}],
-                volumeMounts=[{"name": "k", "mountPath": "/tmp//mpi-ssh-raw"}],
-            ),
+            mounted("k", "/tmp//mpi-ssh-raw"),
             'spec.volumeMounts[0].mountPath: "/tmp//mpi-ssh-raw" is reserved for the SSH key Secret Kubeflow '
             "Trainer injects (/tmp/mpi-ssh-raw and below)",
             id="mpi-mount-ssh-raw",
         ),
         pytest.param(
-            run(
-                TORCH,
-                volumes=[{"name": "t", "emptyDir": {}}],
-                volumeMounts=[{"name": "t", "mountPath": "/var/run/secrets/kubeflow/trainer/token"}],
-            ),
+            mounted("t", "/var/run/secrets/kubeflow/trainer/token", TORCH),
             'spec.volumeMounts[0].mountPath: "/var/run/secrets/kubeflow/trainer/token" is reserved for the token '
             "Kubeflow Trainer's status plugin injects (/var/run/secrets/kubeflow/trainer and below)",
             id="torch-mount-trainer-token",
@@ -166,12 +160,12 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             run(
                 gangScheduler=GANG,
                 overrides=[
-                    {
-                        "when": {"platform": {"equals": "aws"}},
-                        "jobTemplate": {
+                    override(
+                        {"platform": {"equals": "aws"}},
+                        job_template={
                             "spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}}}
                         },
-                    }
+                    )
                 ],
             ),
             'spec.jobTemplate.spec.workloadMetadata.labels["kai.scheduler/queue"]: conflicting label value '
@@ -182,14 +176,13 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             run(
                 gangScheduler=GANG,
                 overrides=[
-                    {
-                        "when": {},
-                        "dependencies": [
+                    override(
+                        dependencies=[
                             runtime_overlay(
                                 "r-runtime", job_overlay("node", labels={"kai.scheduler/queue": "team-b"})
                             )
-                        ],
-                    }
+                        ]
+                    )
                 ],
             ),
             'gangScheduler is configured with queue "team-a" but TrainingRuntime "r-runtime" replicatedJob "node" '
@@ -200,12 +193,11 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             run(
                 gangScheduler=GANG,
                 overrides=[
-                    {
-                        "when": {},
-                        "dependencies": [
+                    override(
+                        dependencies=[
                             runtime_overlay("r-runtime", job_overlay("launcher", schedulerName=None))
-                        ],
-                    }
+                        ]
+                    )
                 ],
             ),
             'gangScheduler is configured with schedulerName "kai-scheduler" but TrainingRuntime "r-runtime" '
@@ -216,12 +208,11 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             run(
                 gangScheduler=GANG,
                 overrides=[
-                    {
-                        "when": {},
-                        "jobTemplate": {
+                    override(
+                        job_template={
                             "spec": {"workload": {"trainJob": {"runtimeRef": {"name": "someone-elses"}}}}
-                        },
-                    }
+                        }
+                    )
                 ],
             ),
             "spec.jobTemplate.spec.workload.trainJob.runtimeRef: an override repoints the runtime from "
@@ -287,12 +278,7 @@ def cli_error(tmp_path: Path, wr: dict[str, Any], *args: str) -> str:
     return lines[0]
 
 
-BASIC: dict[str, Any] = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "WorkloadRun",
-    "metadata": {"name": "demo"},
-    "spec": {"image": "img", "framework": MPI, "numNodes": 1},
-}
+BASIC: dict[str, Any] = builders.WorkloadRun("demo").image("img").framework(MPI).nodes(1).obj()
 
 
 def test_cli_invalid_platform_lists_the_valid_names(tmp_path: Path) -> None:
@@ -326,10 +312,10 @@ def test_cli_gang_conflict_from_an_override(tmp_path: Path) -> None:
         **BASIC["spec"],
         "gangScheduler": GANG,
         "overrides": [
-            {
-                "when": {"platform": {"equals": "aws"}},
-                "jobTemplate": {"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}}}},
-            }
+            override(
+                {"platform": {"equals": "aws"}},
+                job_template={"spec": {"workloadMetadata": {"labels": {"kai.scheduler/queue": "team-b"}}}},
+            )
         ],
     }
     assert cli_error(tmp_path, {**BASIC, "spec": spec}, "--platform", "aws", "--gpu-arch", "h100") == (
@@ -364,7 +350,7 @@ def test_cli_invalid_nic_resource_name(tmp_path: Path) -> None:
             id="sample-interval",
         ),
         pytest.param(
-            {"overrides": [{"when": {"expression": "platfrom == 'aws'"}, "jobTemplate": {}}]},
+            {"overrides": [override({"expression": "platfrom == 'aws'"}, job_template={})]},
             "spec.overrides[0].when.expression: Invalid value: \"platfrom == 'aws'\": undeclared reference to 'platfrom'",
             id="override-expression-typo",
         ),
@@ -391,18 +377,11 @@ def test_cli_schema_error_names_the_field(tmp_path: Path) -> None:
     "wr",
     [
         pytest.param(
-            run(
-                volumes=[{"name": "s", "emptyDir": {}}],
-                volumeMounts=[{"name": "s", "mountPath": "/dev/shm/x"}],
-            ),
+            mounted("s", "/dev/shm/x"),
             id="below-dev-shm",
         ),
         pytest.param(
-            run(
-                config={"configMapRef": {"name": "cm"}},
-                volumes=[{"name": "s", "emptyDir": {}}],
-                volumeMounts=[{"name": "s", "mountPath": "/config/sub"}],
-            ),
+            mounted("s", "/config/sub", config={"configMapRef": {"name": "cm"}}),
             id="below-config",
         ),
         pytest.param(
@@ -413,19 +392,14 @@ def test_cli_schema_error_names_the_field(tmp_path: Path) -> None:
             id="config-volume-mount-with-config",
         ),
         pytest.param(
-            run(
-                volumes=[{"name": "s", "emptyDir": {}}],
-                volumeMounts=[{"name": "s", "mountPath": "/root/.sshx"}],
-            ),
+            mounted("s", "/root/.sshx"),
             id="sibling-of-root-ssh",
         ),
         pytest.param(
             run(TORCH, volumes=[{"name": "mpi-ssh-auth", "emptyDir": {}}]), id="torch-may-use-mpi-names"
         ),
         pytest.param(
-            run(
-                volumes=[{"name": "s", "emptyDir": {}}], volumeMounts=[{"name": "s", "mountPath": "/config"}]
-            ),
+            mounted("s", "/config"),
             id="config-path-free-without-config",
         ),
         pytest.param(
@@ -481,8 +455,8 @@ def test_a_trainjob_runtime_patch_is_folded_into_the_contract() -> None:
     patch = runtime_patch(
         "example.com/team", job_overlay("launcher", pod_labels={"kai.scheduler/queue": "team-b"})
     )
-    override = {"when": {}, "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}}}
-    assert refuse(run(gangScheduler=GANG, overrides=[override])) == (
+    entry = override(job_template={"spec": {"workload": {"trainJob": {"runtimePatches": [patch]}}}})
+    assert refuse(run(gangScheduler=GANG, overrides=[entry])) == (
         'gangScheduler is configured with queue "team-a" but TrainJob runtimePatches[0] (manager '
         '"example.com/team") sets label "kai.scheduler/queue" to "team-b" for TrainingRuntime "r-runtime" '
         'replicatedJob "launcher" on template.spec.template.metadata.labels'

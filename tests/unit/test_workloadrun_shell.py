@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.render.workloadrun import build_workflow
+from nvcre.testing import builders
 
 DUMP_ARGV = "import os, sys; sys.stdout.buffer.write(b'\\0'.join(os.fsencode(a) for a in sys.argv[1:]))"
 NASTY = ["$(id)", "`id`", "$HOME", "${PATH}", "'", '"', "\\", "*", "a b", "\n", "!", ";", "&&", "-x", "", "é"]
@@ -31,16 +32,12 @@ WORD = st.one_of(
 
 def trainer(args: list[str]) -> dict[str, Any]:
     run = WorkloadRun.model_validate(
-        {
-            "apiVersion": "nvcre.nvidia.com/v1alpha1",
-            "kind": "WorkloadRun",
-            "metadata": {"name": "shell", "namespace": "team-a"},
-            "spec": {
-                "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-                "framework": {"exec": {"command": [sys.executable, "-c", DUMP_ARGV], "args": args}},
-                "numNodes": 1,
-            },
-        }
+        builders.WorkloadRun("shell")
+        .namespace("team-a")
+        .image("nvcr.io/nvidia/pytorch:26.01-py3")
+        .framework({"exec": {"command": [sys.executable, "-c", DUMP_ARGV], "args": args}})
+        .nodes(1)
+        .obj()
     )
     workflow = build_workflow(run, None, resolve=True, platform="aws", gpu_arch="b200").workflow
     result: dict[str, Any] = workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]

@@ -101,9 +101,9 @@ class Builder:
         return self
 
     def spec(self, **fields: Any) -> Self:
-        """Set top-level spec fields (``None`` removes one)."""
+        """Set top-level spec fields (:data:`DELETE` removes one)."""
         for key, value in fields.items():
-            self.set(f"spec.{key}", DELETE if value is None else value)
+            self.set(f"spec.{key}", value)
         return self
 
     def apply(self, change: Callable[[dict[str, Any]], None]) -> Self:
@@ -190,8 +190,7 @@ class WorkloadRun(Builder):
         return self.set("spec.gpusPerNode", count)
 
     def override(self, job_template: Mapping[str, Any], when: Mapping[str, Any] | None = None) -> Self:
-        overrides = self._doc["spec"].setdefault("overrides", [])
-        overrides.append({"when": dict(when or {}), "jobTemplate": copy.deepcopy(dict(job_template))})
+        self._doc["spec"].setdefault("overrides", []).append(override(when, job_template=job_template))
         return self
 
 
@@ -350,7 +349,7 @@ class Workflow(Builder):
     def job(self, **fields: Any) -> Self:
         """Set fields of the Job template's spec."""
         for key, value in fields.items():
-            self.set(f"spec.jobTemplate.spec.{key}", DELETE if value is None else value)
+            self.set(f"spec.jobTemplate.spec.{key}", value)
         return self
 
     def pool(self, pool: str, **labels: str) -> Self:
@@ -358,7 +357,7 @@ class Workflow(Builder):
 
     def orchestration(self, **fields: Any) -> Self:
         for key, value in fields.items():
-            self.set(f"spec.orchestration.{key}", DELETE if value is None else value)
+            self.set(f"spec.orchestration.{key}", value)
         return self
 
     def dependencies(self, *objects: Mapping[str, Any]) -> Self:
@@ -527,6 +526,22 @@ def job_overlay(
     return {"name": name, "template": template}
 
 
+def override(
+    when: Mapping[str, Any] | None = None,
+    *,
+    job_template: Mapping[str, Any] | None = None,
+    dependencies: Iterable[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One entry of ``spec.overrides``: where it applies (``when``, everywhere when empty), the
+    Job template fields it merges and the dependencies (overlays) it merges by name."""
+    entry: dict[str, Any] = {"when": copy.deepcopy(dict(when or {}))}
+    if job_template is not None:
+        entry["jobTemplate"] = copy.deepcopy(dict(job_template))
+    if dependencies is not None:
+        entry["dependencies"] = [copy.deepcopy(dict(d)) for d in dependencies]
+    return entry
+
+
 def _replicated_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"template": {"spec": {"replicatedJobs": [copy.deepcopy(dict(j)) for j in jobs]}}}
 
@@ -562,6 +577,7 @@ __all__ = [
     "at",
     "category",
     "job_overlay",
+    "override",
     "pool_nodes",
     "pool_spec",
     "replicated_job",
