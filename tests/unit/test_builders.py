@@ -127,7 +127,8 @@ def test_setters_write_the_fields_they_name() -> None:
 
 def test_set_and_delete_any_field() -> None:
     assert "image" not in WorkloadRun().set("spec.image", DELETE).obj()["spec"]
-    assert WorkloadRun().spec(image=None).obj()["spec"].keys() == {"framework", "numNodes"}
+    assert WorkloadRun().spec(image=DELETE).obj()["spec"].keys() == {"framework", "numNodes"}
+    assert WorkloadRun().spec(image=None).obj()["spec"]["image"] is None
     assert at(WorkloadRun().obj(), "spec.image", DELETE) == WorkloadRun().set("spec.image", DELETE).obj()
 
 

@@ -17,6 +17,7 @@ labels it sets) comes from nvcre itself, never from here.
 from __future__ import annotations
 
 import copy
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
@@ -494,6 +495,17 @@ def pool_spec(pool: str, **spec: Any) -> GpuNodeSpec:
     return GpuNodeSpec(labels=labels, **spec)
 
 
+def pool_name() -> str:
+    """A new pool's name (a label value no other test uses)."""
+    return f"pool-{secrets.token_hex(3)}"
+
+
+def new_pool(gpu_nodes: Callable[..., Iterable[Node]], count: int, **spec: Any) -> tuple[str, list[str]]:
+    """A new pool of ``count`` nodes (:func:`pool_nodes`): its name and its nodes' names."""
+    pool = pool_name()
+    return pool, pool_nodes(gpu_nodes, count, pool, **spec)
+
+
 def pool_nodes(gpu_nodes: Callable[..., Iterable[Node]], count: int, pool: str, **spec: Any) -> list[str]:
     """Create ``count`` nodes of ``pool`` with the ``gpu_nodes`` fixture; their names, sorted."""
     return sorted(
@@ -577,7 +589,9 @@ __all__ = [
     "at",
     "category",
     "job_overlay",
+    "new_pool",
     "override",
+    "pool_name",
     "pool_nodes",
     "pool_spec",
     "replicated_job",

@@ -4,7 +4,6 @@ the pods of a rendered TrainJob)."""
 from __future__ import annotations
 
 import copy
-import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -22,6 +21,7 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.controllers import resources
 from nvcre.controllers.children import owner_reference
 from nvcre.testing.builders import TrainingRuntime, Workflow
+from nvcre.testing.builders import pool_name as pool_name  # re-exported: tests read it here
 from nvcre.testing.nodes import POOL_LABEL as POOL_LABEL  # re-exported: tests read it here
 from nvcre.testing.waiting import wait_for
 from nvcre.workload.ownership import JOBSET_GROUP, JOBSET_VERSION
@@ -52,10 +52,6 @@ COMPUTE_DOMAIN_CRD: dict[str, Any] = {
 """Serves the ComputeDomain kind (NVIDIA's DRA driver, which does not run here) for dependencies."""
 
 
-def pool_name() -> str:
-    return f"pool-{secrets.token_hex(3)}"
-
-
 def training_runtime(name: str, *, launcher: bool = False) -> dict[str, Any]:
     """A TrainingRuntime with a ``node`` job (and an MPI ``launcher`` job first, if asked)."""
     return TrainingRuntime(name).launcher(launcher).obj()
@@ -76,14 +72,8 @@ def workflow(
     """A Workflow targeting the nodes of ``pool`` that runs a TrainJob per group; with ``mpi``,
     its runtime has a launcher, which the TrainJob's patch names as the catalog's MPI entries do."""
     built = Workflow(name).namespace(namespace).nodes(num_nodes).with_runtime(launcher=mpi).pool(pool)
-    built.dependencies(*(dependencies or []))
-    for key, value in (orchestration or {}).items():
-        built.set(f"spec.orchestration.{key}", value)
-    for key, value in (job_spec or {}).items():
-        built.set(f"spec.jobTemplate.spec.{key}", value)
-    for key, value in spec.items():
-        built.set(f"spec.{key}", value)
-    return built.obj()
+    built.dependencies(*(dependencies or [])).orchestration(**(orchestration or {}))
+    return built.job(**(job_spec or {})).spec(**spec).obj()
 
 
 def _now() -> str:
