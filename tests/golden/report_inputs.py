@@ -3,9 +3,9 @@
 Each case plays a run through the pure functions the controllers call, in their order:
 discovery and exclusions (``orchestration.discovery``/``capacity``), the Workflow
 (``catalog.render_category`` / ``render.workloadrun.build_workflow``), partitioning, each Job's
-outcome (``controllers.job.lifecycle.follow``) and verdict (``measure.verdicts``), the
+outcome (``decide.job.lifecycle.follow``) and verdict (``measure.verdicts``), the
 BandwidthMeasurement from the simulated accelerator's NCCL log read by the real parser
-(``sandbox.simulate`` -> ``measure.nccl`` -> ``controllers.bandwidth.lifecycle``), the failure
+(``sandbox.simulate`` -> ``measure.nccl`` -> ``measure.nccl.lifecycle``), the failure
 log (``controllers.job.failure_log``), the Workflow verdict (``orchestration.iterations``), the
 node-result ConfigMaps (``orchestration.results``) and the run's condition. What no pure function
 produces is written in the shape the controllers write (the GoodputMeasurement status of
@@ -41,14 +41,14 @@ from nvcre.api.v1alpha1.meta import format_time
 from nvcre.api.v1alpha1.workflow import DiagnoseStatus
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.catalog.render import render_category
-from nvcre.controllers.bandwidth import lifecycle as bandwidth_lifecycle
 from nvcre.controllers.job import failure_log
-from nvcre.controllers.job.lifecycle import Fail, Succeed, follow
 from nvcre.controllers.workloadrun import outcome
+from nvcre.decide.job.lifecycle import Fail, Succeed, follow
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import Tail
 from nvcre.measure.nccl import Parser, final_reason, read
+from nvcre.measure.nccl import lifecycle as bandwidth_lifecycle
 from nvcre.measure.profile import compile_profile
 from nvcre.naming import (
     bandwidth_measurement_name,

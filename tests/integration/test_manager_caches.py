@@ -22,10 +22,10 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Node, Pod
 from nvcre.api.v1alpha1.constants import Default, Label
 from nvcre.controllers import indexes, resources
 from nvcre.health.nodes import unhealthy_nodes
+from nvcre.objects import Obj, resource_version
 from nvcre.orchestration.discovery import discover, name_of
 from nvcre.platform.detect import detect_platform, node_architecture
 from nvcre.runtime.manager import Manager
-from nvcre.runtime.objects import Obj, resource_version
 from nvcre.runtime.writes import update_with_retry
 from nvcre.sandbox import faults
 from nvcre.testing.controlplane import ControlPlane

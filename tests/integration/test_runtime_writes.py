@@ -9,7 +9,8 @@ from lightkube import AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 
-from nvcre.runtime.objects import Obj, resource_version, to_plain
+from nvcre.objects import Obj, resource_version
+from nvcre.runtime.objects import to_plain
 from nvcre.runtime.writes import update_with_retry
 
 pytestmark = pytest.mark.asyncio

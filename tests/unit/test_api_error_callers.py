@@ -15,7 +15,7 @@ from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency
 from nvcre.controllers.workflow.state import Caches, WorkflowState
 from nvcre.controllers.workloadrun import WorkloadRunController
-from nvcre.runtime.objects import ObjectKey
+from nvcre.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, api_error, context
 from nvcre.testing.nodes import gpu_node
 from nvcre.testing.rejections import CERT, RUN

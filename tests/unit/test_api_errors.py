@@ -9,6 +9,7 @@ import pytest
 from lightkube import ApiError
 from lightkube.models.meta_v1 import Status, StatusDetails
 
+from nvcre.objects import ObjectKey
 from nvcre.runtime.controller import THROTTLED_MAX_DELAY, Controller, Result, TerminalError
 from nvcre.runtime.errors import (
     Disposition,
@@ -18,7 +19,6 @@ from nvcre.runtime.errors import (
     retry_after,
     server_message,
 )
-from nvcre.runtime.objects import ObjectKey
 from nvcre.runtime.queue import WorkQueue
 
 

@@ -6,9 +6,9 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nvcre.controllers.bandwidth import lifecycle
 from nvcre.measure.interval import sample_interval
-from nvcre.measure.nccl import Aggregate, Point, final_reason
+from nvcre.measure.nccl import Aggregate, Point, final_reason, lifecycle
+from nvcre.objects import StatusChange
 
 T0 = datetime(2026, 3, 10, 14, 0, 0, tzinfo=UTC)
 
@@ -22,7 +22,7 @@ def aggregate(*points: Point, transports: tuple[str, ...] = ()) -> Aggregate:
     return out
 
 
-def apply(status: dict[str, Any], change: lifecycle.StatusChange) -> dict[str, Any]:
+def apply(status: dict[str, Any], change: StatusChange) -> dict[str, Any]:
     out = copy.deepcopy(status)
     change(out)
     return out

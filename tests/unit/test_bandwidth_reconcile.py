@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 from lightkube.resources.core_v1 import Pod
-
-from nvcre.controllers import resources
-from nvcre.controllers.bandwidth import controller as module
-from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
-from nvcre.controllers.job.measurements import wanted
-from nvcre.controllers.podlogs import LogsError
+from nvcre.decide.job.measurements import wanted
 from nvcre.measure.builtin import builtin_profiles
-from nvcre.runtime.objects import ObjectKey
+from nvcre.objects import ObjectKey
 from nvcre.runtime.writes import Conflict
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.workloads import create_chain, training_runtime, workflow
 from nvcre.workload import trainjob
+
+from nvcre.controllers import resources
+from nvcre.controllers.bandwidth import controller as module
+from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
+from nvcre.controllers.podlogs import LogsError
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,7 +16,7 @@ from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import GoodputParser
 from nvcre.measure.goodput.lifecycle import running
 from nvcre.measure.profile import compile_profile
-from nvcre.runtime.objects import ObjectKey
+from nvcre.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 
 LOG = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nvcre.controllers.job import lifecycle
+from nvcre.decide.job import lifecycle
 from nvcre.measure.goodput import GoodputParser, observe
 from nvcre.measure.profile import compile_profile
 

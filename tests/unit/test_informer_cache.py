@@ -10,9 +10,10 @@ from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from prometheus_client import REGISTRY
 
 from nvcre.controllers import indexes
+from nvcre.objects import Obj
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import Manager
-from nvcre.runtime.objects import Obj, compact, without_managed_fields
+from nvcre.runtime.objects import compact, without_managed_fields
 
 CLIENT: Any = None  # nothing here talks to an API server
 

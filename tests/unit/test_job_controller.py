@@ -16,10 +16,11 @@ from lightkube import ApiError
 
 from nvcre.api.v1alpha1.constants import Annotation, Finalizer
 from nvcre.controllers import resources
-from nvcre.controllers.job import JobController, measurements
+from nvcre.controllers.job import JobController
+from nvcre.decide.job import measurements
+from nvcre.objects import ObjectKey
 from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
-from nvcre.runtime.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
 from nvcre.testing.workloads import create_chain, pods_of, training_runtime
 from nvcre.workload.trainjob import RUNTIME_NOT_FOUND, build, place

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nvcre.controllers.job import lifecycle, restart
-from nvcre.controllers.job.health import node_changed
+from nvcre.decide.job import lifecycle, restart
+from nvcre.decide.job.health import node_changed
 from nvcre.health.nodes import monitored_nodes, unhealthy_nodes, with_defaults
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

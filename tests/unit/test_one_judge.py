@@ -14,11 +14,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nvcre.cli.main import cli
-from nvcre.controllers.bandwidth import lifecycle
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import split_lines
-from nvcre.measure.nccl import Parser, final_reason
+from nvcre.measure.nccl import Parser, final_reason, lifecycle
 from nvcre.measure.profile import compile_profile
 from nvcre.measure.thresholds import Verdict
 

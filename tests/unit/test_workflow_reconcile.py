@@ -22,7 +22,7 @@ from nvcre.api.v1alpha1.constants import Finalizer
 from nvcre.conditions import condition_true
 from nvcre.controllers import resources
 from nvcre.controllers.workflow.controller import WorkflowController
-from nvcre.runtime.objects import ObjectKey
+from nvcre.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node
 from nvcre.testing.workloads import POOL_LABEL, workflow

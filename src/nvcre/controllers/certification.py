@@ -50,10 +50,10 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of, now
 from nvcre.durations import format_duration
+from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import cordoned_opt_in, discover
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
-from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 

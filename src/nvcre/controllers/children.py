@@ -14,7 +14,8 @@ from typing import Any
 
 from lightkube import ApiError, AsyncClient
 
-from nvcre.runtime.objects import Obj, controller_owner, to_plain
+from nvcre.objects import Obj, controller_owner
+from nvcre.runtime.objects import to_plain
 
 
 class NameTaken(Exception):

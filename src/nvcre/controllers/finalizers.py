@@ -5,7 +5,7 @@ from __future__ import annotations
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
 
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 from nvcre.runtime.writes import update_with_retry
 
 

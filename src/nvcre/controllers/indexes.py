@@ -15,9 +15,9 @@ from typing import Any
 from lightkube.resources.core_v1 import Node, Pod
 
 from nvcre.api.v1alpha1.constants import Label
+from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.manager import Manager
-from nvcre.runtime.objects import Obj
 
 POD_JOB_INDEX = "job"
 """Workload pods by the nvcre Job they belong to (``nvcre.nvidia.com/job`` label)."""

@@ -20,7 +20,7 @@ from lightkube.resources.batch_v1 import Job as BatchJob
 
 from nvcre.controllers import resources
 from nvcre.controllers.children import get_live
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 from nvcre.workload.ownership import BATCH_JOB, CHAIN, JOBSET, GroupKind, OwnerRef, controller_of, parent
 
 CAPACITY = 4096

@@ -24,7 +24,7 @@ from lightkube.resources.core_v1 import PodLog
 
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.measure.lines import LineSplitter, Tail
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"

@@ -13,14 +13,10 @@ from lightkube.core import resource as lkr
 
 from nvcre.api.v1alpha1.constants import Reason
 from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
-from nvcre.conditions import condition_true as condition_true  # the Job controller reads it here
 from nvcre.conditions import event_for_transition, is_terminal, set_condition, set_exclusive
 from nvcre.controllers.events import Recorder
-from nvcre.runtime.objects import Obj, resource_version
+from nvcre.objects import Obj, StatusChange, resource_version
 from nvcre.runtime.writes import update_with_retry
-
-StatusChange = Callable[[dict[str, Any]], None]
-"""Mutates ``status`` in place; applied again to a fresh copy after every conflict."""
 
 
 def now() -> datetime:

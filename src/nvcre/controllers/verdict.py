@@ -14,7 +14,7 @@ from nvcre.conditions import set_condition
 from nvcre.controllers import metrics
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 
 
 def set_validation(status: dict[str, Any], job: Obj, failed: bool, reason: str, message: str) -> None:

@@ -31,12 +31,12 @@ from nvcre.conditions import condition_of, condition_true, is_terminal
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import Context
-from nvcre.controllers.status import StatusChange, conditions_of
+from nvcre.controllers.status import conditions_of
+from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
-from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 

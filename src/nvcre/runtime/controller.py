@@ -8,10 +8,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from nvcre.objects import Obj, ObjectKey, controller_owner, key_of
 from nvcre.runtime.errors import is_throttled, retry_after
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.metrics import QUEUE_DEPTH, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
-from nvcre.runtime.objects import Obj, ObjectKey, controller_owner, key_of
 from nvcre.runtime.queue import ShutDown, WorkQueue
 from nvcre.runtime.writes import Conflict
 

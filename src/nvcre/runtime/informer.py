@@ -29,8 +29,9 @@ from lightkube.core.exceptions import NotReadyError
 from lightkube.core.selector import build_selector
 from lightkube.types import OnErrorAction, OnErrorResult
 
+from nvcre.objects import Obj, ObjectKey, key_of
 from nvcre.runtime.metrics import CACHED_OBJECTS
-from nvcre.runtime.objects import Obj, ObjectKey, compact, key_of
+from nvcre.runtime.objects import compact
 
 log = logging.getLogger(__name__)
 

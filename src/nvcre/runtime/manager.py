@@ -10,11 +10,12 @@ from lightkube import AsyncClient
 from lightkube.core import resource as lkr
 from lightkube.core.selector import build_selector
 
+from nvcre.objects import Obj
 from nvcre.runtime import looplag, probes
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.informer import Informer, Transform
 from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
-from nvcre.runtime.objects import Obj, without_managed_fields
+from nvcre.runtime.objects import without_managed_fields
 
 log = logging.getLogger(__name__)
 

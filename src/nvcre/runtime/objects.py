@@ -1,29 +1,14 @@
-"""Objects as plain dicts, keyed by namespace and name."""
+"""Plain objects from and for the client: typed lightkube objects as dicts, and decoded JSON
+made compact for the caches."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any, NamedTuple
+from typing import Any
 
 from lightkube.core import resource as lkr
 
-
-class ObjectKey(NamedTuple):
-    """Identity of an object; ``namespace`` is empty for cluster-scoped kinds."""
-
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-
-Obj = dict[str, Any]
-
-
-def key_of(obj: Obj) -> ObjectKey:
-    meta = obj.get("metadata") or {}
-    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
+from nvcre.objects import Obj
 
 
 def to_plain(resource: type[lkr.Resource], obj: Any) -> Obj:
@@ -33,22 +18,6 @@ def to_plain(resource: type[lkr.Resource], obj: Any) -> Obj:
     data.setdefault("apiVersion", f"{info.group}/{info.version}" if info.group else info.version)
     data.setdefault("kind", info.kind)
     return data
-
-
-def controller_owner(obj: Obj) -> dict[str, Any] | None:
-    """The owner reference with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
-def resource_version(obj: Obj) -> int:
-    """resourceVersion as a number, for ordering observations of one object (0 if absent)."""
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
 
 
 def without_managed_fields(obj: Obj) -> Obj:

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from lightkube import ApiError, AsyncClient
 from lightkube.core import resource as lkr
 
-from nvcre.runtime.objects import Obj, to_plain
+from nvcre.objects import Obj
+from nvcre.runtime.objects import to_plain
 
 Mutation = Callable[[Obj], Obj | None]
 """Gets a fresh copy of the object; returns the object to write, or None to write nothing."""

@@ -40,8 +40,8 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.events import Recorder
 from nvcre.controllers.ownership import Ownership
 from nvcre.controllers.status import StatusWriter
+from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
-from nvcre.runtime.objects import Obj
 
 Key = tuple[str, str, str, str]
 """(API group, kind, namespace, name)."""

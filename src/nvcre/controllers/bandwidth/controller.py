@@ -1,5 +1,5 @@
 """The BandwidthMeasurement controller's shell (spec 2.5): reads the measurement, its LogProfile,
-its Job and the launcher's log, asks :mod:`.lifecycle` what the status becomes, writes it.
+its Job and the launcher's log, asks :mod:`nvcre.measure.nccl.lifecycle` what the status becomes, writes it.
 
 While the Job runs, every ``sampleInterval`` the lines logged since ``status.lastSampleTime`` are
 merged into provisional results (one write, guarded by the resourceVersion they were merged
@@ -15,11 +15,20 @@ import logging
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventType, Label, MeasurementReason
 from nvcre.api.v1alpha1.meta import format_time
-from nvcre.controllers import indexes, resources
-from nvcre.controllers.bandwidth import lifecycle, metrics
 from nvcre.controllers.children import get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.indexes import POD_JOB_INDEX
+from nvcre.controllers.status import now
+from nvcre.measure.interval import sample_interval
+from nvcre.measure.nccl import Aggregate, Parser, final_reason, lifecycle, progress
+from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
+from nvcre.naming import bandwidth_measurement_name
+from nvcre.objects import Obj, ObjectKey, StatusChange
+from nvcre.runtime import offload
+from nvcre.runtime.controller import Controller, Result
+
+from nvcre.controllers import indexes, resources
+from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.podlogs import (
     LogReader,
     LogsError,
@@ -33,14 +42,6 @@ from nvcre.controllers.podlogs import (
     stream_lines,
     workload_pods,
 )
-from nvcre.controllers.status import StatusChange, now
-from nvcre.measure.interval import sample_interval
-from nvcre.measure.nccl import Aggregate, Parser, final_reason, progress
-from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
-from nvcre.naming import bandwidth_measurement_name
-from nvcre.runtime import offload
-from nvcre.runtime.controller import Controller, Result
-from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 

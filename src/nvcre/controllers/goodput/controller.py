@@ -29,8 +29,8 @@ from nvcre.measure.goodput.sampling import (
 from nvcre.measure.interval import sample_interval
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
 from nvcre.naming import goodput_measurement_name
+from nvcre.objects import Obj, ObjectKey
 from nvcre.runtime.controller import Controller, Result
-from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 Role = Literal["steps", "lifecycle"]

@@ -11,8 +11,8 @@ from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.controllers import podlogs
 from nvcre.measure.goodput import GoodputParser, PendingSave, Window
 from nvcre.measure.profile import CompiledProfile
+from nvcre.objects import Obj
 from nvcre.runtime import offload
-from nvcre.runtime.objects import Obj
 
 MAX_LOOKBACK = timedelta(hours=6)
 """A read never starts further back than this (before ``now``, or the Job's end)."""

@@ -1,6 +1,5 @@
 """The Job controller: one TrainJob per Job, its phase, restarts, failed nodes, node health and
-measurements. Decisions live in pure modules named for what they decide; ``controller`` carries
-them out."""
+measurements. Decisions live in :mod:`nvcre.decide.job`; ``controller`` carries them out."""
 
 from nvcre.controllers.job.controller import JobController
 

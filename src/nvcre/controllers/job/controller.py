@@ -40,15 +40,16 @@ from nvcre.controllers.children import (
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
-from nvcre.controllers.job import deletion, failure_log, health, lifecycle, measurements, restart
+from nvcre.controllers.job import failure_log
 from nvcre.controllers.podlogs import read_tail
-from nvcre.controllers.status import StatusChange, conditions_of, now
+from nvcre.controllers.status import conditions_of, now
+from nvcre.decide.job import deletion, health, lifecycle, measurements, restart
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
+from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
 from nvcre.runtime.errors import is_invalid, server_message
-from nvcre.runtime.objects import Obj, ObjectKey
 from nvcre.workload import trainjob
 
 log = logging.getLogger(__name__)

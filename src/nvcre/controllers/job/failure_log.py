@@ -19,7 +19,7 @@ from lightkube import AsyncClient
 from nvcre.api.v1alpha1.constants import FailureLogReason
 from nvcre.controllers import podlogs
 from nvcre.health.scheduling import failed_pod
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from nvcre.controllers.workflow.following import follow
 from nvcre.controllers.workflow.launching import launch
 from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition, resolve
 from nvcre.controllers.workflow.state import Caches, WorkflowState
+from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.dependencies import creation_order, job_scoped
 from nvcre.runtime.controller import Controller, Result, owned_by
-from nvcre.runtime.objects import Obj, ObjectKey
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from nvcre.controllers.children import (
 )
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.objects import Obj
 from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
 from nvcre.runtime.errors import is_invalid
-from nvcre.runtime.objects import Obj
 
 
 class DependencyError(Exception):

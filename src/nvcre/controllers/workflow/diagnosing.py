@@ -24,12 +24,12 @@ from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.durations import parse_duration
 from nvcre.measure import thresholds, verdicts
 from nvcre.naming import bandwidth_measurement_name
+from nvcre.objects import Obj
 from nvcre.orchestration import diagnose
 from nvcre.orchestration.completion import may_be_transient
 from nvcre.orchestration.discovery import labels_of, name_of
 from nvcre.orchestration.iterations import history_record
 from nvcre.runtime.controller import Result
-from nvcre.runtime.objects import Obj
 
 
 def diagnose_spec(spec: dict[str, Any]) -> dict[str, Any] | None:

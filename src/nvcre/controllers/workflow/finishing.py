@@ -14,9 +14,9 @@ from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.outliers import fail_outliers
 from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.objects import Obj
 from nvcre.orchestration.iterations import history_record, succeeded_nodes, verdict
 from nvcre.runtime.controller import Result
-from nvcre.runtime.objects import Obj
 
 
 async def iteration_complete(state: WorkflowState, spec: Mapping[str, Any]) -> Result | None:

@@ -20,6 +20,7 @@ from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.measure import verdicts
+from nvcre.objects import Obj
 from nvcre.orchestration.completion import (
     Completion,
     complete,
@@ -29,7 +30,6 @@ from nvcre.orchestration.completion import (
     vanished,
 )
 from nvcre.runtime.controller import Result
-from nvcre.runtime.objects import Obj
 
 
 def _pods_active(state: WorkflowState, job: Obj) -> bool:

@@ -20,9 +20,9 @@ from nvcre.controllers import resources
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.objects import Obj
 from nvcre.orchestration import isolation
 from nvcre.orchestration.discovery import labels_of
-from nvcre.runtime.objects import Obj
 
 
 def enabled(state: WorkflowState) -> bool:

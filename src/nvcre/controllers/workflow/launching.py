@@ -36,6 +36,7 @@ from nvcre.controllers.workflow.dependencies import (
 from nvcre.controllers.workflow.partitioning import Failure
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
 from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
+from nvcre.objects import Obj
 from nvcre.orchestration import diagnose
 from nvcre.orchestration.dependencies import JobScopedCopies, job_scoped_copies
 from nvcre.orchestration.discovery import cordoned_opt_in
@@ -44,7 +45,6 @@ from nvcre.orchestration.placement import node_affinity, tolerations
 from nvcre.orchestration.waves import groups_to_launch
 from nvcre.render.workflow import ResolvedWorkflow
 from nvcre.runtime.controller import Result
-from nvcre.runtime.objects import Obj
 from nvcre.workload import trainjob
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)

@@ -31,7 +31,7 @@ from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.measure import outliers, thresholds, verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 
 
 def _step_time(goodput: Obj | None) -> float | None:

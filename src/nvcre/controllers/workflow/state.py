@@ -12,8 +12,8 @@ from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers import resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
+from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
-from nvcre.runtime.objects import Obj
 
 
 class JustCreated:

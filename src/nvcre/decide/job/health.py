@@ -9,9 +9,9 @@ from typing import Any
 from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import ConditionType, FailedNodeReason, FailureCause
 from nvcre.cel import CELError
-from nvcre.controllers.status import StatusChange, condition_true
+from nvcre.conditions import condition_true
 from nvcre.health.nodes import HARDWARE_FAILURE_MESSAGE, monitored_nodes, unhealthy_nodes
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj, StatusChange
 
 NodeLookup = Callable[[str], Obj | None]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, MANAGED_BY_VALUE, Kind, Label
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
-from nvcre.runtime.objects import Obj, controller_owner
+from nvcre.objects import Obj, controller_owner
 
 
 @dataclass(frozen=True)

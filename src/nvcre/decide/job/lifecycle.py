@@ -8,11 +8,10 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import Default, JobReason
 from nvcre.api.v1alpha1.meta import format_time, parse_time
-from nvcre.controllers.status import StatusChange
 from nvcre.health.restart import bandwidth_stalled, restart_eligible, restart_message, stalled
 from nvcre.health.scheduling import unschedulable
 from nvcre.measure.early import early_failure
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj, StatusChange
 from nvcre.workload import trainjob
 
 REQUEUE = Default.REQUEUE_SECONDS

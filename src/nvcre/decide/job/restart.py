@@ -17,9 +17,8 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, JobReason
 from nvcre.api.v1alpha1.meta import format_time
-from nvcre.controllers.status import StatusChange
 from nvcre.health.restart import sample_interval
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj, StatusChange
 
 DEFAULT_RESTART_REQUEUE_SECONDS = 30.0
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from nvcre.api.v1alpha1.constants import ConditionType, Default
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.runtime.objects import Obj
+from nvcre.objects import Obj
 
 _ENDED = (ConditionType.FAILED, ConditionType.HARDWARE_FAILED, ConditionType.SUCCEEDED)
 
