@@ -6,8 +6,10 @@ and ``-n/--namespace``; a config that cannot be used is a user error naming the 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
@@ -46,6 +48,28 @@ def client(kubeconfig: str | None, context: str | None) -> Client:
         return Client(config=config.get(context_name=context) if context else config)
     except Exception as error:  # lightkube raises several types for unusable configs
         raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where a command reads: ``-n/--namespace``, ``--kubeconfig`` and ``--context``."""
+
+    namespace: str
+    kubeconfig: str | None
+    context: str | None
+
+    def client(self) -> Client:
+        return client(self.kubeconfig, self.context)
+
+
+def cluster_options(func: Callable[..., R]) -> Callable[..., R]:
+    """``-n/--namespace``, ``--kubeconfig`` and ``--context``, passed as one ``cluster``."""
+
+    @functools.wraps(func)
+    def command(*args: Any, namespace: str, kubeconfig: str | None, context: str | None, **kwargs: Any) -> R:
+        return func(*args, cluster=Cluster(namespace, kubeconfig, context), **kwargs)
+
+    return namespace_option()(kubeconfig_options(command))
 
 
 def api_error(error: Exception) -> str:

@@ -42,19 +42,16 @@ def _finish(reports: list[Report], results_file: Path | None, junit_file: Path |
 @click.argument("names", nargs=-1, required=True)
 @_RESULTS
 @_JUNIT
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
 def certification_report_command(
     names: tuple[str, ...],
     results_file: Path | None,
     junit_file: Path | None,
-    namespace: str,
-    kubeconfig: str | None,
-    context: str | None,
+    cluster: connection.Cluster,
 ) -> None:
     """Print the report of one or more Certifications (exit 1 unless all succeeded)."""
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     reports = [read_certification_report(kube, name, namespace) for name in names]
     click.echo("\n".join(render_text(r) for r in reports), nl=False)
     _finish(reports, results_file, junit_file)
@@ -65,20 +62,17 @@ def certification_report_command(
 @output_option(default="text", formats=("text", "json"))
 @_RESULTS
 @_JUNIT
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
 def workloadrun_report_command(
     name: str,
     output: str,
     results_file: Path | None,
     junit_file: Path | None,
-    namespace: str,
-    kubeconfig: str | None,
-    context: str | None,
+    cluster: connection.Cluster,
 ) -> None:
     """Print the report of a WorkloadRun (exit 1 unless it succeeded)."""
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     report = read_workloadrun_report(kube, name, namespace)
     if output == "json":
         click.echo(json.dumps(to_json(report), indent=2, ensure_ascii=False))

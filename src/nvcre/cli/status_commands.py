@@ -185,16 +185,13 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
 @click.command("status")
 @click.argument("name")
 @output_option(default="text", formats=("text", "json"))
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
-def workloadrun_status_command(
-    name: str, output: str, namespace: str, kubeconfig: str | None, context: str | None
-) -> None:
+def workloadrun_status_command(name: str, output: str, cluster: connection.Cluster) -> None:
     """Print the status of WorkloadRun NAME: Pending, InProgress, Succeeded or Failed (exit 0 for all)."""
     from nvcre import resources
 
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     run = _get(kube, resources.WorkloadRun, "workloadrun", name, namespace)
     status = run_state(run)[0]
     if output == "text":
@@ -209,12 +206,9 @@ def workloadrun_status_command(
 
 @click.command("cancel")
 @click.argument("names", nargs=-1, required=True, metavar="NAME...")
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
-def workloadrun_cancel_command(
-    names: tuple[str, ...], namespace: str, kubeconfig: str | None, context: str | None
-) -> None:
+def workloadrun_cancel_command(names: tuple[str, ...], cluster: connection.Cluster) -> None:
     """Delete WorkloadRuns; their Workflow, Jobs and pods are deleted with them.
 
     A name that does not exist is reported on stderr and is not an error.
@@ -223,7 +217,7 @@ def workloadrun_cancel_command(
 
     from nvcre import resources
 
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     failed = False
     for name in names:
         try:
@@ -247,18 +241,15 @@ def workloadrun_cancel_command(
 @click.command("list")
 @click.option("-A", "--all-namespaces", is_flag=True, help="List Certifications of every namespace.")
 @output_option(default="table", formats=("table", "json", "yaml"))
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
-def certification_list_command(
-    all_namespaces: bool, output: str, namespace: str, kubeconfig: str | None, context: str | None
-) -> None:
+def certification_list_command(all_namespaces: bool, output: str, cluster: connection.Cluster) -> None:
     """List Certifications with their progress (categories done/total), status and reason."""
     from lightkube import ALL_NS
 
     from nvcre import resources
 
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     try:
         found = [
             c.to_dict()
@@ -280,16 +271,13 @@ def certification_list_command(
 @click.command("status")
 @click.argument("name")
 @output_option(default="text", formats=("text", "json", "yaml"))
-@connection.namespace_option()
-@connection.kubeconfig_options
+@connection.cluster_options
 @user_errors
-def certification_status_command(
-    name: str, output: str, namespace: str, kubeconfig: str | None, context: str | None
-) -> None:
+def certification_status_command(name: str, output: str, cluster: connection.Cluster) -> None:
     """Print the status of Certification NAME and of each of its categories (exit 0 for every status)."""
     from nvcre import resources
 
-    kube = connection.client(kubeconfig, context)
+    kube, namespace = cluster.client(), cluster.namespace
     cert = _get(kube, resources.Certification, "certification", name, namespace)
     summary = certification_summary(cert)
     if output == "text":
