@@ -16,6 +16,7 @@ from nvcre.cli.main import cli
 from nvcre.platform import HeterogeneousPlatformError, synthetic_nodes
 from nvcre.render.overrides import OverrideError
 from nvcre.render.workflow import WorkflowResolveError, resolve_workflow
+from nvcre.testing.builders import runtime_overlay
 
 PLATFORM_NAMES = "aws, gcp, azure, oci, onprem, togetherai, mistral, forge, nscale"
 ARCH_NAMES = "a100, b200, b300, gb200, gb300, h100, h200, l40, l40s, rtxpro6000"
@@ -62,12 +63,7 @@ WORKFLOW: dict[str, Any] = {
             }
         },
         "dependencies": [
-            {
-                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                "kind": "TrainingRuntime",
-                "metadata": {"name": "nccl-runtime"},
-                "spec": {"template": {"spec": {"replicatedJobs": [_job("launcher"), _job("node")]}}},
-            },
+            runtime_overlay("nccl-runtime", _job("launcher"), _job("node")),
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",

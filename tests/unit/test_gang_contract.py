@@ -60,19 +60,7 @@ def workflow_spec(*jobs: dict[str, Any], runtime_name: str = "nccl-runtime") -> 
             }
         },
         "dependencies": [
-            {
-                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                "kind": "TrainingRuntime",
-                "metadata": {"name": runtime_name},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "replicatedJobs": list(jobs)
-                            or [replicated_job("launcher"), replicated_job("node")]
-                        }
-                    }
-                },
-            }
+            runtime_overlay(runtime_name, *(jobs or [replicated_job("launcher"), replicated_job("node")]))
         ],
     }
 

@@ -30,7 +30,14 @@ from nvcre.render.overrides import (
     summarize_when,
     when_matches,
 )
-from nvcre.testing.builders import job_overlay, override, runtime_overlay, runtime_patch
+from nvcre.testing.builders import (
+    TrainingRuntime,
+    job_overlay,
+    override,
+    replicated_job,
+    runtime_overlay,
+    runtime_patch,
+)
 
 AWS_H100 = OverrideContext(platform="aws", gpu_architecture="h100", workload_kind="TrainJob")
 AZURE_H100 = OverrideContext(platform="azure", gpu_architecture="h100", workload_kind="TrainJob")
@@ -38,62 +45,22 @@ AZURE_H100 = OverrideContext(platform="azure", gpu_architecture="h100", workload
 
 def runtime(name: str = "nccl-runtime") -> dict[str, Any]:
     """A TrainingRuntime dependency with launcher and node replicated jobs."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": name, "labels": {"app": "nccl"}},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "mpi": {"numProcPerNode": 8}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "launcher",
-                            "template": {
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "containers": [{"name": "node", "image": "img", "args": ["a"]}]
-                                        }
-                                    }
-                                }
-                            },
-                        },
-                        {
-                            "name": "node",
-                            "template": {
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "tolerations": [{"operator": "Exists"}],
-                                            "containers": [
-                                                {
-                                                    "name": "node",
-                                                    "image": "img",
-                                                    "resources": {
-                                                        "limits": {"nvidia.com/gpu": "8"},
-                                                        "requests": {"nvidia.com/gpu": "8"},
-                                                    },
-                                                    "volumeMounts": [
-                                                        {
-                                                            "name": "mpi-ssh-auth",
-                                                            "mountPath": "/tmp/mpi-ssh-raw",
-                                                        },
-                                                        {"name": "dshm", "mountPath": "/dev/shm"},
-                                                    ],
-                                                }
-                                            ],
-                                            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-                                        }
-                                    }
-                                }
-                            },
-                        },
-                    ]
-                }
-            },
+    gpus = {"nvidia.com/gpu": "8"}
+    node = replicated_job(
+        "node",
+        container_fields={
+            "resources": {"limits": gpus, "requests": gpus},
+            "volumeMounts": [
+                {"name": "mpi-ssh-auth", "mountPath": "/tmp/mpi-ssh-raw"},
+                {"name": "dshm", "mountPath": "/dev/shm"},
+            ],
         },
-    }
+        tolerations=[{"operator": "Exists"}],
+        volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    )
+    launcher = replicated_job("launcher", container="node", container_fields={"args": ["a"]})
+    built = TrainingRuntime(name).label_map({"app": "nccl"}).ml_policy(mpi={"numProcPerNode": 8})
+    return built.jobs(launcher, node).obj()
 
 
 def spec(overrides: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -34,6 +34,11 @@ def mounted(name: str, path: str, framework: dict[str, Any] | None = None, **spe
     )
 
 
+def gang_run_overriding(*jobs: dict[str, Any]) -> WorkloadRun:
+    """A gang-scheduled run whose override changes these jobs of its runtime ``r-runtime``."""
+    return run(gangScheduler=GANG, overrides=[override(dependencies=[runtime_overlay("r-runtime", *jobs)])])
+
+
 def refuse(wr: WorkloadRun, *, platform: str | None = "aws", gpu_arch: str | None = "h100") -> str:
     with pytest.raises(BuildError) as info:
         build_workflow(wr, None, resolve=platform is not None, platform=platform, gpu_arch=gpu_arch)
@@ -173,33 +178,13 @@ GANG = {"schedulerName": "kai-scheduler", "queue": "team-a"}
             id="override-changes-workload-queue",
         ),
         pytest.param(
-            run(
-                gangScheduler=GANG,
-                overrides=[
-                    override(
-                        dependencies=[
-                            runtime_overlay(
-                                "r-runtime", job_overlay("node", labels={"kai.scheduler/queue": "team-b"})
-                            )
-                        ]
-                    )
-                ],
-            ),
+            gang_run_overriding(job_overlay("node", labels={"kai.scheduler/queue": "team-b"})),
             'gangScheduler is configured with queue "team-a" but TrainingRuntime "r-runtime" replicatedJob "node" '
             'sets label "kai.scheduler/queue" to "team-b" on template.metadata.labels',
             id="override-changes-runtime-queue",
         ),
         pytest.param(
-            run(
-                gangScheduler=GANG,
-                overrides=[
-                    override(
-                        dependencies=[
-                            runtime_overlay("r-runtime", job_overlay("launcher", schedulerName=None))
-                        ]
-                    )
-                ],
-            ),
+            gang_run_overriding(job_overlay("launcher", schedulerName=None)),
             'gangScheduler is configured with schedulerName "kai-scheduler" but TrainingRuntime "r-runtime" '
             'replicatedJob "launcher" does not set schedulerName on template.spec.template.spec',
             id="override-removes-launcher-scheduler",

@@ -232,9 +232,18 @@ class Certification(Builder):
 # --- Trainer kinds -------------------------------------------------------------------------------
 
 
-def replicated_job(name: str, image: str = "img", container: str | None = None, **pod: Any) -> dict[str, Any]:
-    """One replicated job of a TrainingRuntime: a pod of one ``container`` (named ``name`` unless given)."""
-    spec = {"containers": [{"name": container or name, "image": image}], **pod}
+def replicated_job(
+    name: str,
+    image: str = "img",
+    container: str | None = None,
+    *,
+    container_fields: Mapping[str, Any] | None = None,
+    **pod: Any,
+) -> dict[str, Any]:
+    """One replicated job of a TrainingRuntime: a pod (``pod``: its other spec fields) of one
+    container, named ``container`` (``name`` unless given), with ``container_fields``."""
+    main = {"name": container or name, "image": image, **copy.deepcopy(dict(container_fields or {}))}
+    spec = {"containers": [main], **copy.deepcopy(pod)}
     return {"name": name, "template": {"spec": {"template": {"spec": spec}}}}
 
 
