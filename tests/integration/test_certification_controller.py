@@ -16,10 +16,11 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
-from nvcre.testing.builders import Certification, category, pool_nodes
+from nvcre.testing.builders import Certification, category, new_pool, pool_nodes
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     config_map_payload,
+    controller_owner,
     events_for,
     failed_nodes_record,
     finish_workflow_jobs,
@@ -66,8 +67,7 @@ def test_categories_run_one_at_a_time_in_order(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     """§13.1: Workflow #2 does not exist until #1 is terminal; §13.2: all succeeded => Succeeded."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 2, pool)
+    pool, nodes = new_pool(gpu_nodes, 2)
     recording = history(resources.Certification, "seq", namespace)
     kube.create(
         resources.Certification.from_dict(certification("seq", namespace, pool, ALL_REDUCE, LOOPBACK))
@@ -88,13 +88,7 @@ def test_categories_run_one_at_a_time_in_order(
         "nvcre.nvidia.com/category-domain": "communication",
         "nvcre.nvidia.com/category-variant": "nccl-all-reduce",
     }
-    (owner,) = wf["metadata"]["ownerReferences"]
-    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
-        "Certification",
-        "seq",
-        cert["metadata"]["uid"],
-        True,
-    )
+    assert controller_owner(wf) == ("Certification", "seq", cert["metadata"]["uid"], True)
     assert found == [
         {
             "domain": "communication",
@@ -181,8 +175,7 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     """Three categories on 16 H100 nodes on aws; one node's workload fails in the second."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 16, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    pool, nodes = new_pool(gpu_nodes, 16, platform="aws", product="NVIDIA-H100-80GB-HBM3")
     kube.create(
         resources.Certification.from_dict(certification("trio", namespace, pool, ALL_REDUCE, DCGM, LOOPBACK))
     )
@@ -288,8 +281,7 @@ def test_unknown_category_fails(kube: Client, namespace: str, manager: Any) -> N
 def test_foreign_workflow_is_never_adopted(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     name = workflow_name("clash", ALL_REDUCE)
     kube.create(resources.Workflow.from_dict(workflow(name, namespace, "nobody", 1)))
     kube.create(resources.Certification.from_dict(certification("clash", namespace, pool, ALL_REDUCE)))
@@ -317,8 +309,7 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
     Tests run one at a time against the one session manager, so this test crashes and restarts
     that same process: at no moment do two managers write (no leader election needed).
     """
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 6, pool)
+    pool, nodes = new_pool(gpu_nodes, 6)
     kube.create(
         resources.Certification.from_dict(certification("crash", namespace, pool, LOOPBACK, ALL_REDUCE, DCGM))
     )
@@ -415,8 +406,7 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
 def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 2, pool)
+    pool, nodes = new_pool(gpu_nodes, 2)
     kube.create(
         resources.Certification.from_dict(certification("lost", namespace, pool, ALL_REDUCE, LOOPBACK))
     )
@@ -433,8 +423,7 @@ def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
 
 def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """§2.6: a finished Certification whose failed category's Workflow still runs resumes it."""
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 2, pool)
+    pool, _ = new_pool(gpu_nodes, 2)
     kube.create(resources.Certification.from_dict(certification("stale", namespace, pool, ALL_REDUCE)))
     name = workflow_name("stale", ALL_REDUCE)
     wait_for(lambda: jobs_of(kube, namespace, name) or None, 60, what="the Job")
@@ -471,8 +460,7 @@ def test_a_repeated_category_does_not_reuse_the_first_ones_workflow(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     """Both entries render the same Workflow name: the second must not report the first's result."""
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     again = {**ALL_REDUCE, "options": {"numIterations": 5}}
     kube.create(resources.Certification.from_dict(certification("twice", namespace, pool, ALL_REDUCE, again)))
     name = workflow_name("twice", ALL_REDUCE)

@@ -16,6 +16,7 @@ import pytest
 from lightkube import Client
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import Certification, category
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import true_condition, wait_true
@@ -40,15 +41,7 @@ def test_no_node_within_the_wait_fails_the_certification(
     kube: Client, namespace: str, impatient_manager: Any, history: Recorder
 ) -> None:
     pool = pool_name()
-    cert = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Certification",
-        "metadata": {"name": "nobody", "namespace": namespace},
-        "spec": {
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-            "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
-        },
-    }
+    cert = Certification("nobody").namespace(namespace).pool(pool).categories(category()).obj()
     recording = history(resources.Certification, "nobody", namespace)
     kube.create(resources.Certification.from_dict(cert))
     failed = wait_true(kube, resources.Certification, "nobody", namespace, "Failed", timeout=30)

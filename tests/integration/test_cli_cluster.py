@@ -21,6 +21,7 @@ from lightkube.resources.core_v1 import Node
 
 from nvcre.controllers import resources
 from nvcre.testing import binaries
+from nvcre.testing.builders import WorkloadRun
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.nodes import node_ready, platform_node_spec
 from nvcre.testing.waiting import wait_for
@@ -173,16 +174,12 @@ def test_kubectl_nvcre_namespace_flag(control_plane: ControlPlane, kube: Client,
     """A run the controller has not touched yet is ``Pending``; ``-n`` picks the namespace."""
     kube.create(
         resources.WorkloadRun.from_dict(
-            {
-                "apiVersion": "nvcre.nvidia.com/v1alpha1",
-                "kind": "WorkloadRun",
-                "metadata": {"name": "fresh", "namespace": namespace},
-                "spec": {
-                    "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-                    "numNodes": 1,
-                    "framework": {"torch": {"script": "train.py"}},
-                },
-            }
+            WorkloadRun("fresh")
+            .namespace(namespace)
+            .image("nvcr.io/nvidia/pytorch:26.01-py3")
+            .nodes(1)
+            .framework({"torch": {"script": "train.py"}})
+            .obj()
         )
     )
     env = {"KUBECONFIG": str(control_plane.kubeconfig_path)}

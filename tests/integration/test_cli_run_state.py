@@ -17,16 +17,16 @@ import yaml
 from lightkube import ApiError, Client
 
 from nvcre.controllers import resources
+from nvcre.testing.builders import Certification, WorkloadRun, category, pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_workflow_jobs, get, true_condition, wait_true
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name
+from nvcre.testing.workloads import pool_name
 
 BIN = Path(sys.executable).parent
 MPI = {"mpi": {"mpirunPath": "/usr/local/mpi/bin/mpirun", "binary": "/usr/local/bin/all_reduce_perf_mpi"}}
-ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
-LOOPBACK = {"domain": "communication", "variant": "nccl-loopback"}
+ALL_REDUCE = category("communication", "nccl-all-reduce")
+LOOPBACK = category("communication", "nccl-loopback")
 RUNNING_REASONS = ("WorkflowCreated", "WorkflowRunning")
 
 
@@ -42,22 +42,12 @@ def nvcrectl(control_plane: ControlPlane, *args: str) -> subprocess.CompletedPro
 
 def pool_nodes(gpu_nodes: Any, count: int) -> tuple[str, list[str]]:
     pool = pool_name()
-    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool}))
+    nodes = gpu_nodes(count, pool_spec(pool))
     return pool, sorted(str(n.metadata.name) for n in nodes)
 
 
 def create_run(kube: Client, name: str, namespace: str, pool: str, num_nodes: int) -> None:
-    run = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "WorkloadRun",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-            "framework": MPI,
-            "numNodes": num_nodes,
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-        },
-    }
+    run = WorkloadRun(name).namespace(namespace).framework(MPI).nodes(num_nodes).pool(pool).obj()
     kube.create(resources.WorkloadRun.from_dict(run))
 
 
@@ -115,16 +105,15 @@ def test_certification_list_and_status(
     control_plane: ControlPlane, kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     pool, _ = pool_nodes(gpu_nodes, 2)
-    cert = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Certification",
-        "metadata": {"name": "c1", "namespace": namespace},
-        "spec": {
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-            "allowMissingData": True,  # TrainJobs ended by hand: no launcher log here
-            "categories": [ALL_REDUCE, LOOPBACK],
-        },
-    }
+    # TrainJobs ended by hand: no launcher log here
+    cert = (
+        Certification("c1")
+        .namespace(namespace)
+        .pool(pool)
+        .allow_missing_data()
+        .categories(ALL_REDUCE, LOOPBACK)
+        .obj()
+    )
     kube.create(resources.Certification.from_dict(cert))
 
     def first_running() -> dict[str, Any] | None:

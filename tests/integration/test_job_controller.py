@@ -11,11 +11,11 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node, Pod
 
 from nvcre.controllers import resources
-from nvcre.testing.builders import pool_nodes
+from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION, REASON_ANNOTATION
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, workflow
 
 
 def phase(kube: Client, namespace: str, pod: str) -> str | None:
@@ -39,8 +39,7 @@ def test_a_workload_the_trainjob_crd_refuses_fails_the_job_with_the_servers_mess
 ) -> None:
     """Workflow names may start with a digit; TrainJob names may not (a CEL rule of its CRD).
     The create can never succeed: the Job fails with the API server's words, once."""
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     kube.create(resources.Workflow.from_dict(workflow("9lives", namespace, pool, 1)))
     wait_for(lambda: jobs_of(kube, namespace, "9lives"), 30, what="the Workflow's Job")
     job = wait_true(kube, resources.Job, "9lives-job", namespace, "Failed")
@@ -55,8 +54,7 @@ def test_a_workload_the_trainjob_crd_refuses_fails_the_job_with_the_servers_mess
 def test_the_launcher_where_mpirun_fails_is_found_by_the_failure_log(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 2, pool)
+    pool, nodes = new_pool(gpu_nodes, 2)
     kube.create(resources.Workflow.from_dict(workflow("mpi", namespace, pool, 2, mpi=True)))
     trainjob_of(kube, namespace, "mpi-job")
     created = create_trainjob_pods(kube, namespace, "mpi-job-workload")
@@ -89,8 +87,7 @@ def test_node_health_sees_missing_fields_as_defaults_and_only_nodes_of_live_pods
 ) -> None:
     """``spec.unschedulable`` is absent on a node never cordoned; the spec's defaults make it
     false, so the expression fires. A node whose pod has ended is no longer the Job's."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 2, pool)
+    pool, nodes = new_pool(gpu_nodes, 2)
     lost = "nvcre.test/gpu-lost"
     expression = f"node.spec.unschedulable == false && '{lost}' in node.metadata.labels"
     doc = workflow(

@@ -31,13 +31,13 @@ from nvcre.controllers import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root
-from nvcre.testing.builders import pool_spec
+from nvcre.testing.builders import WorkloadRun, pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import true_condition, wait_true
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 
 RBAC_DIR = repo_root() / "config" / "rbac"
 SYSTEM_NAMESPACE = "nvcre"
@@ -240,18 +240,16 @@ def test_dependencies_never_land_outside_the_workflows_namespace(
     cluster = workflow("cluster", namespace, pool, 1, dependencies=[volume])
     for body in (direct, merged, cluster):
         kube.create(resources.Workflow.from_dict(body))
-    run = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "WorkloadRun",
-        "metadata": {"name": "run", "namespace": namespace},
-        "spec": {
-            "image": "img",
-            "framework": {"exec": {"command": ["true"]}},
-            "numNodes": 1,
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-            "overrides": [{"when": {}, "dependencies": [foreign(f"{marker}-run", namespace="kube-system")]}],
-        },
-    }
+    run = (
+        WorkloadRun("run")
+        .namespace(namespace)
+        .image("img")
+        .framework({"exec": {"command": ["true"]}})
+        .nodes(1)
+        .pool(pool)
+        .spec(overrides=[{"when": {}, "dependencies": [foreign(f"{marker}-run", namespace="kube-system")]}])
+        .obj()
+    )
     kube.create(resources.WorkloadRun.from_dict(run))
 
     def failed(resource: Any, name: str) -> tuple[str, str]:

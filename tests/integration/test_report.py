@@ -14,29 +14,27 @@ from typing import Any
 from click.testing import CliRunner, Result
 from lightkube import Client
 
+from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.cli.main import cli
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, WorkloadRun, category, pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_workflow_jobs, get, jobs_of, wait_true
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name
+from nvcre.testing.workloads import pool_name
 
-ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
+ALL_REDUCE = category("communication", "nccl-all-reduce")
 
 
 def _certification(name: str, namespace: str, pool: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "Certification",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "target": {"nodeSelector": {POOL_LABEL: pool, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-            "allowMissingData": True,  # TrainJobs ended by hand: no launcher log here
-            "categories": [ALL_REDUCE],
-        },
-    }
+    cert = (
+        Certification(name)
+        .namespace(namespace)
+        .pool(pool, **{NodeLabel.GPU_PRODUCT: "NVIDIA-H100-80GB-HBM3"})
+    )
+    # TrainJobs ended by hand: no launcher log here
+    return cert.allow_missing_data().categories(ALL_REDUCE).obj()
 
 
 def _report(control_plane: ControlPlane, *args: str) -> Result:
@@ -55,8 +53,8 @@ def test_acceptance_12_excluded_node_is_incomplete_and_a_running_one_fails_the_c
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     pool = pool_name()
-    gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool}))
-    (cordoned,) = gpu_nodes(1, GpuNodeSpec(labels={POOL_LABEL: pool}, unschedulable=True))
+    gpu_nodes(2, pool_spec(pool))
+    (cordoned,) = gpu_nodes(1, pool_spec(pool, unschedulable=True))
     excluded = str(cordoned.metadata.name if cordoned.metadata else "")
 
     kube.create(resources.Certification.from_dict(_certification("c1", namespace, pool)))
@@ -117,20 +115,16 @@ def test_workloadrun_report_of_a_failed_run(
 ) -> None:
     """cli.md 5.3: one category workloadrun/<name>; nodes of the failed-nodes ConfigMap are Failed."""
     pool = pool_name()
-    nodes = sorted(
-        str(n.metadata.name) for n in gpu_nodes(2, GpuNodeSpec(labels={POOL_LABEL: pool})) if n.metadata
+    nodes = sorted(str(n.metadata.name) for n in gpu_nodes(2, pool_spec(pool)) if n.metadata)
+    run = (
+        WorkloadRun("breaks")
+        .namespace(namespace)
+        .image("nvcr.io/nvidia/pytorch:26.01-py3")
+        .framework(MPI)
+        .nodes(2)
+        .pool(pool)
+        .obj()
     )
-    run = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "WorkloadRun",
-        "metadata": {"name": "breaks", "namespace": namespace},
-        "spec": {
-            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-            "framework": MPI,
-            "numNodes": 2,
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-        },
-    }
     kube.create(resources.WorkloadRun.from_dict(run))
     finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
     wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)

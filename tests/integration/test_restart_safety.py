@@ -12,7 +12,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre.controllers import resources
-from nvcre.testing.builders import pool_nodes
+from nvcre.testing.builders import new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import (
     config_map_payload,
@@ -24,7 +24,7 @@ from nvcre.testing.inspect import (
 )
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import finish_trainjob, workflow
 
 EXPECTED_JOBS = [
     *(f"chaos-group-{i}-iter-1" for i in range(4)),
@@ -40,8 +40,7 @@ def test_killed_manager_converges_without_duplicates(
     kube: Client, namespace: str, gpu_nodes: Any, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     rng = random.Random(7)
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 8, pool)
+    pool, nodes = new_pool(gpu_nodes, 8)
     manager = ManagerProcess(control_plane, tmp_path).start()
     kills = 0
     try:

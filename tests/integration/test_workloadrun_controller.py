@@ -14,8 +14,10 @@ from lightkube import Client
 
 from nvcre.conditions import condition_of
 from nvcre.controllers import resources
+from nvcre.testing.builders import WorkloadRun, new_pool
 from nvcre.testing.inspect import (
     config_map_payload,
+    controller_owner,
     events_for,
     failed_nodes_record,
     finish_workflow_jobs,
@@ -27,9 +29,8 @@ from nvcre.testing.inspect import (
     wait_event,
     wait_true,
 )
-from nvcre.testing.nodes import GpuNodeSpec
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import POOL_LABEL, pool_name, workflow
+from nvcre.testing.workloads import pool_name, workflow
 
 MPI = {
     "mpi": {
@@ -40,24 +41,10 @@ MPI = {
 }
 
 
-def make_nodes(gpu_nodes: Any, count: int, pool: str, **spec: Any) -> list[str]:
-    nodes = gpu_nodes(count, GpuNodeSpec(labels={POOL_LABEL: pool, **spec.pop("labels", {})}, **spec))
-    return sorted(n.metadata.name for n in nodes)
-
-
 def workload_run(name: str, namespace: str, pool: str, num_nodes: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "WorkloadRun",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
-            "framework": MPI,
-            "numNodes": num_nodes,
-            "target": {"nodeSelector": {POOL_LABEL: pool}},
-            **spec,
-        },
-    }
+    return (
+        WorkloadRun(name).namespace(namespace).framework(MPI).nodes(num_nodes).pool(pool).spec(**spec).obj()
+    )
 
 
 def create_run(kube: Client, run: dict[str, Any]) -> None:
@@ -70,8 +57,7 @@ def run_status(kube: Client, name: str, namespace: str) -> dict[str, Any]:
 
 def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """§13.12: the run creates its Workflow, the Workflow succeeds, the run mirrors it."""
-    pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 4, pool)
+    pool, nodes = new_pool(gpu_nodes, 4)
     create_run(
         kube,
         workload_run("allreduce", namespace, pool, 4, imagePullSecrets=[{"name": "ngc-pull"}]),
@@ -91,13 +77,7 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
         "app.kubernetes.io/managed-by": "nvcre",
         "nvcre.nvidia.com/workload-run": "allreduce",
     }
-    (owner,) = wf["metadata"]["ownerReferences"]
-    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
-        "WorkloadRun",
-        "allreduce",
-        run["metadata"]["uid"],
-        True,
-    )
+    assert controller_owner(wf) == ("WorkloadRun", "allreduce", run["metadata"]["uid"], True)
 
     (job,) = finish_workflow_jobs(kube, namespace, "allreduce", 1)
     assert job == "allreduce-job"
@@ -136,8 +116,7 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
 def test_failure_is_mirrored_with_the_workflow_message(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = make_nodes(gpu_nodes, 2, pool)
+    pool, nodes = new_pool(gpu_nodes, 2)
     create_run(kube, workload_run("breaks", namespace, pool, 2))
     finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
     run = wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
@@ -183,8 +162,7 @@ def test_failure_is_mirrored_with_the_workflow_message(
 def test_render_errors_are_build_failed(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, spec: dict[str, Any], message: str
 ) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("bad", namespace, pool, 1, **spec))
     run = wait_true(kube, resources.WorkloadRun, "bad", namespace, "Failed")
     found = true_condition(run)
@@ -197,8 +175,7 @@ def test_render_errors_are_build_failed(
 def test_foreign_workflow_is_never_adopted(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     # targets no node, so the foreign Workflow fails on its own and starts no Job
     foreign = workflow("taken", namespace, "nobody", 1)
     kube.create(resources.Workflow.from_dict(foreign))
@@ -214,8 +191,7 @@ def test_foreign_workflow_is_never_adopted(
 
 
 def test_deleted_workflow_fails_the_run(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("gone", namespace, pool, 1))
     wait_true(kube, resources.WorkloadRun, "gone", namespace, "InProgress")
     trainjob_of(kube, namespace, "gone-job")
@@ -245,8 +221,7 @@ def test_no_matching_node_fails_through_the_workflow(kube: Client, namespace: st
 def test_unpinned_runs_exactly_one_job_of_num_nodes(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 12, pool)
+    pool, _ = new_pool(gpu_nodes, 12)
     create_run(kube, workload_run("four", namespace, pool, 4, orchestration={"placement": "Unpinned"}))
     jobs = wait_for(lambda: jobs_of(kube, namespace, "four") or None, 60, what="the Job")
     assert list(jobs) == ["four-job"]
@@ -277,8 +252,7 @@ def test_unpinned_runs_exactly_one_job_of_num_nodes(
 
 
 def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
-    pool = pool_name()
-    make_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("done", namespace, pool, 1))
     finish_workflow_jobs(kube, namespace, "done", 1)
     run = wait_true(kube, resources.WorkloadRun, "done", namespace, "Succeeded")
@@ -295,8 +269,7 @@ def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any
 
 def test_nic_resource_detection_event(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """On-prem GB200 without an RDMA resource: nothing requested, and a Normal event says why."""
-    pool = pool_name()
-    make_nodes(gpu_nodes, 2, pool, platform="onprem", product="NVIDIA-GB200", gpus=4)
+    pool, _ = new_pool(gpu_nodes, 2, platform="onprem", product="NVIDIA-GB200", gpus=4)
     create_run(kube, workload_run("nic", namespace, pool, 2))
     wait_true(kube, resources.WorkloadRun, "nic", namespace, "InProgress")
     events = wait_for(

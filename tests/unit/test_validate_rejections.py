@@ -20,7 +20,6 @@ from nvcre.testing.rejections import (
 )
 from nvcre.validation.manifests import check_object
 
-LABELS_33 = {f"l{i}": "v" for i in range(33)}
 TEN = "[" + ", ".join("0123456789") + "]"
 NESTED_THREE = f"{TEN}.all(a, {TEN}.all(b, {TEN}.all(c, value > 0.0)))"
 HUNDRED = "[" + ", ".join(["1"] * 100) + "]"
@@ -28,54 +27,19 @@ HUNDRED_SQUARED = f"{HUNDRED}.all(a, {HUNDRED}.all(b, a == b))"
 
 CASES = [
     # (id, document, expected path, text in the message)
-    ("run-no-image", at(RUN, "spec.image", "<delete>"), "spec.image", "Required value"),
     ("run-empty-image", at(RUN, "spec.image", ""), "spec.image", "at least 1 chars"),
-    ("run-zero-nodes", at(RUN, "spec.numNodes", 0), "spec.numNodes", "greater than or equal to 1"),
     ("run-nodes-string", at(RUN, "spec.numNodes", "four"), "spec.numNodes", "must be of type integer"),
-    ("run-framework-empty", at(RUN, "spec.framework", {}), "spec.framework", "at least 1 properties"),
-    (
-        "run-framework-two",
-        at(RUN, "spec.framework", {"torch": {"script": "a.py"}, "exec": {"command": ["x"]}}),
-        "spec.framework",
-        "must have at most 1 item",
-    ),
-    (
-        "run-mpi-no-mpirun",
-        at(RUN, "spec.framework.mpi.mpirunPath", "<delete>"),
-        "spec.framework.mpi.mpirunPath",
-        "Required value",
-    ),
-    (
-        "run-exec-empty-command",
-        at(RUN, "spec.framework", {"exec": {"command": []}}),
-        "spec.framework.exec.command",
-        "at least 1 items",
-    ),
     (
         "run-torch-empty-script",
         at(RUN, "spec.framework", {"torch": {"script": ""}}),
         "spec.framework.torch.script",
         "at least 1 chars",
     ),
-    ("run-gpus-zero", at(RUN, "spec.gpusPerNode", 0), "spec.gpusPerNode", "greater than or equal to 1"),
     (
         "run-mlnx-negative",
         at(RUN, "spec.mlnxPerNode", -1),
         "spec.mlnxPerNode",
         "greater than or equal to 0",
-    ),
-    ("run-nic-no-slash", at(RUN, "spec.nicResourceName", "ib"), "spec.nicResourceName", "should match"),
-    (
-        "run-nic-long-name",
-        at(RUN, "spec.nicResourceName", "rdma/" + "a" * 64),
-        "spec.nicResourceName",
-        "should match",
-    ),
-    (
-        "run-queue-pattern",
-        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": "-team"}),
-        "spec.gangScheduler.queue",
-        "should match",
     ),
     (
         "run-queue-too-long",
@@ -84,46 +48,10 @@ CASES = [
         "Too long",
     ),
     (
-        "run-gang-no-scheduler",
-        at(RUN, "spec.gangScheduler", {}),
-        "spec.gangScheduler.schedulerName",
-        "Required value",
-    ),
-    (
-        "run-gang-empty-scheduler",
-        at(RUN, "spec.gangScheduler", {"schedulerName": ""}),
-        "spec.gangScheduler.schedulerName",
-        "at least 1 chars",
-    ),
-    (
-        "run-queue-key-grammar",
-        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": "bad key"}),
-        "spec.gangScheduler.queueLabelKey",
-        "should match",
-    ),
-    (
-        "run-labels-33",
-        at(RUN, "spec.workloadMetadata", {"labels": LABELS_33}),
-        "spec.workloadMetadata.labels",
-        "at most 32",
-    ),
-    (
-        "run-label-value-long",
-        at(RUN, "spec.workloadMetadata", {"labels": {"a": "v" * 64}}),
-        'spec.workloadMetadata.labels["a"]',
-        "Too long",
-    ),
-    (
         "run-label-value-pattern",
         at(RUN, "spec.workloadMetadata", {"labels": {"a": "-x"}}),
         'spec.workloadMetadata.labels["a"]',
         "should match",
-    ),
-    (
-        "run-test-scale-diagnose",
-        at(RUN, "spec.orchestration", {"testScale": "diagnose"}),
-        "spec.orchestration.testScale",
-        "Unsupported value",
     ),
     (
         "run-placement-enum",
@@ -187,13 +115,6 @@ CASES = [
         "spec.target.matchExpressions[0].key",
         "Required value",
     ),
-    ("cert-no-categories", at(CERT, "spec.categories", []), "spec.categories", "at least 1 items"),
-    (
-        "cert-65-categories",
-        at(CERT, "spec.categories", [{"domain": "d", "variant": "v"}] * 65),
-        "spec.categories",
-        "at most 64 items",
-    ),
     ("cert-no-target", at(CERT, "spec.target", "<delete>"), "spec.target", "Required value"),
     (
         "cert-category-no-variant",
@@ -201,27 +122,6 @@ CASES = [
         "spec.categories[0].variant",
         "Required value",
     ),
-    (
-        "cert-rdma-case",
-        at(CERT, "spec.rdmaDeviceAccess", "HostPath"),
-        "spec.rdmaDeviceAccess",
-        '"hostPath", "devicePlugin"',
-    ),
-    (
-        "cert-source-repo-git",
-        at(CERT, "spec.sourceRepo", "git://h/r.git"),
-        "spec.sourceRepo",
-        "should match",
-    ),
-    (
-        "cert-source-repo-shell",
-        at(CERT, "spec.sourceRepo", "https://h/r.git;rm -rf /"),
-        "spec.sourceRepo",
-        "should match",
-    ),
-    ("cert-timeout-days", at(CERT, "spec.timeoutPerJob", "1d"), "spec.timeoutPerJob", "should match"),
-    ("cert-max-bytes", at(CERT, "spec.maxBytes", "16GB"), "spec.maxBytes", "should match"),
-    ("cert-storage-size", at(CERT, "spec.storageSize", "10TB"), "spec.storageSize", "should match"),
     ("cert-max-steps", at(CERT, "spec.maxSteps", -2), "spec.maxSteps", "greater than or equal to -1"),
     ("cert-image-long", at(CERT, "spec.image", "i" * 513), "spec.image", "Too long"),
     ("cert-test-scale", at(CERT, "spec.testScale", "everything"), "spec.testScale", "Unsupported value"),
@@ -238,7 +138,6 @@ CASES = [
         "greater than or equal to 1",
     ),
     ("job-no-workload", at(JOB, "spec.workload", "<delete>"), "spec.workload", "Required value"),
-    ("job-empty-workload", at(JOB, "spec.workload", {}), "spec.workload", "at least 1 properties"),
     (
         "job-trainjob-no-runtime",
         at(JOB, "spec.workload", {"trainJob": {}}),

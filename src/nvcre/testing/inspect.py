@@ -53,6 +53,12 @@ def group_phases(workflow: dict[str, Any]) -> dict[str, str]:
     return {str(g["name"]): str(g.get("phase", "Pending")) for g in found}
 
 
+def controller_owner(obj: dict[str, Any]) -> tuple[str, str, str, bool]:
+    """(kind, name, uid, controller) of the object's one owner reference."""
+    (owner,) = obj["metadata"]["ownerReferences"]
+    return (owner["kind"], owner["name"], owner["uid"], owner["controller"])
+
+
 def jobs_of(kube: Client, namespace: str, workflow: str) -> dict[str, dict[str, Any]]:
     jobs = kube.list(resources.Job, namespace=namespace, labels={"nvcre.nvidia.com/workflow": workflow})
     return {str(j.metadata.name if j.metadata else ""): dict(j.to_dict()) for j in jobs}
@@ -111,6 +117,22 @@ def failed_nodes_record(kube: Client, namespace: str, name: str) -> list[dict[st
     return entries
 
 
+def finish_job(
+    kube: Client,
+    namespace: str,
+    job: str,
+    *,
+    succeeded: bool = True,
+    message: str = "",
+    measurements: bool = True,
+) -> None:
+    """End the TrainJob of the Job ``job`` (:func:`~nvcre.testing.workloads.finish_trainjob`)."""
+    trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
+    finish_trainjob(
+        kube, namespace, trainjob, succeeded=succeeded, message=message, measurements=measurements
+    )
+
+
 def finish_workflow_jobs(
     kube: Client,
     namespace: str,
@@ -129,8 +151,7 @@ def finish_workflow_jobs(
     jobs = wait_for(enough, timeout, what=f"{count} Jobs of Workflow {workflow}")
     names = sorted(jobs)
     for name in names:
-        trainjob = trainjob_of(kube, namespace, name)
-        finish_trainjob(kube, namespace, trainjob["metadata"]["name"], succeeded=name not in failing)
+        finish_job(kube, namespace, name, succeeded=name not in failing)
     return names
 
 

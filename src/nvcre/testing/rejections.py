@@ -28,6 +28,8 @@ PROFILE: dict[str, Any] = LogProfile().obj()
 BANDWIDTH: dict[str, Any] = BandwidthMeasurement().obj()
 
 
+LABELS_33 = {f"l{i}": "v" for i in range(33)}
+"""One label more than a workload's labels may hold."""
 NINE_MACROS = " && ".join(["[1].all(x, x > 0)"] * 9)
 """Nine comprehension macro calls: one more than an expression may make."""
 WRONG_KEY = {"busBandwithGBps": "value >= 400"}
@@ -48,12 +50,15 @@ class Rejection:
     text: str
     offline_path: str | None = None
     """The path ``nvcrectl validate`` names, where it differs: a map entry is ``map["key"]``."""
+    offline_text: str | None = None
+    """The text ``nvcrectl validate``'s message holds, where it differs (the API server's
+    messages say ``should have at least ...`` where the offline ones say ``at least ...``)."""
 
     def admission(self) -> tuple[str, dict[str, Any], str, str]:
         return (self.id, self.document, self.path, self.text)
 
     def offline(self) -> tuple[str, dict[str, Any], str, str]:
-        return (self.id, self.document, self.offline_path or self.path, self.text)
+        return (self.id, self.document, self.offline_path or self.path, self.offline_text or self.text)
 
 
 REJECTED_BOTH = [
@@ -135,6 +140,147 @@ REJECTED_BOTH = [
         "spec.thresholds[busBandwidthGBps]",
         "comprehension macros",
         'spec.thresholds["busBandwidthGBps"]',
+    ),
+    Rejection(
+        "run-framework-empty",
+        at(RUN, "spec.framework", {}),
+        "spec.framework",
+        "should have at least 1 properties",
+        offline_text="at least 1 properties",
+    ),
+    Rejection(
+        "run-framework-two",
+        at(RUN, "spec.framework", {"torch": {"script": "a.py"}, "exec": {"command": ["x"]}}),
+        "spec.framework",
+        "Too many: 2: must have at most 1 item",
+        offline_text="must have at most 1 item",
+    ),
+    Rejection("run-no-image", at(RUN, "spec.image", "<delete>"), "spec.image", "Required value"),
+    Rejection(
+        "run-zero-nodes",
+        at(RUN, "spec.numNodes", 0),
+        "spec.numNodes",
+        "should be greater than or equal to 1",
+        offline_text="greater than or equal to 1",
+    ),
+    Rejection(
+        "run-mpi-no-mpirun",
+        at(RUN, "spec.framework.mpi.mpirunPath", "<delete>"),
+        "spec.framework.mpi.mpirunPath",
+        "Required value",
+    ),
+    Rejection(
+        "run-exec-empty-command",
+        at(RUN, "spec.framework", {"exec": {"command": []}}),
+        "spec.framework.exec.command",
+        "should have at least 1 items",
+        offline_text="at least 1 items",
+    ),
+    Rejection(
+        "run-gpus-zero",
+        at(RUN, "spec.gpusPerNode", 0),
+        "spec.gpusPerNode",
+        "should be greater than or equal to 1",
+        offline_text="greater than or equal to 1",
+    ),
+    Rejection(
+        "run-nic-no-slash", at(RUN, "spec.nicResourceName", "ib"), "spec.nicResourceName", "should match"
+    ),
+    Rejection(
+        "run-nic-long-name",
+        at(RUN, "spec.nicResourceName", "rdma/" + "a" * 64),
+        "spec.nicResourceName",
+        "should match",
+    ),
+    Rejection(
+        "run-queue-key-grammar",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": "bad key"}),
+        "spec.gangScheduler.queueLabelKey",
+        "should match",
+    ),
+    Rejection(
+        "run-queue-pattern",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queue": "-team"}),
+        "spec.gangScheduler.queue",
+        "should match",
+    ),
+    Rejection(
+        "run-gang-no-scheduler",
+        at(RUN, "spec.gangScheduler", {}),
+        "spec.gangScheduler.schedulerName",
+        "Required value",
+    ),
+    Rejection(
+        "run-gang-empty-scheduler",
+        at(RUN, "spec.gangScheduler", {"schedulerName": ""}),
+        "spec.gangScheduler.schedulerName",
+        "should be at least 1 chars long",
+        offline_text="at least 1 chars",
+    ),
+    Rejection(
+        "run-labels-33",
+        at(RUN, "spec.workloadMetadata", {"labels": LABELS_33}),
+        "spec.workloadMetadata.labels",
+        "must have at most 32 items",
+        offline_text="at most 32",
+    ),
+    Rejection(
+        "run-label-value-long",
+        at(RUN, "spec.workloadMetadata", {"labels": {"a": "v" * 64}}),
+        "spec.workloadMetadata.labels.a",
+        "Too long",
+        offline_path='spec.workloadMetadata.labels["a"]',
+    ),
+    Rejection(
+        "run-test-scale-diagnose",
+        at(RUN, "spec.orchestration", {"testScale": "diagnose"}),
+        "spec.orchestration.testScale",
+        "Unsupported value",
+    ),
+    Rejection(
+        "cert-no-categories",
+        at(CERT, "spec.categories", []),
+        "spec.categories",
+        "should have at least 1 items",
+        offline_text="at least 1 items",
+    ),
+    Rejection(
+        "cert-65-categories",
+        at(CERT, "spec.categories", [{"domain": "d", "variant": "v"}] * 65),
+        "spec.categories",
+        "must have at most 64 items",
+        offline_text="at most 64 items",
+    ),
+    Rejection(
+        "cert-rdma-case",
+        at(CERT, "spec.rdmaDeviceAccess", "HostPath"),
+        "spec.rdmaDeviceAccess",
+        'supported values: "hostPath", "devicePlugin"',
+        offline_text='"hostPath", "devicePlugin"',
+    ),
+    Rejection(
+        "cert-source-repo-git",
+        at(CERT, "spec.sourceRepo", "git://h/r.git"),
+        "spec.sourceRepo",
+        "should match",
+    ),
+    Rejection(
+        "cert-source-repo-shell",
+        at(CERT, "spec.sourceRepo", "https://h/r.git;rm -rf /"),
+        "spec.sourceRepo",
+        "should match",
+    ),
+    Rejection(
+        "cert-timeout-days", at(CERT, "spec.timeoutPerJob", "1d"), "spec.timeoutPerJob", "should match"
+    ),
+    Rejection("cert-max-bytes", at(CERT, "spec.maxBytes", "16GB"), "spec.maxBytes", "should match"),
+    Rejection("cert-storage-size", at(CERT, "spec.storageSize", "10TB"), "spec.storageSize", "should match"),
+    Rejection(
+        "job-empty-workload",
+        at(JOB, "spec.workload", {}),
+        "spec.workload",
+        "should have at least 1 properties",
+        offline_text="at least 1 properties",
     ),
 ]
 
