@@ -164,6 +164,34 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     assert status["startTime"] <= status["completionTime"]
 
 
+def test_a_row_the_launcher_is_still_writing_is_read_whole_by_the_next_sample(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
+) -> None:
+    """The kubelet serves the line a running container is writing as far as it got; a sample
+    that took that part would move its cursor past the row and never read it whole (fails on
+    main: the 1024 B row is lost, 23 rows)."""
+    lines = corpus_lines("cre-real-a100-allreduce-2node-pdt-timestamps.log")
+    launcher, _ = start(kube, kwok, gpu_nodes, namespace, "torn", "nccl-bandwidth")
+    cut = next(i for i, line in enumerate(lines) if line.strip().startswith("1024 "))
+    text = cri_log_lines(lines[: cut + 1])
+    torn = len(text) - 1 - len(lines[cut]) // 2  # half of the 1024 B row, without its newline
+    register_pod_log(kube, kwok.logs_dir, namespace, launcher, text[:torn], container="launcher")
+    bm = wait_for(
+        lambda: (b := measurement(kube, namespace, "torn")).get("status", {}).get("results") and b,
+        60,
+        what="provisional results",
+    )
+    assert bm["status"]["results"] == expected(lines[:cut])  # 8 B .. 512 B, nothing of the half row
+    rest = text[torn:] + cri_log_lines(lines[cut + 1 :])
+    register_pod_log(kube, kwok.logs_dir, namespace, launcher, rest, container="launcher", append=True)
+    wait_for(
+        lambda: len(measurement(kube, namespace, "torn").get("status", {}).get("results") or ()) == 24,
+        60,
+        what="every row merged provisionally",
+    )
+    assert measurement(kube, namespace, "torn")["status"]["results"] == expected(lines)
+
+
 def test_a_pod_with_the_launchers_labels_outside_its_owner_chain_is_never_read(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:

@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 from lightkube.resources.core_v1 import Pod
+
+from nvcre.controllers import resources
+from nvcre.controllers.bandwidth import controller as module
+from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
+from nvcre.controllers.podlogs import LogsError
 from nvcre.decide.job.measurements import wanted
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.objects import ObjectKey
@@ -22,11 +27,6 @@ from nvcre.runtime.writes import Conflict
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.workloads import create_chain, training_runtime, workflow
 from nvcre.workload import trainjob
-
-from nvcre.controllers import resources
-from nvcre.controllers.bandwidth import controller as module
-from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
-from nvcre.controllers.podlogs import LogsError
 
 pytestmark = pytest.mark.asyncio
 
@@ -97,6 +97,7 @@ class Harness:
         *,
         since_time: datetime | None = None,
         tail_lines: int | None = None,
+        still_writing: bool = False,
     ) -> AsyncIterator[str]:
         for index, line in enumerate(self.logs.get(pod, [])):
             if self.break_after is not None and index >= self.break_after:

@@ -45,6 +45,7 @@ class LogReader(Protocol):
         *,
         since_time: datetime | None = None,
         tail_lines: int | None = None,
+        still_writing: bool = False,
     ) -> AsyncIterator[str]: ...
 
 
@@ -194,11 +195,15 @@ async def stream_lines(
     *,
     since_time: datetime | None = None,
     tail_lines: int | None = None,
+    still_writing: bool = False,
 ) -> AsyncIterator[str]:
     """Yield the lines of one container's log (``timestamps=true``), streamed; see module doc.
 
-    A last line without a newline is yielded too. Raises :class:`LogsError` when the log cannot be
-    read or the stream breaks (lines yielded before that stay valid).
+    A last line without a newline is yielded too, unless ``still_writing``: the kubelet serves
+    the line a running container is writing as far as it got, and a reader that took it (and
+    moved its cursor past its time) would never read the whole line; the next read gets it.
+    Raises :class:`LogsError` when the log cannot be read or the stream breaks (lines yielded
+    before that stay valid).
     """
     params: dict[str, Any] = {
         "timestamps": "true",
@@ -210,8 +215,9 @@ async def stream_lines(
     async for chunk in _chunks(client, pod, namespace, params):
         for line in splitter.feed(chunk):
             yield line
-    for line in splitter.close():
-        yield line
+    if not still_writing:
+        for line in splitter.close():
+            yield line
 
 
 async def read_tail(

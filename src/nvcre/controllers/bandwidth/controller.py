@@ -15,20 +15,11 @@ import logging
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventType, Label, MeasurementReason
 from nvcre.api.v1alpha1.meta import format_time
+from nvcre.controllers import indexes, resources
+from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.children import get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.indexes import POD_JOB_INDEX
-from nvcre.controllers.status import now
-from nvcre.measure.interval import sample_interval
-from nvcre.measure.nccl import Aggregate, Parser, final_reason, lifecycle, progress
-from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
-from nvcre.naming import bandwidth_measurement_name
-from nvcre.objects import Obj, ObjectKey, StatusChange
-from nvcre.runtime import offload
-from nvcre.runtime.controller import Controller, Result
-
-from nvcre.controllers import indexes, resources
-from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.podlogs import (
     LogReader,
     LogsError,
@@ -42,6 +33,14 @@ from nvcre.controllers.podlogs import (
     stream_lines,
     workload_pods,
 )
+from nvcre.controllers.status import now
+from nvcre.measure.interval import sample_interval
+from nvcre.measure.nccl import Aggregate, Parser, final_reason, lifecycle, progress
+from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
+from nvcre.naming import bandwidth_measurement_name
+from nvcre.objects import Obj, ObjectKey, StatusChange
+from nvcre.runtime import offload
+from nvcre.runtime.controller import Controller, Result
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +254,7 @@ class BandwidthMeasurementController:
                         pod["metadata"]["namespace"],
                         container_of(pod, profile.container_name),
                         since_time=since(cursor) if cursor is not None else None,
+                        still_writing=pod_phase(pod) == "Running",
                     ),
                     sample.fold,
                 )

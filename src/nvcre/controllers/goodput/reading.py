@@ -72,7 +72,14 @@ async def read(
     parser = GoodputParser(profile, warmup_base=warmup_base, pending_save=pending_save, until=until)
     meta = pod["metadata"]
     container = podlogs.container_of(pod, profile.container_name)
-    lines = podlogs.stream_lines(client, meta["name"], meta["namespace"], container, since_time=since_time)
+    lines = podlogs.stream_lines(
+        client,
+        meta["name"],
+        meta["namespace"],
+        container,
+        since_time=since_time,
+        still_writing=podlogs.pod_phase(pod) == "Running",
+    )
     await offload.in_batches(lines, parser.feed_all)
     return parser.window
 
