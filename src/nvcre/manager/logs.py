@@ -1,10 +1,16 @@
-"""Structured logging: one JSON object per line (or plain text for people at a terminal)."""
+"""Structured logging: one JSON object per line (or plain text for people at a terminal), each
+line inside a reconcile saying which controller, object and pass wrote it
+(:mod:`nvcre.runtime.logcontext`)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from datetime import UTC, datetime
+
+from nvcre.runtime.logcontext import ContextFilter
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(context)s%(message)s"
 
 
 class JSONFormatter(logging.Formatter):
@@ -15,6 +21,10 @@ class JSONFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        if getattr(record, "controller", None) is not None:
+            entry["controller"] = record.__dict__["controller"]
+            entry["key"] = record.__dict__["key"]
+            entry["reconcileID"] = record.__dict__["reconcile_id"]
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -25,7 +35,8 @@ def configure(fmt: str, level: str) -> None:
     if fmt == "json":
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(ContextFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

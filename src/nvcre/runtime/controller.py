@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from nvcre.objects import Obj, ObjectKey, controller_owner, key_of
 from nvcre.runtime.errors import is_throttled, retry_after
 from nvcre.runtime.informer import Informer
+from nvcre.runtime.logcontext import reconciling
 from nvcre.runtime.metrics import QUEUE_DEPTH, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from nvcre.runtime.queue import ShutDown, WorkQueue
 from nvcre.runtime.writes import Conflict
@@ -113,43 +114,49 @@ class Controller:
                 key = await self.queue.get()
             except ShutDown:
                 return
-            started = time.perf_counter()
-            try:
-                result = await self.reconcile(key)
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
-            except Conflict:
-                # The object changed under the reconcile: decide again from the fresh state.
-                self.queue.add_rate_limited(key)
-                RECONCILE_TOTAL.labels(self.name, "conflict").inc()
-                log.debug("%s: %s changed while reconciling; again", self.name, key)
-            except TerminalError as error:
-                self.queue.forget(key)
-                RECONCILE_TOTAL.labels(self.name, "terminal").inc()
-                log.info("%s: %s ended: %s", self.name, key, error)
-            except Exception as error:
-                # Errors the server says are transient (and our own) retry with backoff,
-                # no sooner than a Retry-After the server sent.
-                delay = self.queue.add_rate_limited(
-                    key,
-                    at_least=retry_after(error) or 0.0,
-                    at_most=THROTTLED_MAX_DELAY if is_throttled(error) else None,
-                )
-                RECONCILE_ERRORS.labels(self.name).inc()
-                RECONCILE_TOTAL.labels(self.name, "error").inc()
-                log.exception("%s: reconcile of %s failed; retrying in %.3fs", self.name, key, delay)
+            with reconciling(self.name, key):
+                await self._process(key)
+
+    async def _process(self, key: ObjectKey) -> None:
+        """One reconcile of ``key``, then what its outcome asks of the queue."""
+        started = time.perf_counter()
+        log.debug("Reconciling")
+        try:
+            result = await self.reconcile(key)
+        except asyncio.CancelledError:
+            self.queue.done(key)
+            raise
+        except Conflict:
+            # The object changed under the reconcile: decide again from the fresh state.
+            self.queue.add_rate_limited(key)
+            RECONCILE_TOTAL.labels(self.name, "conflict").inc()
+            log.debug("%s: %s changed while reconciling; again", self.name, key)
+        except TerminalError as error:
+            self.queue.forget(key)
+            RECONCILE_TOTAL.labels(self.name, "terminal").inc()
+            log.info("%s: %s ended: %s", self.name, key, error)
+        except Exception as error:
+            # Errors the server says are transient (and our own) retry with backoff,
+            # no sooner than a Retry-After the server sent.
+            delay = self.queue.add_rate_limited(
+                key,
+                at_least=retry_after(error) or 0.0,
+                at_most=THROTTLED_MAX_DELAY if is_throttled(error) else None,
+            )
+            RECONCILE_ERRORS.labels(self.name).inc()
+            RECONCILE_TOTAL.labels(self.name, "error").inc()
+            log.exception("%s: reconcile of %s failed; retrying in %.3fs", self.name, key, delay)
+        else:
+            self.queue.forget(key)
+            if result is not None and result.requeue_after is not None:
+                self.queue.add_after(key, result.requeue_after)
+                RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
             else:
-                self.queue.forget(key)
-                if result is not None and result.requeue_after is not None:
-                    self.queue.add_after(key, result.requeue_after)
-                    RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
-                else:
-                    RECONCILE_TOTAL.labels(self.name, "success").inc()
-            finally:
-                RECONCILE_TIME.labels(self.name).observe(time.perf_counter() - started)
-                self.queue.done(key)
-                QUEUE_DEPTH.labels(self.name).set(len(self.queue))
+                RECONCILE_TOTAL.labels(self.name, "success").inc()
+        finally:
+            RECONCILE_TIME.labels(self.name).observe(time.perf_counter() - started)
+            self.queue.done(key)
+            QUEUE_DEPTH.labels(self.name).set(len(self.queue))
 
     async def run(self) -> None:
         """Work until cancelled or the queue shuts down."""
