@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.orchestration.discovery import name_of
 
-GPU = "nvidia.com/gpu"
+GPU = NodeLabel.GPU_RESOURCE
 
 
 def _quantity_int(value: Any) -> int | None:

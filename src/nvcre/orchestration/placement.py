@@ -7,7 +7,7 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import NodeLabel
 
-HOSTNAME = "kubernetes.io/hostname"
+HOSTNAME = NodeLabel.HOSTNAME
 
 
 class PlacementError(ValueError):

@@ -114,7 +114,7 @@ def synthetic_nodes(
                 NodeLabel.HOSTNAME: hostname,
                 NodeLabel.GPU_PRESENT: "true",
                 NodeLabel.GPU_PRODUCT: PRODUCT_LABELS[architecture],
-                "nvidia.com/gpu.count": str(gpus),
+                NodeLabel.GPU_COUNT: str(gpus),
                 "kubernetes.io/arch": "arm64" if architecture in ARM64_ARCHITECTURES else "amd64",
             }
         )

@@ -155,6 +155,7 @@ class NodeLabel:
 
     GPU_PRESENT: Final = "nvidia.com/gpu.present"
     GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+    GPU_COUNT: Final = "nvidia.com/gpu.count"
     GPU_CLIQUE: Final = "nvidia.com/gpu.clique"
     """The label GPU feature discovery puts on nodes of one multi-node NVLink domain (GB200/GB300)."""
     HOSTNAME: Final = "kubernetes.io/hostname"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-GPU_RESOURCE = "nvidia.com/gpu"
+from nvcre.api.v1alpha1.constants import NodeLabel
+
+GPU_RESOURCE = NodeLabel.GPU_RESOURCE
 LAUNCHER_RESOURCES: dict[str, Any] = {"limits": {"cpu": "2", "memory": "1Gi"}}
 
 
