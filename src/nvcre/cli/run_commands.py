@@ -7,10 +7,12 @@ cluster is contacted; :mod:`nvcre.cli.run_execution` then creates and follows th
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 
@@ -21,15 +23,79 @@ from nvcre.cli.common import UserError, load_validated, user_errors
 if TYPE_CHECKING:
     from lightkube import Client
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 MIN_DERIVED_TIMEOUT_SECONDS: Final = 30 * 60.0
 WORKLOADRUN_TIMEOUT: Final = "30m"
 
 
-def run_options(func: Callable[P, R]) -> Callable[P, R]:
-    """The flags ``workloadrun run`` and ``certification run`` share."""
+@dataclass(frozen=True)
+class RunFlags:
+    """The flags ``workloadrun run`` and ``certification run`` share, as the command line gave them."""
+
+    wait: bool
+    timeout: str | None
+    cleanup: bool
+    results_file: Path | None
+    junit_file: Path | None
+    workload_registry: str
+    workload_registry_username: str
+    workload_registry_password: str
+    workload_registry_password_stdin: bool
+    name: str
+    kubeconfig: str | None
+    context: str | None
+
+    def registry(self, stdin_allowed: bool = True) -> run_execution.Registry | None:
+        if self.workload_registry_password_stdin and not stdin_allowed:
+            raise UserError(
+                "--workload-registry-password-stdin cannot be used when the file is read from stdin"
+            )
+        return run_execution.registry_from_flags(
+            self.workload_registry,
+            self.workload_registry_username,
+            self.workload_registry_password,
+            self.workload_registry_password_stdin,
+            sys.stdin.read,
+        )
+
+    def request(
+        self,
+        kind: run_execution.RunKind,
+        document: dict[str, Any],
+        created_line: Callable[[dict[str, Any]], list[str]],
+        *,
+        timeout: float,
+        registry: run_execution.Registry | None,
+    ) -> run_execution.RunRequest:
+        if (self.results_file or self.junit_file) and not self.wait:
+            raise UserError("--results-file and --junit-file need --wait")
+        if self.cleanup and not self.wait:  # it would delete the run as soon as it is created
+            raise UserError("--cleanup needs --wait")
+        return run_execution.RunRequest(
+            kind,
+            document,
+            self.wait,
+            timeout,
+            self.cleanup,
+            registry,
+            self.results_file,
+            self.junit_file,
+            created_line,
+        )
+
+    def connect(self) -> Client:
+        return connection.client(self.kubeconfig, self.context)
+
+
+def run_options(func: Callable[..., R]) -> Callable[..., R]:
+    """The flags ``workloadrun run`` and ``certification run`` share, passed as one ``flags``."""
+
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> R:
+        flags = RunFlags(**{f.name: kwargs.pop(f.name) for f in fields(RunFlags)})
+        return func(*args, flags=flags, **kwargs)
+
     options: list[Callable[[Any], Any]] = [
         click.option("--wait", is_flag=True, help="Follow the run to the end and print its report."),
         click.option("--timeout", default=None, help="How long --wait waits (a duration: 30m, 2h, 90s)."),
@@ -52,41 +118,8 @@ def run_options(func: Callable[P, R]) -> Callable[P, R]:
         connection.kubeconfig_options,
     ]
     for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _registry(
-    server: str, username: str, password: str, password_stdin: bool, stdin_allowed: bool = True
-) -> run_execution.Registry | None:
-    if password_stdin and not stdin_allowed:
-        raise UserError("--workload-registry-password-stdin cannot be used when the file is read from stdin")
-    return run_execution.registry_from_flags(server, username, password, password_stdin, sys.stdin.read)
-
-
-def _request(
-    kind: run_execution.RunKind,
-    document: dict[str, Any],
-    created_line: Callable[[dict[str, Any]], list[str]],
-    *,
-    wait: bool,
-    timeout: float,
-    cleanup: bool,
-    registry: run_execution.Registry | None,
-    results_file: Path | None,
-    junit_file: Path | None,
-) -> run_execution.RunRequest:
-    if (results_file or junit_file) and not wait:
-        raise UserError("--results-file and --junit-file need --wait")
-    if cleanup and not wait:  # it would delete the run as soon as it is created
-        raise UserError("--cleanup needs --wait")
-    return run_execution.RunRequest(
-        kind, document, wait, timeout, cleanup, registry, results_file, junit_file, created_line
-    )
-
-
-def _connect(kubeconfig: str | None, context: str | None) -> Client:
-    return connection.client(kubeconfig, context)
+        command = option(command)
+    return command
 
 
 # --- workloadrun run --------------------------------------------------------------------------------
@@ -126,46 +159,21 @@ def workloadrun_created(document: dict[str, Any]) -> list[str]:
 @run_options
 @click.option("-n", "--namespace", default="", help="Namespace (default: the file's, else default).")
 @user_errors
-def workloadrun_run_command(
-    file: Path,
-    wait: bool,
-    timeout: str | None,
-    cleanup: bool,
-    results_file: Path | None,
-    junit_file: Path | None,
-    workload_registry: str,
-    workload_registry_username: str,
-    workload_registry_password: str,
-    workload_registry_password_stdin: bool,
-    name: str,
-    kubeconfig: str | None,
-    context: str | None,
-    namespace: str,
-) -> None:
+def workloadrun_run_command(file: Path, flags: RunFlags, namespace: str) -> None:
     """Create the WorkloadRun in FILE; with --wait, follow it and print its report."""
-    registry = _registry(
-        workload_registry,
-        workload_registry_username,
-        workload_registry_password,
-        workload_registry_password_stdin,
-        stdin_allowed=str(file) != "-",
-    )
-    seconds = run_execution.parse_timeout(timeout, wait) or run_execution.parse_timeout(
+    registry = flags.registry(stdin_allowed=str(file) != "-")
+    seconds = run_execution.parse_timeout(flags.timeout, flags.wait) or run_execution.parse_timeout(
         WORKLOADRUN_TIMEOUT, True
     )
-    document = load_workloadrun(file, name, namespace)
-    request = _request(
+    document = load_workloadrun(file, flags.name, namespace)
+    request = flags.request(
         run_execution.workloadrun_kind(),
         document,
         workloadrun_created,
-        wait=wait,
         timeout=seconds or 0.0,
-        cleanup=cleanup,
         registry=registry,
-        results_file=results_file,
-        junit_file=junit_file,
     )
-    run_execution.execute(_connect(kubeconfig, context), request)
+    run_execution.execute(flags.connect(), request)
 
 
 # --- certification run ------------------------------------------------------------------------------
@@ -301,18 +309,7 @@ def certification_run_command(
     file: Path | None,
     cert_file: Path | None,
     categories: tuple[str, ...],
-    wait: bool,
-    timeout: str | None,
-    cleanup: bool,
-    results_file: Path | None,
-    junit_file: Path | None,
-    workload_registry: str,
-    workload_registry_username: str,
-    workload_registry_password: str,
-    workload_registry_password_stdin: bool,
-    name: str,
-    kubeconfig: str | None,
-    context: str | None,
+    flags: RunFlags,
     nodes_per_job: int,
     gpus_per_node: int,
     repeat_count: int,
@@ -333,17 +330,12 @@ def certification_run_command(
             "either --cert-file or at least one --category is required "
             "(see `nvcrectl certification list-categories`)"
         )
-    registry = _registry(
-        workload_registry,
-        workload_registry_username,
-        workload_registry_password,
-        workload_registry_password_stdin,
-    )
+    registry = flags.registry()
     pairs = parse_categories(categories) if categories else []
-    seconds = run_execution.parse_timeout(timeout, wait)
+    seconds = run_execution.parse_timeout(flags.timeout, flags.wait)
     document: dict[str, Any] | None = None
     if cert_file is not None:
-        document = load_certification(cert_file, name, namespace)
+        document = load_certification(cert_file, flags.name, namespace)
     options = {
         key: value
         for key, value in (
@@ -355,20 +347,16 @@ def certification_run_command(
     }
     if document is not None and options:
         document["spec"].update(options)
-    kube = _connect(kubeconfig, context)
+    kube = flags.connect()
     if document is None:
-        document = category_certification(pairs, name, namespace, discover_product(kube), options)
+        document = category_certification(pairs, flags.name, namespace, discover_product(kube), options)
     if seconds is None:
         seconds = derived_timeout(document)
-    request = _request(
+    request = flags.request(
         run_execution.certification_kind(),
         document,
         certification_created,
-        wait=wait,
         timeout=seconds,
-        cleanup=cleanup,
         registry=registry,
-        results_file=results_file,
-        junit_file=junit_file,
     )
     run_execution.execute(kube, request)
