@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from nvcre.controllers.certification import initial_statuses, selector_text, waiting_message
 from nvcre.controllers.workloadrun import mirrored_fields, outcome
+from nvcre.decide.certification import initial_statuses, selector_text, waiting_message
 
 
 def wf(*conditions: tuple[str, str, str, str], **status: Any) -> dict[str, Any]:

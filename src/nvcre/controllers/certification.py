@@ -8,15 +8,15 @@ Each reconcile reads the Certification live and takes one step:
   Workflow from the node cache; no matching node yet means ``WaitingForNodes`` for up to five
   minutes), follow the InProgress one, or, when every category is done, decide the outcome.
 
-A failed category never stops the ones after it. Workflows of finished categories stay until
-the Certification is deleted, for the report.
+What each step decides is :mod:`nvcre.decide.certification`'s; this shell reads, creates the
+Workflow and writes the status. Workflows of finished categories stay until the Certification is
+deleted, for the report.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from datetime import datetime
 from typing import Any
 
 from lightkube import ApiError
@@ -34,9 +34,9 @@ from nvcre.api.v1alpha1.constants import (
     Kind,
     Label,
 )
-from nvcre.api.v1alpha1.meta import Condition, parse_time
-from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, load_catalog, render_category
-from nvcre.conditions import condition_of, condition_true, is_terminal, set_condition
+from nvcre.api.v1alpha1.meta import Condition
+from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, render_category
+from nvcre.conditions import is_terminal, set_condition
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -49,9 +49,9 @@ from nvcre.controllers.children import (
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of, now
-from nvcre.durations import format_duration
+from nvcre.decide import certification as sequencing
 from nvcre.objects import Obj, ObjectKey
-from nvcre.orchestration.discovery import cordoned_opt_in, discover
+from nvcre.orchestration.discovery import discover
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
 
@@ -60,39 +60,6 @@ log = logging.getLogger(__name__)
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 IMMEDIATE = Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
 DELETE_POLL = Result(requeue_after=2.0)
-
-PENDING, IN_PROGRESS, SUCCEEDED, FAILED = "Pending", "InProgress", "Succeeded", "Failed"
-DONE = (SUCCEEDED, FAILED)
-
-
-def selector_text(target: dict[str, Any] | None) -> str:
-    """``k=v,...`` of the target's nodeSelector, sorted; ``any node`` when it has none."""
-    selector = (target or {}).get("nodeSelector") or {}
-    return ",".join(f"{k}={selector[k]}" for k in sorted(selector)) or "any node"
-
-
-def waiting_message(target: dict[str, Any] | None, remaining_seconds: float) -> str:
-    remaining = format_duration(max(int(remaining_seconds), 0) * 1_000_000_000)
-    if cordoned_opt_in(target):
-        return f"No nodes (including unschedulable) match {selector_text(target)}; retrying for up to {remaining} more."
-    return (
-        f"No schedulable nodes match {selector_text(target)}; retrying for up to {remaining} more. "
-        "Nodes that are cordoned or unschedulable do not count."
-    )
-
-
-def initial_statuses(cert: Obj) -> list[dict[str, Any]]:
-    return [
-        {"domain": c["domain"], "variant": c["variant"], "status": PENDING}
-        for c in cert["spec"].get("categories") or ()
-    ]
-
-
-def copy_node_refs(entry: dict[str, Any], workflow: Obj) -> None:
-    status = workflow.get("status") or {}
-    for ref in ("succeededNodesRef", "failedNodesRef"):
-        if status.get(ref):
-            entry[ref] = dict(status[ref])
 
 
 class CertificationController:
@@ -143,7 +110,7 @@ class CertificationController:
             return await self._recover_stale_failure(cert)
         statuses = copy.deepcopy((cert.get("status") or {}).get("categoryStatuses") or [])
         if not statuses:
-            unknown = self._unknown_category(cert)
+            unknown = sequencing.unknown_category(cert)
             if unknown is not None:
                 await self._set(
                     cert,
@@ -152,7 +119,7 @@ class CertificationController:
                     f"Unknown certification category: {unknown}",
                 )
                 return None
-            statuses = initial_statuses(cert)
+            statuses = sequencing.initial_statuses(cert)
         return await self._process(cert, statuses)
 
     # -- writes -------------------------------------------------------------------------------
@@ -195,44 +162,15 @@ class CertificationController:
 
     # -- the state machine --------------------------------------------------------------------
 
-    @staticmethod
-    def _unknown_category(cert: Obj) -> str | None:
-        catalog = load_catalog()
-        for category in cert["spec"].get("categories") or ():
-            try:
-                catalog.lookup(category["domain"], category["variant"])
-            except CategoryNotFound:
-                return f"{category['domain']}/{category['variant']}"
-        return None
-
     async def _process(self, cert: Obj, statuses: list[dict[str, Any]]) -> Result | None:
-        index = next((i for i, s in enumerate(statuses) if s.get("status") not in DONE), None)
+        index = sequencing.current(statuses)
         if index is None:
-            if any(s.get("status") == FAILED for s in statuses):
-                validation = await self._validation_failure(cert, statuses)
-                reason = (
-                    CertificationReason.WORKFLOW_VALIDATION_FAILED
-                    if validation
-                    else CertificationReason.WORKFLOW_FAILED
-                )
-                await self._set(
-                    cert,
-                    ConditionType.FAILED,
-                    reason,
-                    "One or more certification categories failed",
-                    statuses,
-                    validation=validation,
-                )
-            else:
-                await self._set(
-                    cert,
-                    ConditionType.SUCCEEDED,
-                    CertificationReason.ALL_WORKFLOWS_SUCCEEDED,
-                    "All certification categories completed successfully",
-                    statuses,
-                )
+            validation = (
+                await self._validation_failure(cert, statuses) if sequencing.any_failed(statuses) else None
+            )
+            await self._set(cert, *sequencing.outcome(statuses, validation), statuses, validation=validation)
             return None
-        if statuses[index].get("status") == IN_PROGRESS and statuses[index].get("workflowRef"):
+        if sequencing.following(statuses[index]):
             return await self._follow(cert, statuses, index)
         return await self._start(cert, statuses, index)
 
@@ -255,13 +193,13 @@ class CertificationController:
             )
             return None
         except (BuildError, ValidationError, ValueError) as error:
-            remaining = self.node_discovery_timeout - self._age(cert)
+            remaining = self.node_discovery_timeout - sequencing.age(cert, now())
             if isinstance(error, NoNodesMatch) and remaining > 0:
                 await self._set(
                     cert,
                     ConditionType.IN_PROGRESS,
                     CertificationReason.WAITING_FOR_NODES,
-                    waiting_message(cert["spec"].get("target"), remaining),
+                    sequencing.waiting_message(cert["spec"].get("target"), remaining),
                     statuses,
                 )
                 return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))
@@ -298,16 +236,8 @@ class CertificationController:
                 cert, ConditionType.FAILED, CertificationReason.WORKFLOW_FAILED, message, statuses
             )
             return None
-        holder = next(
-            (
-                i
-                for i, s in enumerate(statuses)
-                if i != index and (s.get("workflowRef") or {}).get("name") == name
-            ),
-            None,
-        )
+        holder = sequencing.holder_of(statuses, index, name)
         if holder is not None:
-            # Ours, but another category's: adopting it would report that category's result twice.
             other = statuses[holder]
             await self._set(
                 cert,
@@ -318,15 +248,10 @@ class CertificationController:
                 statuses,
             )
             return None
-        entry["status"] = IN_PROGRESS
-        entry["workflowRef"] = {"name": created.obj["metadata"]["name"], "namespace": namespace}
-        written = await self._set(
-            cert,
-            ConditionType.IN_PROGRESS,
-            CertificationReason.WORKFLOW_CREATED,
-            f"Created Workflow for category {key} ({index + 1} of {total})",
-            statuses,
+        statuses[index], transition = sequencing.started(
+            statuses, index, created.obj["metadata"]["name"], namespace
         )
+        written = await self._set(cert, *transition, statuses)
         if written is not None and not created.adopted:
             for event in render.events:
                 await self.ctx.recorder.emit(cert, event.type, event.reason, event.message)
@@ -334,17 +259,10 @@ class CertificationController:
 
     async def _validation_failure(self, cert: Obj, statuses: list[dict[str, Any]]) -> str | None:
         """The ``ValidationFailed`` message of the first failed category's Workflow that has one."""
-        for entry in statuses:
-            ref = entry.get("workflowRef") or {}
-            if entry.get("status") != FAILED or not ref.get("name"):
-                continue
-            workflow = await self._workflow(
-                ref.get("namespace") or cert["metadata"]["namespace"], ref["name"]
-            )
-            if workflow is not None and condition_true(workflow, ConditionType.VALIDATION_FAILED):
-                validation = condition_of(workflow, ConditionType.VALIDATION_FAILED) or {}
-                key = f"{entry.get('domain')}/{entry.get('variant')}"
-                return f"Category {key}: {validation.get('message') or 'performance validation failed'}"
+        for entry, namespace, name in sequencing.failed_workflows(cert, statuses):
+            validation = sequencing.validation_message(entry, await self._workflow(namespace, name))
+            if validation is not None:
+                return validation
         return None
 
     async def _workflow(self, namespace: str, name: str) -> Obj | None:
@@ -355,72 +273,20 @@ class CertificationController:
         return workflow
 
     async def _follow(self, cert: Obj, statuses: list[dict[str, Any]], index: int) -> Result | None:
-        entry = statuses[index]
-        key = f"{entry['domain']}/{entry['variant']}"
-        ref = entry["workflowRef"]
+        ref = statuses[index]["workflowRef"]
         workflow = await self._workflow(ref.get("namespace") or cert["metadata"]["namespace"], ref["name"])
-        if workflow is None:
-            entry["status"] = FAILED
-            await self._set(
-                cert,
-                ConditionType.IN_PROGRESS,
-                CertificationReason.WORKFLOW_RUNNING,
-                f"Workflow for category {key} not found",
-                statuses,
-            )
-            return IMMEDIATE
-        copy_node_refs(entry, workflow)
-        if condition_true(workflow, ConditionType.FAILED):
-            entry["status"] = FAILED
-            message = f"Workflow for category {key} failed, advancing to next category"
-        elif condition_true(workflow, ConditionType.SUCCEEDED):
-            entry["status"] = SUCCEEDED
-            message = f"Workflow for category {key} succeeded, advancing to next category"
-        elif not condition_true(workflow, ConditionType.IN_PROGRESS):
-            return REQUEUE  # not started yet: "Created Workflow ..." still says it all
-        else:
-            await self._set(
-                cert,
-                ConditionType.IN_PROGRESS,
-                CertificationReason.WORKFLOW_RUNNING,
-                "Certification in progress",
-                statuses,
-            )
+        followed = sequencing.follow(statuses[index], workflow)
+        if followed.transition is None:
             return REQUEUE
-        await self._set(
-            cert, ConditionType.IN_PROGRESS, CertificationReason.WORKFLOW_RUNNING, message, statuses
-        )
-        return IMMEDIATE
-
-    @staticmethod
-    def _age(cert: Obj) -> float:
-        created = cert["metadata"].get("creationTimestamp")
-        try:
-            start = parse_time(created) if isinstance(created, str) else created
-        except ValueError:
-            return 0.0
-        if not isinstance(start, datetime):
-            return 0.0
-        return (now() - start).total_seconds()
+        statuses[index] = followed.entry
+        await self._set(cert, *followed.transition, statuses)
+        return IMMEDIATE if followed.ended else REQUEUE
 
     # -- terminal: stale failures -------------------------------------------------------------
 
     async def _recover_stale_failure(self, cert: Obj) -> Result | None:
-        statuses = copy.deepcopy((cert.get("status") or {}).get("categoryStatuses") or [])
-        recovered = False
-        for entry in statuses:
-            ref = entry.get("workflowRef") or {}
-            if entry.get("status") != FAILED or not ref.get("name"):
-                continue
-            workflow = self.workflows.get(ref.get("namespace") or cert["metadata"]["namespace"], ref["name"])
-            if (
-                workflow is not None
-                and not workflow["metadata"].get("deletionTimestamp")
-                and not is_terminal(conditions_of(workflow))
-            ):
-                entry["status"] = IN_PROGRESS
-                recovered = True
-        if not recovered:
+        statuses = sequencing.recovered(cert, self.workflows.get)
+        if statuses is None:
             return None
         await self._set(
             cert,

@@ -1,0 +1,102 @@
+"""The Certification's sequencing: which category runs, what its Workflow's end makes of it, and
+the Certification's outcome (pure, no cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre.decide import certification as sequencing
+
+CERT = {"metadata": {"name": "c", "namespace": "ns"}}
+
+
+def workflow(*true: str, **status: Any) -> dict[str, Any]:
+    conditions = [{"type": t, "status": "True", "reason": "R", "message": f"{t} message"} for t in true]
+    return {"metadata": {"name": "wf"}, "status": {"conditions": conditions, **status}}
+
+
+def entry(status: str, **extra: Any) -> dict[str, Any]:
+    return {"domain": "network", "variant": "nccl", "status": status, **extra}
+
+
+def test_the_first_category_not_done_runs_next() -> None:
+    statuses = [entry("Succeeded"), entry("Failed"), entry("Pending"), entry("Pending")]
+    assert sequencing.current(statuses) == 2
+    assert sequencing.current(statuses[:2]) is None
+    assert not sequencing.following(entry("InProgress"))
+    assert sequencing.following(entry("InProgress", workflowRef={"name": "wf"}))
+
+
+def test_the_outcome_fails_with_any_failed_category() -> None:
+    assert sequencing.outcome([entry("Succeeded")], None).cond_type == "Succeeded"
+    failed = sequencing.outcome([entry("Succeeded"), entry("Failed")], None)
+    assert (failed.cond_type, failed.reason) == ("Failed", "WorkflowFailed")
+    assert (
+        sequencing.outcome([entry("Failed")], "Category network/nccl: slow").reason
+        == "WorkflowValidationFailed"
+    )
+
+
+def test_following_copies_the_workflows_end_and_node_refs() -> None:
+    ref = {"name": "wf-succeeded"}
+    done = sequencing.follow(entry("InProgress"), workflow("Succeeded", succeededNodesRef=ref))
+    assert done.entry["status"] == "Succeeded" and done.entry["succeededNodesRef"] == ref and done.ended
+    assert done.transition == (
+        "InProgress",
+        "WorkflowRunning",
+        "Workflow for category network/nccl succeeded, advancing to next category",
+    )
+    gone = sequencing.follow(entry("InProgress"), None)
+    assert gone.entry["status"] == "Failed" and gone.ended
+    assert (
+        gone.transition is not None
+        and gone.transition.message == "Workflow for category network/nccl not found"
+    )
+    running = sequencing.follow(entry("InProgress"), workflow("InProgress"))
+    assert (running.entry["status"], running.ended) == ("InProgress", False)
+    assert sequencing.follow(entry("InProgress"), workflow()).transition is None  # not started yet
+
+
+def test_a_started_category_names_its_workflow() -> None:
+    statuses = [entry("Succeeded"), entry("Pending")]
+    started, transition = sequencing.started(statuses, 1, "wf-2", "ns")
+    assert started["workflowRef"] == {"name": "wf-2", "namespace": "ns"} and started["status"] == "InProgress"
+    assert transition.message == "Created Workflow for category network/nccl (2 of 2)"
+    assert statuses[1]["status"] == "Pending"  # the caller's list is left as it was
+    assert (
+        sequencing.holder_of([entry("Failed", workflowRef={"name": "wf-2"}), entry("Pending")], 1, "wf-2")
+        == 0
+    )
+
+
+def test_the_first_validation_failure_names_its_category() -> None:
+    statuses = [
+        entry("Failed", workflowRef={"name": "a"}),
+        entry("Failed", workflowRef={"name": "b", "namespace": "x"}),
+    ]
+    assert [(ns, name) for _, ns, name in sequencing.failed_workflows(CERT, statuses)] == [
+        ("ns", "a"),
+        ("x", "b"),
+    ]
+    assert sequencing.validation_message(statuses[0], workflow("Failed")) is None
+    assert (
+        sequencing.validation_message(statuses[1], workflow("Failed", "ValidationFailed"))
+        == "Category network/nccl: ValidationFailed message"
+    )
+
+
+def test_a_stale_failure_whose_workflow_still_runs_is_recovered() -> None:
+    cert = {
+        **CERT,
+        "status": {
+            "categoryStatuses": [
+                entry("Failed", workflowRef={"name": "running"}),
+                entry("Failed", workflowRef={"name": "ended"}),
+            ]
+        },
+    }
+    found = {"running": workflow("InProgress"), "ended": workflow("Failed")}
+    recovered = sequencing.recovered(cert, lambda _ns, name: found.get(name))
+    assert recovered is not None and [e["status"] for e in recovered] == ["InProgress", "Failed"]
+    assert cert["status"]["categoryStatuses"][0]["status"] == "Failed"
+    assert sequencing.recovered(cert, lambda _ns, _name: None) is None
