@@ -1,4 +1,5 @@
-"""Partitioning nodes into groups (simple with overflow, topology packing, strict domains)."""
+"""Partitioning nodes into groups (simple with overflow, topology packing, strict domains), and
+the groups of a Workflow's run as its status records them."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import math
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from nvcre.orchestration.capacity import Exclusions
+from nvcre.orchestration.discovery import labels_of, name_of
+from nvcre.workload import trainjob
 
 
 class PartitionError(ValueError):
-    pass
+    """The nodes cannot be grouped: the Workflow fails with ``PartitionError`` and this message."""
 
 
 class Group(NamedTuple):
@@ -152,4 +157,52 @@ def _topology(names: list[str], domain_of: Mapping[str, str], npj: int, strict: 
             if any(pools[domain]):
                 heapq.heappush(order, key(domain))
         groups.append(_group(f"group-{len(groups)}-overflow", taken, domain_of, overflow=True))
+    return groups
+
+
+def group_size(job_spec: Mapping[str, Any], available: int, exclusions: Exclusions) -> int:
+    """The nodes each Job runs on, as its workload asks (all ``available`` ones when it asks for
+    none)."""
+    try:
+        npj = trainjob.nodes_required(trainjob.trainjob_spec(job_spec))
+    except trainjob.AdapterError as error:
+        prefix = (
+            "Failed to detect nodesPerJob"
+            if "NumNodes" in str(error)
+            else "Failed to determine workload adapter"
+        )
+        raise PartitionError(f"{prefix}: {error}") from error
+    if npj < 1:
+        npj = available
+    if npj > available:
+        raise PartitionError(exclusions.not_enough_nodes(npj, available))
+    return npj
+
+
+def run_groups(
+    nodes: Sequence[Mapping[str, Any]], npj: int, placement: str, topology: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The run's groups as ``status.orchestration.groups`` records them: one node-less group when
+    ``Unpinned`` (the scheduler places its Job), else the partition of ``nodes``."""
+    if placement == "Unpinned":
+        return [{"name": "group-0", "nodes": [], "phase": "Pending"}]
+    try:
+        parts = partition(
+            {name_of(n): labels_of(n) for n in nodes},
+            npj,
+            topology.get("topologyKey"),
+            bool(topology.get("strictDomain")),
+        )
+    except PartitionError as error:
+        raise PartitionError(f"Failed to partition nodes: {error}") from error
+    groups = []
+    for part in parts:
+        group: dict[str, Any] = {"name": part.name, "nodes": list(part.nodes), "phase": "Pending"}
+        if part.domains and topology.get("topologyKey"):
+            group["domains"] = list(part.domains)
+        if part.overflow:
+            group["overflow"] = True
+        if part.domain_node_counts:
+            group["domainNodeCounts"] = dict(part.domain_node_counts)
+        groups.append(group)
     return groups

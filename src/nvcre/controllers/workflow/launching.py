@@ -4,19 +4,14 @@ with its Job-scoped dependency copies."""
 from __future__ import annotations
 
 import asyncio
-import copy
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import (
     API_VERSION,
-    MANAGED_BY_VALUE,
-    Annotation,
     ConditionType,
     Default,
-    Finalizer,
     Kind,
     Label,
-    TrainerKind,
     WorkflowReason,
 )
 from nvcre.controllers import resources
@@ -35,32 +30,18 @@ from nvcre.controllers.workflow.dependencies import (
 )
 from nvcre.controllers.workflow.partitioning import Failure
 from nvcre.controllers.workflow.state import WorkflowState, timestamp
-from nvcre.naming import dependency_copy_suffix, job_name, uses_single_job_name
+from nvcre.naming import dependency_copy_suffix, job_name
 from nvcre.objects import Obj
-from nvcre.orchestration import diagnose
+from nvcre.orchestration import launch as launch_rules
 from nvcre.orchestration.dependencies import JobScopedCopies, job_scoped_copies
-from nvcre.orchestration.discovery import cordoned_opt_in
-from nvcre.orchestration.expected import expected_performance
-from nvcre.orchestration.placement import node_affinity, tolerations
 from nvcre.orchestration.waves import groups_to_launch
 from nvcre.render.workflow import ResolvedWorkflow
 from nvcre.runtime.controller import Result
-from nvcre.workload import trainjob
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 LAUNCHES_IN_FLIGHT = 16
 """Groups of a wave whose Job (and copies) are being created at once."""
 _COMPUTE_DOMAIN = "ComputeDomain"
-
-
-def _single(state: WorkflowState) -> bool:
-    """A lone group's Job is ``<wf>-job``; an isolation round's groups are never alone: the
-    name is taken by the Job they re-test."""
-    return not state.isolating and uses_single_job_name(
-        int(state.orchestration.get("totalGroups") or 0),
-        state.iterations,
-        diagnose=bool(state.orchestration.get("diagnose")),
-    )
 
 
 def job_scoped_refs(state: WorkflowState, group: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,102 +69,11 @@ class _GroupView:
         self.nodes = list(group.get("nodes") or ())
 
 
-def _job_spec(state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any]) -> dict[str, Any]:
-    template = resolved.spec["jobTemplate"]
-    spec: dict[str, Any] = copy.deepcopy(template["spec"])
-    performance = ((resolved.spec.get("validation") or {}).get("performance")) or {}
-    thresholds = (performance.get("thresholds") or {}).get("thresholds")
-    if thresholds:
-        spec["thresholds"] = dict(thresholds)
-    if performance.get("measurementTimeout"):
-        spec["measurementTimeout"] = performance["measurementTimeout"]
-    orchestration = resolved.spec.get("orchestration") or {}
-    target = orchestration.get("target")
-    if not spec.get("nodeHealthMonitor"):
-        spec["nodeHealthMonitor"] = {"cel": {"expression": Default.NODE_HEALTH_EXPRESSION}}
-    if cordoned_opt_in(target):
-        spec.pop("nodeHealthMonitor", None)
-    pinned = state.orchestration.get("placement", "Pinned") != "Unpinned"
-    workload = spec["workload"]["trainJob"]
-    affinity = node_affinity(
-        target,
-        group_nodes=group["nodes"] if pinned else None,
-        products=state.orchestration.get("gpuProducts") or (),
-    )
-    spec["workload"]["trainJob"] = trainjob.place(
-        workload,
-        affinity=affinity,
-        tolerations=tolerations(target, has_launcher=trainjob.has_launcher(workload)),
-        num_nodes=len(group["nodes"]) if pinned else int(state.orchestration.get("nodesPerJob") or 1),
-    )
-    if diagnose.no_nvl_group(group["name"]):
-        spec = diagnose.without_mnnvl(spec)
-    expected = expected_performance(
-        float(performance.get("expectedFloorFraction") or 0),
-        spec,
-        group,
-        gpu_architecture=str(state.orchestration.get("detectedGPUArchitecture") or ""),
-        platform=str(state.orchestration.get("detectedPlatform") or ""),
-        variant=(state.workflow["metadata"].get("labels") or {}).get(Label.CATEGORY_VARIANT),
-        mnnvl=diagnose.mnnvl_enabled(spec["workload"]),
-    )
-    if expected is not None:
-        spec["expectedPerformance"] = expected
-    return spec
-
-
-def _runtime_copy(copies: JobScopedCopies) -> str | None:
-    """The Job-scoped TrainingRuntime copy the Job's workload names, if it names one."""
-    ref = ((copies.job_spec.get("workload") or {}).get("trainJob") or {}).get("runtimeRef") or {}
-    names = {
-        (c.get("metadata") or {}).get("name")
-        for c in copies.objects
-        if c.get("kind") == TrainerKind.TRAINING_RUNTIME
-    }
-    return (
-        str(ref["name"])
-        if ref.get("kind") == TrainerKind.TRAINING_RUNTIME and ref.get("name") in names
-        else None
-    )
-
-
-def _job_body(
-    state: WorkflowState,
-    resolved: ResolvedWorkflow,
-    group: dict[str, Any],
-    name: str,
-    copies: JobScopedCopies,
-) -> dict[str, Any]:
-    template_meta = (resolved.spec["jobTemplate"].get("metadata")) or {}
-    runtime = _runtime_copy(copies)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": Kind.JOB,
-        "metadata": {
-            "name": name,
-            "labels": {
-                **(template_meta.get("labels") or {}),
-                Label.MANAGED_BY: MANAGED_BY_VALUE,
-                Label.WORKFLOW: state.name,
-                Label.GROUP: group["name"],
-            },
-            "annotations": {
-                **(template_meta.get("annotations") or {}),
-                Annotation.GROUP_NODES: ",".join(group["nodes"]),
-                **({Annotation.RUNTIME_COPY: runtime} if runtime else {}),
-            },
-            # The Job controller's own finalizer, set in the create: no write to add it after.
-            "finalizers": [Finalizer.JOB],
-        },
-        "spec": copies.job_spec,
-    }
-
-
 async def _create_job_for_group(
     state: WorkflowState, resolved: ResolvedWorkflow, group: dict[str, Any]
 ) -> None:
     iteration = int(state.orchestration.get("currentIteration") or 1)
-    single = _single(state)
+    single = launch_rules.single(state.orchestration, state.iterations, isolating=state.isolating)
     name = job_name(state.name, group["name"], iteration, single=single)
     client = state.ctx.client
     if group.get("retries"):
@@ -192,15 +82,15 @@ async def _create_job_for_group(
         previous = await get_live(client, resources.Job, name, state.namespace)
         if previous is not None and previous["metadata"].get("deletionTimestamp"):
             raise DependencyNotReady(name)
+    variant = (state.workflow["metadata"].get("labels") or {}).get(Label.CATEGORY_VARIANT)
     copies = job_scoped_copies(
         resolved.spec.get("dependencies") or [],
-        _job_spec(state, resolved, group),
+        launch_rules.job_spec(resolved.spec, state.orchestration, group, variant),
         dependency_copy_suffix(state.name, group["name"], iteration, single=single),
     )
+    body = launch_rules.job_body(resolved.spec, state.name, group, name, copies)
     try:
-        created = await create_controlled(
-            client, resources.Job, _job_body(state, resolved, group, name, copies), state.workflow
-        )
+        created = await create_controlled(client, resources.Job, body, state.workflow)
     except HolderTerminating as error:
         raise DependencyNotReady(name) from error
     except NameTaken as error:

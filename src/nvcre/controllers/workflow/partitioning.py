@@ -10,14 +10,13 @@ from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.dependencies import DependencyScopeError
 from nvcre.orchestration.discovery import discover, labels_of, name_of
-from nvcre.orchestration.partition import PartitionError, partition
+from nvcre.orchestration.partition import PartitionError, group_size, run_groups
 from nvcre.orchestration.placement import PlacementError, check_placement
 from nvcre.platform.detect import HeterogeneousPlatformError, detect_platform
 from nvcre.render.gang import GangSchedulingConflict
 from nvcre.render.overrides import OverrideError
 from nvcre.render.workflow import ResolvedWorkflow, resolve_workflow
 from nvcre.runtime.controller import Result
-from nvcre.workload import trainjob
 
 
 class Failure(Exception):
@@ -50,51 +49,6 @@ def resolve(state: WorkflowState, nodes: list[dict[str, Any]], *, cached: bool) 
         ) from error
     except (OverrideError, ValueError) as error:
         raise Failure(WorkflowReason.OVERRIDE_ERROR, f"Failed to apply overrides: {error}") from error
-
-
-def _nodes_per_job(resolved: ResolvedWorkflow, available: int, exclusions: Exclusions) -> int:
-    workload = (resolved.spec.get("jobTemplate") or {}).get("spec") or {}
-    try:
-        npj = trainjob.nodes_required(trainjob.trainjob_spec(workload))
-    except trainjob.AdapterError as error:
-        prefix = (
-            "Failed to detect nodesPerJob"
-            if "NumNodes" in str(error)
-            else "Failed to determine workload adapter"
-        )
-        raise Failure(WorkflowReason.PARTITION_ERROR, f"{prefix}: {error}") from error
-    if npj < 1:
-        npj = available
-    if npj > available:
-        raise Failure(WorkflowReason.PARTITION_ERROR, exclusions.not_enough_nodes(npj, available))
-    return npj
-
-
-def _partition(
-    nodes: list[dict[str, Any]], npj: int, placement: str, topology: dict[str, Any]
-) -> list[dict[str, Any]]:
-    if placement == "Unpinned":
-        return [{"name": "group-0", "nodes": [], "phase": "Pending"}]
-    try:
-        parts = partition(
-            {name_of(n): labels_of(n) for n in nodes},
-            npj,
-            topology.get("topologyKey"),
-            bool(topology.get("strictDomain")),
-        )
-    except PartitionError as error:
-        raise Failure(WorkflowReason.PARTITION_ERROR, f"Failed to partition nodes: {error}") from error
-    groups = []
-    for part in parts:
-        group: dict[str, Any] = {"name": part.name, "nodes": list(part.nodes), "phase": "Pending"}
-        if part.domains and topology.get("topologyKey"):
-            group["domains"] = list(part.domains)
-        if part.overflow:
-            group["overflow"] = True
-        if part.domain_node_counts:
-            group["domainNodeCounts"] = dict(part.domain_node_counts)
-        groups.append(group)
-    return groups
 
 
 async def discover_and_partition(state: WorkflowState) -> Result:
@@ -160,8 +114,12 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         groups = first_round(state, nodes, resolved.spec)
         npj = len(groups[0]["nodes"])
     else:
-        npj = _nodes_per_job(resolved, len(nodes), exclusions)
-        groups = _partition(nodes, npj, placement, topology)
+        job_spec = (resolved.spec.get("jobTemplate") or {}).get("spec") or {}
+        try:
+            npj = group_size(job_spec, len(nodes), exclusions)
+            groups = run_groups(nodes, npj, placement, topology)
+        except PartitionError as error:
+            raise Failure(WorkflowReason.PARTITION_ERROR, str(error)) from error
     orchestration.update(
         totalNodes=len(nodes),
         nodesPerJob=npj,
