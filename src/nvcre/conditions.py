@@ -30,6 +30,7 @@ __all__ = [
     "active",
     "condition_of",
     "condition_true",
+    "ended",
     "event_for_transition",
     "find",
     "from_status",
@@ -69,6 +70,16 @@ def condition_true(obj: Mapping[str, Any], cond_type: str) -> bool:
     """The plain object's condition of that type is ``True``."""
     c = condition_of(obj, cond_type)
     return c is not None and c.get("status") == ConditionStatus.TRUE
+
+
+def ended(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(``Succeeded`` or ``Failed``, when it became True) of a plain object whose terminal
+    condition is True (an empty time when the condition has none), else ``None``."""
+    for cond_type in TERMINAL_CONDITION_TYPES:
+        c = condition_of(obj, cond_type)
+        if c is not None and c.get("status") == ConditionStatus.TRUE:
+            return cond_type, str(c.get("lastTransitionTime") or "")
+    return None
 
 
 def from_status(status: Mapping[str, Any]) -> list[Condition]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from nvcre.api.v1alpha1.constants import Label
+from nvcre.api.v1alpha1.constants import ConditionType, Label
 from nvcre.cli import connection
 from nvcre.cli.common import UserError
 from nvcre.durations import format_duration, parse_duration
@@ -570,7 +570,7 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
             f"{duration_text(request.timeout)} (ran for {progress.elapsed_text(outcome.elapsed)})"
         )
     snapshot = outcome.snapshot
-    if snapshot is not None and snapshot.phase == "Failed":
+    if snapshot is not None and snapshot.phase == ConditionType.FAILED:
         if kind.name == "WorkloadRun":
             raise UserError(f"WorkloadRun failed: {snapshot.message}")
         raise UserError("certification failed")

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from nvcre.api.v1alpha1.constants import TERMINAL_CONDITION_TYPES
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, output_option, user_errors
 from nvcre.conditions import PENDING, run_state
@@ -124,7 +125,7 @@ def certification_table(
     lines: list[tuple[str, ...]] = [(("NAMESPACE",) if all_namespaces else ()) + header]
     for summary in summaries:
         categories = summary["categories"]
-        done = sum(c["status"] in ("Succeeded", "Failed") for c in categories)
+        done = sum(c["status"] in TERMINAL_CONDITION_TYPES for c in categories)
         cells = (
             str(summary["name"]),
             f"{done}/{len(categories)}",

@@ -9,9 +9,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, Default, Label
+from nvcre.api.v1alpha1.constants import ConditionType, Default, Label
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.conditions import condition_of, condition_true
+from nvcre.conditions import condition_true, ended
 from nvcre.controllers import indexes, podlogs, resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.goodput import metrics, reading
@@ -39,12 +39,11 @@ STARTED_PHASES = frozenset({"Running", "Succeeded", "Failed"})
 
 def job_outcome(job: Obj) -> tuple[Outcome, datetime] | None:
     """The Job's terminal condition and its time (the anchor of the terminal freeze)."""
-    for cond_type in (ConditionType.SUCCEEDED, ConditionType.FAILED):
-        cond = condition_of(job, cond_type)
-        if cond is not None and cond.get("status") == ConditionStatus.TRUE:
-            when = cond.get("lastTransitionTime")
-            return cond_type, parse_time(when) if when else now()
-    return None
+    outcome = ended(job)
+    if outcome is None:
+        return None
+    kind, when = outcome
+    return kind, parse_time(when) if when else now()  # type: ignore[return-value]
 
 
 class GoodputController:

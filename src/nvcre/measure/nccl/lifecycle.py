@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import (
-    TERMINAL_CONDITION_TYPES,
     ConditionStatus,
     ConditionType,
     Default,
@@ -21,8 +20,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import ConditionStatusValue, format_time, parse_time
 from nvcre.conditions import (
-    condition_of,
-    condition_true,
+    ended,
     find,
     from_status,
     set_condition,
@@ -86,10 +84,8 @@ def stored_results(status: Status) -> list[SizeResult]:
 
 def job_outcome(job: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(``Succeeded`` | ``Failed`` | None while it runs, when that condition became True)."""
-    for outcome in TERMINAL_CONDITION_TYPES:
-        if condition_true(job, outcome):
-            return outcome, (condition_of(job, outcome) or {}).get("lastTransitionTime")
-    return None, None
+    outcome = ended(job)
+    return (outcome[0], outcome[1] or None) if outcome else (None, None)
 
 
 def pending_since(bm: Mapping[str, Any]) -> datetime | None:
