@@ -14,10 +14,11 @@ from lightkube import Client
 
 from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name
-from nvcre.testing.builders import Certification, category, pool_nodes, pool_spec
+from nvcre.testing.builders import Certification, category, new_pool, pool_nodes, pool_spec
 from nvcre.testing.inspect import (
     config_map_payload,
     failed_nodes_record,
+    finish_job,
     get,
     jobs_of,
     trainjob_of,
@@ -101,13 +102,7 @@ def judged(kube: Client, namespace: str, name: str) -> dict[str, Any]:
 
 
 def finish(kube: Client, namespace: str, job: str) -> None:
-    finish_trainjob(
-        kube,
-        namespace,
-        trainjob_of(kube, namespace, job)["metadata"]["name"],
-        succeeded=True,
-        measurements=False,  # this test writes them
-    )
+    finish_job(kube, namespace, job, measurements=False)  # this test writes them
 
 
 def failed_entries(kube: Client, namespace: str, wf: dict[str, Any]) -> list[dict[str, str]]:
@@ -155,8 +150,7 @@ def test_a_violated_threshold_fails_the_succeeded_job_its_group_and_the_workflow
 def test_a_met_threshold_passes_at_its_boundary(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     job_spec = {**BANDWIDTH, "thresholds": {"busBandwidthGBps": "value >= 487.7"}}
     kube.create(resources.Workflow.from_dict(workflow("boundary", namespace, pool, 1, job_spec=job_spec)))
     finish(kube, namespace, "boundary-job")
@@ -176,8 +170,7 @@ def test_with_no_thresholds_a_slow_group_fails_as_a_bandwidth_outlier(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     """Three one-node groups; the one at 30% of its peers fails, the others pass."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 3, pool)
+    pool, nodes = new_pool(gpu_nodes, 3)
     kube.create(resources.Workflow.from_dict(workflow("fleet", namespace, pool, 1, job_spec=BANDWIDTH)))
     wait_for(lambda: len(jobs_of(kube, namespace, "fleet")) == 3, 30, what="three Jobs")
     jobs = jobs_of(kube, namespace, "fleet")
@@ -216,8 +209,7 @@ def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
     a node of a passing pair, and each re-test is judged against the iteration's pairs and the
     other re-test. The slow node's re-test is an outlier again; its partner's is not: it is
     cleared, and the slow node is the only one named, with its re-test's value and partner."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 6, pool)
+    pool, nodes = new_pool(gpu_nodes, 6)
     kube.create(resources.Workflow.from_dict(workflow("outl", namespace, pool, 2, job_spec=BANDWIDTH)))
     wait_for(lambda: len(jobs_of(kube, namespace, "outl")) == 3, 60, what="three Jobs")
     groups = get(kube, resources.Workflow, "outl", namespace)["status"]["orchestration"]["groups"]
@@ -268,8 +260,7 @@ def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
 def test_outlier_fraction_zero_turns_the_rule_off(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 3, pool)
+    pool, _ = new_pool(gpu_nodes, 3)
     spec = workflow("lenient", namespace, pool, 1, job_spec=BANDWIDTH)
     spec["spec"]["validation"] = {"performance": {"outlierFraction": 0}}
     kube.create(resources.Workflow.from_dict(spec))
@@ -287,8 +278,7 @@ def test_a_retried_group_is_judged_on_its_own_measurement(
 ) -> None:
     """The retry reuses the Job's name; the first attempt's measurement (same name, owned by the
     Workflow) is replaced by one for the new Job, which its verdict reads."""
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     job_spec = {
         **BANDWIDTH,
         "goodputMeasurement": {"logProfileRef": "megatron-training"},
@@ -329,8 +319,7 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
     """The catalog's AWS EFA entry expects `AWS Libfabric`; a final measurement that names no
     transport fails the Job (before its met threshold is even looked at), its Workflow and the
     Certification, with ValidationFailed at every tier."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 2, pool, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    pool, nodes = new_pool(gpu_nodes, 2, platform="aws", product="NVIDIA-H100-80GB-HBM3")
     all_reduce = category("communication", "nccl-all-reduce", thresholds={"busBandwidthGBps": "value >= 400"})
     cert = (
         Certification("slowcert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
@@ -375,8 +364,7 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
 def test_a_slow_training_group_fails_as_a_step_time_outlier(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 3, pool)
+    pool, nodes = new_pool(gpu_nodes, 3)
     job_spec = {"goodputMeasurement": {"logProfileRef": "megatron-training"}}
     kube.create(resources.Workflow.from_dict(workflow("train", namespace, pool, 1, job_spec=job_spec)))
     wait_for(lambda: len(jobs_of(kube, namespace, "train")) == 3, 30, what="three Jobs")

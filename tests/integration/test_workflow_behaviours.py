@@ -16,10 +16,11 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from nvcre.controllers import resources
-from nvcre.testing.builders import job_overlay, pool_nodes, runtime_overlay, runtime_patch
+from nvcre.testing.builders import job_overlay, new_pool, override, pool_nodes, runtime_overlay, runtime_patch
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (
     events_for,
+    finish_job,
     get,
     group_phases,
     jobs_of,
@@ -44,12 +45,6 @@ def groups(kube: Client, namespace: str, name: str) -> list[dict[str, Any]]:
     )
 
 
-def finish(kube: Client, namespace: str, job: str, *, succeeded: bool = True) -> None:
-    finish_trainjob(
-        kube, namespace, trainjob_of(kube, namespace, job)["metadata"]["name"], succeeded=succeeded
-    )
-
-
 def wait_phase(kube: Client, namespace: str, wf: str, group: str, phase: str) -> None:
     """Wait until the Workflow's status records ``group`` in ``phase``: the controller took it in."""
     wait_for(
@@ -65,8 +60,7 @@ DONE = ("Succeeded", "Failed")
 def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 5, pool)
+    pool, nodes = new_pool(gpu_nodes, 5)
     recording = history(resources.Workflow, "ovf", namespace)
     kube.create(resources.Workflow.from_dict(workflow("ovf", namespace, pool, 2)))
     found = groups(kube, namespace, "ovf")
@@ -80,16 +74,16 @@ def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
         30,
         what="the first wave",
     )
-    finish(kube, namespace, "ovf-group-0-iter-1")
+    finish_job(kube, namespace, "ovf-group-0-iter-1")
     wait_phase(kube, namespace, "ovf", "group-0", "Succeeded")
     assert "ovf-group-2-overflow-iter-1" not in jobs_of(kube, namespace, "ovf")
-    finish(kube, namespace, "ovf-group-1-iter-1")
+    finish_job(kube, namespace, "ovf-group-1-iter-1")
     wait_for(
         lambda: "ovf-group-2-overflow-iter-1" in jobs_of(kube, namespace, "ovf"),
         30,
         what="the overflow Job",
     )
-    finish(kube, namespace, "ovf-group-2-overflow-iter-1")
+    finish_job(kube, namespace, "ovf-group-2-overflow-iter-1")
     assert (
         true_condition(wait_true(kube, resources.Workflow, "ovf", namespace, "Succeeded"))[1]
         == "JobCompleted"
@@ -105,8 +99,7 @@ def test_overflow_group_waits_for_the_group_it_shares_a_node_with(
 def test_max_concurrent_runs_waves(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 12, pool)
+    pool, _ = new_pool(gpu_nodes, 12)
     recording = history(resources.Workflow, "waves", namespace)
     kube.create(
         resources.Workflow.from_dict(
@@ -115,10 +108,10 @@ def test_max_concurrent_runs_waves(
     )
     wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 2, 30, what="the first wave of 2")
     assert sorted(jobs_of(kube, namespace, "waves")) == ["waves-group-0-iter-1", "waves-group-1-iter-1"]
-    finish(kube, namespace, "waves-group-0-iter-1")
+    finish_job(kube, namespace, "waves-group-0-iter-1")
     wait_phase(kube, namespace, "waves", "group-0", "Succeeded")
     assert len(jobs_of(kube, namespace, "waves")) == 2
-    finish(kube, namespace, "waves-group-1-iter-1")
+    finish_job(kube, namespace, "waves-group-1-iter-1")
     wait_for(lambda: len(jobs_of(kube, namespace, "waves")) == 4, 30, what="the second wave")
     assert {"waves-group-2-iter-1", "waves-group-3-iter-1"} <= set(jobs_of(kube, namespace, "waves"))
     wait_phase(kube, namespace, "waves", "group-3", "Running")
@@ -185,8 +178,7 @@ def test_discovery_filters_and_exclusions(kube: Client, namespace: str, gpu_node
 def test_node_names_intersect_the_selector(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 3, pool)
+    pool, nodes = new_pool(gpu_nodes, 3)
     target = {"nodeSelector": {POOL_LABEL: pool}, "nodeNames": [nodes[0], nodes[2], "not-in-pool"]}
     kube.create(
         resources.Workflow.from_dict(workflow("names", namespace, pool, 0, orchestration={"target": target}))
@@ -201,8 +193,7 @@ def test_discovery_failures(kube: Client, namespace: str, gpu_nodes: Any, manage
         "NodeDiscoveryError",
         "No target nodes found matching orchestration target",
     )
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 3, pool)
+    pool, _ = new_pool(gpu_nodes, 3)
     kube.create(resources.Workflow.from_dict(workflow("short", namespace, pool, 4)))
     assert true_condition(wait_true(kube, resources.Workflow, "short", namespace, "Failed")) == (
         "Failed",
@@ -215,8 +206,7 @@ def test_discovery_failures(kube: Client, namespace: str, gpu_nodes: Any, manage
 def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool, taints=[Taint(key="dedicated", value="burn-in", effect="NoSchedule")])
+    pool, _ = new_pool(gpu_nodes, 1, taints=[Taint(key="dedicated", value="burn-in", effect="NoSchedule")])
     target = {
         "nodeSelector": {POOL_LABEL: pool},
         "taintSelectors": [{"key": "dedicated", "value": "burn-in", "effect": "NoSchedule"}],
@@ -244,8 +234,7 @@ def test_taint_selectors_become_tolerations_and_mpi_tolerates_everything(
 
 
 def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 4, pool)
+    pool, _ = new_pool(gpu_nodes, 4)
     script = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -294,7 +283,7 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
         "scope": "workflow",
     }
     assert {r["scope"] for r in refs[1:]} == {"job"}
-    finish(kube, namespace, "deps-group-0-iter-1")
+    finish_job(kube, namespace, "deps-group-0-iter-1")
     wait_for(
         lambda: (
             copies["deps-group-0-iter-1"]
@@ -306,14 +295,13 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
     assert kube.get(ConfigMap, "train-script", namespace=namespace), (
         "workflow-scoped dependencies outlive groups"
     )
-    finish(kube, namespace, "deps-group-1-iter-1")
+    finish_job(kube, namespace, "deps-group-1-iter-1")
     wait_true(kube, resources.Workflow, "deps", namespace, "Succeeded")
     assert kube.get(ConfigMap, "train-script", namespace=namespace), "and the Workflow's completion"
 
 
 def test_ordered_teardown(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 2, pool)
+    pool, _ = new_pool(gpu_nodes, 2)
     script = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "data"}, "data": {"a": "b"}}
     kube.create(resources.Workflow.from_dict(workflow("bye", namespace, pool, 2, dependencies=[script])))
     trainjob_of(kube, namespace, "bye-job")
@@ -342,8 +330,7 @@ def test_ordered_teardown(kube: Client, namespace: str, gpu_nodes: Any, manager:
 def test_timeout_fails_the_job_and_is_never_retried(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     execution = {"timeoutPerJob": "3s", "retryFailedGroups": 2}
     kube.create(
         resources.Workflow.from_dict(
@@ -383,8 +370,7 @@ def timed_out_beside(kube: Client, namespace: str, wf: str, held: str, running: 
 def test_a_suspended_workload_never_times_out(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 2, pool)
+    pool, _ = new_pool(gpu_nodes, 2)
     doc = workflow("queued", namespace, pool, 1, orchestration={"execution": {"timeoutPerJob": "3s"}})
     doc["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["suspend"] = True
     kube.create(resources.Workflow.from_dict(doc))
@@ -417,14 +403,13 @@ def test_a_suspended_workload_never_times_out(
 
 
 def test_iterations_keep_history(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     kube.create(
         resources.Workflow.from_dict(workflow("iter", namespace, pool, 1, orchestration={"iterations": 2}))
     )
-    finish(kube, namespace, "iter-group-0-iter-1")
+    finish_job(kube, namespace, "iter-group-0-iter-1")
     wait_for(lambda: "iter-group-0-iter-2" in jobs_of(kube, namespace, "iter"), 30, what="iteration 2")
-    finish(kube, namespace, "iter-group-0-iter-2")
+    finish_job(kube, namespace, "iter-group-0-iter-2")
     wf = wait_true(kube, resources.Workflow, "iter", namespace, "Succeeded")
     assert true_condition(wf)[2] == "All 2 iterations completed successfully"
     history = wf["status"]["orchestration"]["iterationHistory"]
@@ -439,28 +424,26 @@ def test_iterations_keep_history(kube: Client, namespace: str, gpu_nodes: Any, m
 def test_platform_override_applies_and_is_recorded(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool, platform="aws")
+    pool, _ = new_pool(gpu_nodes, 1, platform="aws")
     overrides = [
-        {
-            "when": {"platform": {"equals": "gcp"}},
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["gcp"]}}}}},
-        },
-        {
-            "when": {"platform": {"equals": "aws"}},
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"args": ["aws"]}}}}},
-        },
-        {
-            "when": {},
-            "dependencies": [
+        override(
+            {"platform": {"equals": "gcp"}},
+            job_template={"spec": {"workload": {"trainJob": {"trainer": {"args": ["gcp"]}}}}},
+        ),
+        override(
+            {"platform": {"equals": "aws"}},
+            job_template={"spec": {"workload": {"trainJob": {"trainer": {"args": ["aws"]}}}}},
+        ),
+        override(
+            dependencies=[
                 runtime_overlay(
                     "ovr-rt",
                     job_overlay(
                         "node", containers=[{"name": "node", "securityContext": {"privileged": True}}]
                     ),
                 )
-            ],
-        },
+            ]
+        ),
     ]
     kube.create(resources.Workflow.from_dict(workflow("ovr", namespace, pool, 1, overrides=overrides)))
     trainjob = trainjob_of(kube, namespace, "ovr-job")
@@ -485,8 +468,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
 ) -> None:
     # Kept here: tests/sandbox/test_goodput.py shows one restart from a real checkpoint; this
     # walks every restart until maxRestarts runs out, writing the checkpoint step and playing Trainer.
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     pvc = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -555,8 +537,7 @@ def test_checkpointed_workload_restarts_until_its_restarts_run_out(
 def test_checkpoint_without_its_pvc_fails_before_anything_runs(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    pool_nodes(gpu_nodes, 1, pool)
+    pool, _ = new_pool(gpu_nodes, 1)
     kube.create(
         resources.Workflow.from_dict(
             workflow("nopvc", namespace, pool, 1, job_spec={"checkpoint": {"pvcName": "ckpt"}})

@@ -13,10 +13,11 @@ from lightkube import Client
 
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers import resources
-from nvcre.testing.builders import pool_nodes
+from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
+    finish_job,
     get,
     jobs_of,
     own_patch,
@@ -25,7 +26,7 @@ from nvcre.testing.inspect import (
     wait_true,
 )
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import workflow
 
 
 def hostnames(pod_template: dict[str, Any]) -> list[str]:
@@ -37,8 +38,7 @@ def hostnames(pod_template: dict[str, Any]) -> list[str]:
 
 def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """12 nodes, numNodes 2: six groups in name order, six pinned Jobs, success recorded per node."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 12, pool)
+    pool, nodes = new_pool(gpu_nodes, 12)
     kube.create(resources.Workflow.from_dict(workflow("nccl", namespace, pool, 2)))
 
     wf = wait_true(kube, resources.Workflow, "nccl", namespace, "InProgress")
@@ -85,9 +85,7 @@ def test_partition_pin_and_succeed(kube: Client, namespace: str, gpu_nodes: Any,
     )
 
     for name in jobs:
-        finish_trainjob(
-            kube, namespace, trainjob_of(kube, namespace, name)["metadata"]["name"], succeeded=True
-        )
+        finish_job(kube, namespace, name, succeeded=True)
     wf = wait_true(kube, resources.Workflow, "nccl", namespace, "Succeeded", timeout=90)
     assert true_condition(wf) == ("Succeeded", "JobCompleted", "All 1 iterations completed successfully")
     for name in jobs:

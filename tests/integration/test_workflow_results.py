@@ -13,11 +13,12 @@ from typing import Any
 from lightkube import Client
 
 from nvcre.controllers import resources
-from nvcre.testing.builders import pool_nodes
+from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import (
     config_map_payload,
     events_for,
     failed_nodes_record,
+    finish_job,
     get,
     jobs_of,
     trainjob_of,
@@ -26,7 +27,7 @@ from nvcre.testing.inspect import (
     wait_true,
 )
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
+from nvcre.testing.workloads import finish_trainjob, workflow
 
 
 def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
@@ -54,24 +55,21 @@ def assert_every_node_in_exactly_one_list(kube: Client, namespace: str, wf: dict
             )
 
 
+def two_groups(kube: Client, namespace: str, gpu_nodes: Any, name: str) -> list[str]:
+    """A Workflow of two 2-node groups on 4 new nodes, once both its Jobs exist; the nodes."""
+    pool, nodes = new_pool(gpu_nodes, 4)
+    kube.create(resources.Workflow.from_dict(workflow(name, namespace, pool, 2)))
+    wanted = [f"{name}-group-0-iter-1", f"{name}-group-1-iter-1"]
+    wait_for(lambda: sorted(jobs_of(kube, namespace, name)) == wanted, 60, what="both Jobs")
+    return nodes
+
+
 def test_a_deleted_job_lists_its_group_nodes_as_failed(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 4, pool)
-    kube.create(resources.Workflow.from_dict(workflow("gone", namespace, pool, 2)))
-    wait_for(
-        lambda: sorted(jobs_of(kube, namespace, "gone")) == ["gone-group-0-iter-1", "gone-group-1-iter-1"],
-        60,
-        what="both Jobs",
-    )
+    nodes = two_groups(kube, namespace, gpu_nodes, "gone")
     kube.delete(resources.Job, "gone-group-1-iter-1", namespace=namespace)
-    finish_trainjob(
-        kube,
-        namespace,
-        trainjob_of(kube, namespace, "gone-group-0-iter-1")["metadata"]["name"],
-        succeeded=True,
-    )
+    finish_job(kube, namespace, "gone-group-0-iter-1", succeeded=True)
     wf = wait_true(kube, resources.Workflow, "gone", namespace, "Failed", timeout=60)
     assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
     assert [g["phase"] for g in wf["status"]["orchestration"]["groups"]] == ["Succeeded", "Failed"]
@@ -92,26 +90,14 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
 def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 4, pool)
-    kube.create(resources.Workflow.from_dict(workflow("twice", namespace, pool, 2)))
-    wait_for(
-        lambda: sorted(jobs_of(kube, namespace, "twice")) == ["twice-group-0-iter-1", "twice-group-1-iter-1"],
-        60,
-        what="both Jobs",
-    )
+    nodes = two_groups(kube, namespace, gpu_nodes, "twice")
     kube.delete(resources.Job, "twice-group-1-iter-1", namespace=namespace)
 
     def first_failure_recorded() -> bool:
         return bool(get(kube, resources.Workflow, "twice", namespace).get("status", {}).get("failedNodesRef"))
 
     wait_for(first_failure_recorded, 60, what="the failed-nodes ConfigMap of the deleted Job's group")
-    finish_trainjob(
-        kube,
-        namespace,
-        trainjob_of(kube, namespace, "twice-group-0-iter-1")["metadata"]["name"],
-        succeeded=False,
-    )
+    finish_job(kube, namespace, "twice-group-0-iter-1", succeeded=False)
     wf = wait_true(kube, resources.Workflow, "twice", namespace, "Failed", timeout=60)
     assert true_condition(wf) == ("Failed", "IterationsFailed", "2 groups failed across 1 iterations")
     succeeded, failed = results(kube, namespace, wf)
@@ -129,8 +115,7 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
     """Two pairs, one fails: each of its members is re-tested with a node of the passing pair;
     the member whose re-test fails is the only node failed, with that re-test's evidence, and
     the other is succeeded."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 4, pool)
+    pool, nodes = new_pool(gpu_nodes, 4)
     kube.create(resources.Workflow.from_dict(workflow("iso", namespace, pool, 2)))
     first = ["iso-group-0-iter-1", "iso-group-1-iter-1"]
     wait_for(lambda: sorted(jobs_of(kube, namespace, "iso")) == first, 60, what="both Jobs")
@@ -141,7 +126,7 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
     healthy, bad = by_nodes[tuple(nodes[:2])], by_nodes[tuple(nodes[2:])]
     for group, ok in ((healthy, True), (bad, False)):
         job = f"iso-{group['name']}-iter-1"
-        finish_trainjob(kube, namespace, trainjob_of(kube, namespace, job)["metadata"]["name"], succeeded=ok)
+        finish_job(kube, namespace, job, succeeded=ok)
 
     def round_() -> list[dict[str, Any]] | None:
         orchestration = get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]
@@ -217,12 +202,10 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_faile
     """One group of three fails and no group passed: its members are re-tested among themselves,
     each in two pairs with its neighbours (Jobs named per round group, not the lone group's
     ``<wf>-job``); the node whose two pairs fail is the only one failed."""
-    pool = pool_name()
-    nodes = pool_nodes(gpu_nodes, 3, pool)
+    pool, nodes = new_pool(gpu_nodes, 3)
     kube.create(resources.Workflow.from_dict(workflow("ring", namespace, pool, 3)))
     wait_for(lambda: sorted(jobs_of(kube, namespace, "ring")) == ["ring-job"], 60, what="the lone Job")
-    trainjob = trainjob_of(kube, namespace, "ring-job")["metadata"]["name"]
-    finish_trainjob(kube, namespace, trainjob, succeeded=False, message="slow")
+    finish_job(kube, namespace, "ring-job", succeeded=False, message="slow")
 
     def round_() -> list[dict[str, Any]] | None:
         orchestration = get(kube, resources.Workflow, "ring", namespace)["status"]["orchestration"]
@@ -238,8 +221,7 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_faile
     for job, pair in zip(retests, pairs, strict=True):  # nodes[1] is the bad one
         # every two pairs share a node: they run one after another
         wait_for(lambda job=job: job in jobs_of(kube, namespace, "ring"), 60, what=f"Job {job}")
-        name = trainjob_of(kube, namespace, job)["metadata"]["name"]
-        finish_trainjob(kube, namespace, name, succeeded=nodes[1] not in pair, message="slow")
+        finish_job(kube, namespace, job, succeeded=nodes[1] not in pair, message="slow")
 
     wf = wait_true(kube, resources.Workflow, "ring", namespace, "Failed", timeout=60)
     isolation = wf["status"]["orchestration"]["isolation"]
