@@ -11,6 +11,8 @@ reconcile paths use :mod:`~nvcre.testing.fakeclient`, a client stand-in that can
 * :class:`~nvcre.testing.kwok.Kwok` — fake nodes become Ready, pods on them Running; annotation
   ``nvcre.test/phase: Succeeded|Failed`` ends a pod; ``write_pod_logs`` feeds ``kubectl logs``.
 * :mod:`~nvcre.testing.nodes` — fake GPU nodes (labels, providerIDs, GPU/NIC resources).
+* :mod:`~nvcre.testing.builders` — chained builders of what tests seed: nvcre's CRs, Trainer
+  runtimes and overlays, GPU nodes (``WorkloadRun("x").nodes(4).obj()``).
 * :func:`~nvcre.testing.waiting.wait_for` — polling with a message naming what was awaited.
 * ``python -m nvcre.testing build`` builds the binaries; ``python -m nvcre.testing up`` runs a
   control plane in the foreground. See ``docs/testing.md``.

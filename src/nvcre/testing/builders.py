@@ -4,12 +4,13 @@ One wrapper per kind, as JobSet's and Kubeflow Trainer's test wrappers: each set
 builder, ``obj()`` returns the plain dict the API takes (a fresh copy each call)::
 
     WorkloadRun("x").namespace(ns).pool(pool).nodes(4).threshold("busBandwidthGBps", "value >= 400").obj()
-    Workflow("wf").namespace(ns).pool(pool).runtime("wf-rt").nodes(2).obj()
+    Workflow("wf").namespace(ns).pool(pool).nodes(2).with_runtime(launcher=True).obj()
     TrainingRuntime("rt").launcher().obj()
     GpuNode("gpu-node-000").product("NVIDIA-H200").pool(pool).obj()   # a lightkube Node
 
 Every builder starts from the smallest object its kind's validation accepts, so a test names
-only what it is about. ``set("spec.a.b", value)`` writes any other field (``DELETE`` removes it).
+only what it is about. ``set("spec.a.b", value)`` writes any other field (``DELETE`` removes it;
+a path is split at its dots, so a map key with a dot is set through its parent map).
 These are for inputs (what a user writes, what a cluster holds); what nvcre renders (pods,
 labels it sets) comes from nvcre itself, never from here.
 """
