@@ -7,7 +7,8 @@
 #      that tests/sandbox runs; NVCRE_CHAIN=0 skips both the chain's build and tests/sandbox;
 #   3. the generated CRDs, RBAC and LogProfiles are current, charts/nvcre and config/ agree (helm
 #      template), helm lint passes, the vendored Trainer chart is current; ruff, mypy, import-linter and pytest over tests/
-#      (tests/sandbox in a pytest of its own, beside the rest: it mostly waits on simulated workloads);
+#      (tests/sandbox in a pytest of its own on two workers, beside the rest: it mostly waits on
+#      simulated workloads);
 #   4. each unit and golden test file run alone, each integration test file collected alone
 #      (skipped when arguments are given).
 # Any failure exits non-zero; pytest collecting no tests (exit 5) is a failure too.
@@ -91,11 +92,12 @@ if [[ $# -gt 0 || "${NVCRE_CHAIN:-1}" == 0 ]]; then
   sandbox_pid=""
 else
   # tests/sandbox spends most of its time waiting for simulated workloads, not on the CPU: it runs
-  # in a pytest of its own beside the rest (its output follows theirs), and the whole check takes
-  # about as long as the sandbox suite instead of the sum of both.
+  # beside the rest, in a pytest of its own (its output follows theirs) whose two workers take
+  # a file at a time (each file's cluster is its own; files on one worker share a full_cluster).
   sandbox_dir="$(mktemp -d)"
-  step "pytest tests/sandbox, beside the rest (its output comes at the end)"
-  run_pytest tests/sandbox -p no:cacheprovider --basetemp="$sandbox_dir/tmp" >"$sandbox_dir/log" 2>&1 &
+  step "pytest tests/sandbox on two workers, beside the rest (its output comes at the end)"
+  run_pytest tests/sandbox -n 2 --dist loadfile -p no:cacheprovider --basetemp="$sandbox_dir/tmp" \
+    >"$sandbox_dir/log" 2>&1 &
   sandbox_pid=$!
   trap 'kill "$sandbox_pid" 2>/dev/null || true' EXIT  # a failing step below ends it too
   step "pytest tests --ignore=tests/sandbox"
