@@ -1,41 +1,7 @@
-"""Writing a Job's validation verdict: the ``ValidationFailed`` condition, then its count and event.
-
-Shared by the Job controller (thresholds and data checks) and the Workflow controller (outliers
-against the fleet), so a verdict reads the same whoever reached it.
-"""
+"""The Job and Workflow controllers' name for :mod:`nvcre.controllers.verdict_writes` (kept until
+they import that module itself)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType
-from nvcre.api.v1alpha1.meta import Condition
-from nvcre.conditions import set_condition
-from nvcre.controllers import metrics
-from nvcre.controllers.context import Context
-from nvcre.controllers.status import now
-from nvcre.objects import Obj
-
-
-def set_validation(status: dict[str, Any], job: Obj, failed: bool, reason: str, message: str) -> None:
-    """Set the Job's ``ValidationFailed`` condition in ``status`` (in place, inside a status change)."""
-    conditions = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-    updated = set_condition(
-        conditions,
-        ConditionType.VALIDATION_FAILED,
-        ConditionStatus.TRUE if failed else ConditionStatus.FALSE,
-        reason,
-        message,
-        job["metadata"].get("generation"),
-        now(),
-    )
-    status["conditions"] = [c.to_dict() for c in updated]
-
-
-async def announce(ctx: Context, job: Obj, failed: bool, reason: str, message: str) -> None:
-    """After the verdict's write: count it and emit its event (a warning when it fails the Job)."""
-    metrics.count_verdict(reason, failed)
-    if failed:
-        await ctx.recorder.warning(job, reason, message)
-    else:
-        await ctx.recorder.normal(job, reason, message)
+from nvcre.controllers.verdict_writes import announce as announce
+from nvcre.controllers.verdict_writes import set_validation as set_validation

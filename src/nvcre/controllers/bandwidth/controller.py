@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 
-from nvcre.api.v1alpha1.constants import ConditionType, EventType, Label, MeasurementReason
+from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, EventType, Label, MeasurementReason
 from nvcre.api.v1alpha1.meta import format_time
+from nvcre.conditions import condition_of
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.children import get_live
@@ -327,7 +328,7 @@ class _Sample:
 
 
 def _complete_reason(bm: Obj) -> str | None:
-    for cond in (bm.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == ConditionType.COMPLETE and cond.get("status") == "True":
-            return str(cond.get("reason"))
-    return None
+    cond = condition_of(bm, ConditionType.COMPLETE)
+    return (
+        str(cond.get("reason")) if cond is not None and cond.get("status") == ConditionStatus.TRUE else None
+    )
