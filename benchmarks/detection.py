@@ -6,7 +6,8 @@ fault kind, fleet and strategy, on the sandbox.
 Each cell of the matrix is a fleet (its size and shape) with 0 to 3 faulty nodes of one kind. For
 every cell and strategy one sandbox lane (nodes of its own, the cell's faults on them) runs one
 Certification of the catalog's NCCL all-reduce in pairs (20 iterations, 3 sweeps: enough for the
-early verdict), targeting its lane's nodes by name; ``--lanes`` of them at a time. The strategies:
+early verdict), or, for a straggler GPU, of the catalog's Nemotron 5 8B training in pairs (50
+steps), targeting its lane's nodes by name; ``--lanes`` of them at a time. The strategies:
 
 * ``plain``: isolation and the early verdict off; a failed pair names both its nodes. This is
   the first reference, "pairs once, blame both";
@@ -62,6 +63,17 @@ from nvcre.testing.nodes import domain_labels
 H100 = "NVIDIA-H100-80GB-HBM3"
 GB200 = "NVIDIA-GB200"
 SIZING = {"nodesPerJob": 2, "numIterations": 20, "numCycles": 3}
+ALL_REDUCE: dict[str, Any] = {"domain": "communication", "variant": "nccl-all-reduce", "options": SIZING}
+TRAINING: dict[str, Any] = {
+    "domain": "training",
+    "variant": "nemotron5-8b",
+    # pairs, like the all-reduce lanes; the README example's pod size, so a pod fits a sandbox node
+    "options": {
+        "nodesPerJob": 2,
+        "maxSteps": 50,
+        "resources": {"limits": {"cpu": "6", "memory": "48Gi"}, "requests": {"cpu": "4", "memory": "32Gi"}},
+    },
+}
 STRATEGIES: dict[str, dict[str, Any]] = {
     "plain": {"isolation": "Off", "earlyVerdict": "Off"},
     "isolation": {},
@@ -90,6 +102,7 @@ class Kind:
     name: str
     spec: Callable[[str], str]  #: the fault on one node
     hard: bool = True  #: a fault nvcre must name (flaky: must not)
+    category: dict[str, Any] = field(default_factory=lambda: ALL_REDUCE)  #: what the lane certifies
 
 
 def _on(fault: str) -> Callable[[str], str]:
@@ -105,6 +118,7 @@ KINDS = [
     Kind("flaky:0.3", _on("flaky:0.3"), hard=False),
     Kind("corrupt", _on("corrupt")),
     Kind("tcp-fallback", _on("tcp-fallback")),
+    Kind("slow-gpu:1.5", _on("slow-gpu:1.5"), category=TRAINING),  # a straggler GPU, in training
 ]
 LINK = "link"
 
@@ -190,14 +204,16 @@ def certify(kube: Client, lane: Lane) -> None:
     lane.name = f"{lane.strategy}-{secrets.token_hex(3)}"
     lane.namespace = lane.name
     kube.create(Namespace(metadata=ObjectMeta(name=lane.namespace)))
-    options = {**SIZING, **STRATEGIES[lane.strategy]}
+    kind = next((k for k in KINDS if k.name == lane.cell.kind), None)
+    category = kind.category if kind else ALL_REDUCE
+    options = {**category["options"], **STRATEGIES[lane.strategy]}
     document = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Certification",
         "metadata": {"name": lane.name, "namespace": lane.namespace},
         "spec": {
             "target": {"nodeNames": lane.nodes},
-            "categories": [{"domain": "communication", "variant": "nccl-all-reduce", "options": options}],
+            "categories": [{**category, "options": options}],
         },
     }
     lane.created = time.monotonic()
