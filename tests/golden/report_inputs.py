@@ -67,6 +67,14 @@ from nvcre.orchestration.iterations import succeeded_nodes, verdict
 from nvcre.orchestration.partition import partition
 from nvcre.orchestration.results import merge_failed, merge_succeeded
 from nvcre.render.workloadrun.build import build_workflow
+from nvcre.report.build import (
+    CertificationObjects,
+    WorkflowObjects,
+    WorkloadRunObjects,
+    certification_report,
+    workloadrun_report,
+)
+from nvcre.report.model import Report
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
 from nvcre.sandbox.simulate import cri_log
 from nvcre.testing import diagnose as model
@@ -814,3 +822,26 @@ CASES: dict[str, Callable[[], Obj]] = {
     "diagnosis": diagnosis,
     "diagnosis-limit": diagnosis_limit,
 }
+
+
+READ_AT = START + timedelta(seconds=120)
+"""When the objects are read: the end of a running category's runtime."""
+
+
+def _workflow(data: dict[str, Any]) -> WorkflowObjects:
+    return WorkflowObjects(
+        workflow=data["workflow"],
+        jobs=data.get("jobs", []),
+        bandwidths=data.get("bandwidths", []),
+        goodputs=data.get("goodputs", []),
+        failed_nodes=data.get("failedNodes"),
+        succeeded_nodes=data.get("succeededNodes"),
+    )
+
+
+def report_of(data: dict[str, Any]) -> Report:
+    if "workloadRun" in data:
+        workflow = _workflow(data["workflow"]) if data.get("workflow") else None
+        return workloadrun_report(WorkloadRunObjects(data["workloadRun"], workflow, now=READ_AT))
+    workflows = [_workflow(w) for w in data["workflows"]]
+    return certification_report(CertificationObjects(data["certification"], workflows, now=READ_AT))

@@ -13,49 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from nvcre.report.build import (
-    CertificationObjects,
-    WorkflowObjects,
-    WorkloadRunObjects,
-    certification_report,
-    workloadrun_report,
-)
 from nvcre.report.jsonreport import to_json
 from nvcre.report.junit import render_junit
-from nvcre.report.model import Report
 from nvcre.report.text import render_text
-from tests.golden.report_inputs import CASES, START
+from tests.golden.report_inputs import CASES, report_of
 
 ROOT = Path(__file__).parent / "report"
 UPDATE = os.environ.get("NVCRE_UPDATE_GOLDEN") == "1"
-READ_AT = START + timedelta(seconds=120)
-"""When the objects are read: the end of a running category's runtime."""
-
-
-def _workflow(data: dict[str, Any]) -> WorkflowObjects:
-    return WorkflowObjects(
-        workflow=data["workflow"],
-        jobs=data.get("jobs", []),
-        bandwidths=data.get("bandwidths", []),
-        goodputs=data.get("goodputs", []),
-        failed_nodes=data.get("failedNodes"),
-        succeeded_nodes=data.get("succeededNodes"),
-    )
-
-
-def report_of(data: dict[str, Any]) -> Report:
-    if "workloadRun" in data:
-        workflow = _workflow(data["workflow"]) if data.get("workflow") else None
-        return workloadrun_report(WorkloadRunObjects(data["workloadRun"], workflow, now=READ_AT))
-    workflows = [_workflow(w) for w in data["workflows"]]
-    return certification_report(CertificationObjects(data["certification"], workflows, now=READ_AT))
 
 
 def _check(path: Path, actual: str) -> None:

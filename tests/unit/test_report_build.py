@@ -130,7 +130,7 @@ from nvcre.report.build import normalise_phase, violations  # noqa: E402
 from nvcre.report.junit import render_junit  # noqa: E402
 from nvcre.report.model import FailureLog, Report  # noqa: E402
 from nvcre.report.text import LOG_LINES, TEXT, WIDTH, fit, human_size  # noqa: E402
-from tests.golden.test_report_golden import report_of  # noqa: E402
+from tests.golden.report_inputs import report_of  # noqa: E402
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "report"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "input.yaml").is_file())

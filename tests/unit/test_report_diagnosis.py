@@ -11,8 +11,7 @@ from nvcre.orchestration import diagnose as dg
 from nvcre.report.jsonreport import to_json
 from nvcre.report.text import render_text
 from nvcre.testing import diagnose as model
-from tests.golden.report_inputs import diagnosis
-from tests.golden.test_report_golden import report_of
+from tests.golden.report_inputs import diagnosis, report_of
 
 
 def _with_status(status: dict[str, Any]) -> dict[str, Any]:
