@@ -305,11 +305,12 @@ def run_fleet(lanes: list[Lane], total: int, fleet: Fleet, concurrency: int, see
             speed=speed,
         )
         started = time.monotonic()
-        record = control.up(state, options)
-        print(
-            f"[detection] {total} nodes up in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True
-        )
-        try:
+        with control.running(state, options) as record:
+            print(
+                f"[detection] {total} nodes up in {time.monotonic() - started:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
             kube = Client(KubeConfig.from_file(record.kubeconfig))
             waiting = list(lanes)
             running: list[Lane] = []
@@ -326,8 +327,6 @@ def run_fleet(lanes: list[Lane], total: int, fleet: Fleet, concurrency: int, see
                         running.remove(lane)
                         lane.result = measure(kube, lane)
                         print(f"[detection] {row(lane)}", file=sys.stderr, flush=True)
-        finally:
-            control.down(state)
 
 
 def row(lane: Lane) -> str:

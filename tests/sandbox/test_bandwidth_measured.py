@@ -25,7 +25,6 @@ from nvcre.measure.profile import compile_profile
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.inspect import get, wait_true
 from nvcre.testing.waiting import wait_for
 
@@ -37,13 +36,11 @@ PROFILE = next(p for p in builtin_profiles() if p["metadata"]["name"] == "nccl-b
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    try:
-        record = control.up(state, Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3"))
+    with control.running(
+        state, Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    ) as record:
         yield Client(KubeConfig.from_file(record.kubeconfig))
-    finally:
-        control.down(state)
 
 
 def measurements(kube: Client, namespace: str) -> list[dict[str, Any]]:

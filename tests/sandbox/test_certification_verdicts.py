@@ -50,7 +50,6 @@ from nvcre.expected import GroupShape, expected_bandwidth
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.inspect import (
     failed_nodes_record,
     get,
@@ -103,23 +102,19 @@ def certify(kube: Client, name: str, nodes: list[str], **options: Any) -> str:
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    try:
-        record = control.up(
-            state,
-            Options(
-                nodes=NODES,
-                platform="aws",
-                product="NVIDIA-H100-80GB-HBM3",
-                faults=[
-                    f"{SLOW}=slow-nic:0.3",
-                    f"{UNREAD_NODES[0]}=no-log",
-                    f"{INFORMATIONAL_NODES[0]}=no-log",
-                    *(f"{node}=slow-nic:0.4" for node in TWO_SLOW),
-                ],
-            ),
-        )
+    options = Options(
+        nodes=NODES,
+        platform="aws",
+        product="NVIDIA-H100-80GB-HBM3",
+        faults=[
+            f"{SLOW}=slow-nic:0.3",
+            f"{UNREAD_NODES[0]}=no-log",
+            f"{INFORMATIONAL_NODES[0]}=no-log",
+            *(f"{node}=slow-nic:0.4" for node in TWO_SLOW),
+        ],
+    )
+    with control.running(state, options) as record:
         kube = Client(KubeConfig.from_file(record.kubeconfig))
         unread = {"measurementTimeout": "1m"}  # the final read then waits its shortest grace, 2m
         namespaces = {
@@ -132,8 +127,6 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
             "two": certify(kube, "two", TWO_SLOW_NODES),
         }
         yield Box(kube, namespaces)
-    finally:
-        control.down(state)
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from nvcre.controllers import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.diagnose_runs import BLOCK, NAMESPACE, example_workflow, node_results
 from nvcre.testing.inspect import get, true_condition, wait_true
 
@@ -31,22 +30,16 @@ SLOW = "gpu-node-013"
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    try:
-        record = control.up(
-            state,
-            Options(
-                nodes=NODES,
-                platform="aws",
-                product="NVIDIA-H100-80GB-HBM3",
-                domain_size=DOMAIN,
-                faults=[f"{SLOW}=slow-nic:0.3"],
-            ),
-        )
+    options = Options(
+        nodes=NODES,
+        platform="aws",
+        product="NVIDIA-H100-80GB-HBM3",
+        domain_size=DOMAIN,
+        faults=[f"{SLOW}=slow-nic:0.3"],
+    )
+    with control.running(state, options) as record:
         yield Client(KubeConfig.from_file(record.kubeconfig))
-    finally:
-        control.down(state)
 
 
 def domains(kube: Client) -> dict[str, list[str]]:

@@ -29,7 +29,6 @@ from nvcre.sandbox import control
 from nvcre.sandbox.model import unit
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.diagnose_runs import BLOCK, NAMESPACE, example_workflow, node_results
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.nodes import domain_labels
@@ -53,19 +52,13 @@ def nodes_of(*blocks: int) -> list[str]:
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     assert unit(SEED, "flaky", FLAKY, 0) < 0.5 <= unit(SEED, "flaky", FLAKY, 1), "first attempt fails"
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
     faults = [f"{n}=slow-nic:0.3" for n in SLOW] + [f"link:{block(4)},{block(5)}:0.3", f"{FLAKY}=flaky:0.5"]
-    try:
-        record = control.up(
-            state,
-            Options(
-                nodes=NODES, platform="aws", product=PRODUCT, domain_size=DOMAIN, faults=faults, seed=SEED
-            ),
-        )
+    options = Options(
+        nodes=NODES, platform="aws", product=PRODUCT, domain_size=DOMAIN, faults=faults, seed=SEED
+    )
+    with control.running(state, options) as record:
         yield Client(KubeConfig.from_file(record.kubeconfig))
-    finally:
-        control.down(state)
 
 
 def run(kube: Client, name: str, blocks: tuple[int, ...], condition: str) -> dict[str, object]:

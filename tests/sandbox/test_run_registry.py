@@ -28,7 +28,6 @@ from nvcre.controllers import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.history import follow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
@@ -48,13 +47,9 @@ class Box:
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    try:
-        record = control.up(state, Options(nodes=4, platform="aws", product="NVIDIA-H100-80GB-HBM3"))
+    with control.running(state, Options(nodes=4, platform="aws", product="NVIDIA-H100-80GB-HBM3")) as record:
         yield Box(state, record.kubeconfig)
-    finally:
-        control.down(state)
 
 
 def _cmdlines_with(text: bytes, skip: int) -> list[str]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +155,17 @@ def status(state: StateDir) -> Status:
 def down(state: StateDir) -> list[str]:
     """Stop the sandbox in ``state`` (also after a crash) and remove its files; the groups killed."""
     return state.stop()
+
+
+@contextlib.contextmanager
+def running(state: StateDir, options: Options) -> Iterator[Record]:
+    """A sandbox for the ``with`` block (a test's or a benchmark's): the control plane's binaries
+    built if missing, :func:`up`, then :func:`down` however the block ends."""
+    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
+    try:
+        yield up(state, options)
+    finally:
+        down(state)
 
 
 def kubectl_path() -> str:
