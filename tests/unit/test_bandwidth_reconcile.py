@@ -17,8 +17,9 @@ import pytest
 from lightkube.resources.core_v1 import Pod
 
 from nvcre.controllers import resources
-from nvcre.controllers.bandwidth import controller as module
-from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
+from nvcre.controllers.measurement import bandwidth as module
+from nvcre.controllers.measurement.bandwidth import Bandwidth
+from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.controllers.podlogs import LogsError
 from nvcre.decide.job.measurements import wanted
 from nvcre.measure.builtin import builtin_profiles
@@ -49,7 +50,9 @@ class Harness:
         self.client = FakeClient()
         self.logs: dict[str, list[str]] = {}
         self.break_after: int | None = None
-        self.controller = BandwidthMeasurementController(context(self.client, follow=True), logs=self.read)
+        self.controller = MeasurementController(
+            context(self.client, follow=True), Bandwidth(), logs=self.read
+        )
         doc = workflow(
             "wf",
             NS,

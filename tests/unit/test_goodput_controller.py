@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from nvcre.controllers import resources
-from nvcre.controllers.goodput import GoodputController
+from nvcre.controllers.measurement.goodput import Goodput
+from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import GoodputParser
 from nvcre.measure.goodput.lifecycle import running
@@ -69,7 +70,7 @@ def terminal(client: FakeClient) -> dict[str, Any]:
 
 async def finished() -> dict[str, Any]:
     client = world()
-    await GoodputController(context(client, follow=True)).reconcile(KEY)
+    await MeasurementController(context(client, follow=True), Goodput()).reconcile(KEY)
     return terminal(client)
 
 
@@ -88,7 +89,7 @@ async def test_a_conflict_on_the_terminal_write_changes_nothing_but_the_retry() 
     clean = await finished()
     client = world()
     conflicts = client.fail("replace", "GoodputMeasurement", api_error(409), subresource="status")
-    await GoodputController(context(client, follow=True)).reconcile(KEY)
+    await MeasurementController(context(client, follow=True), Goodput()).reconcile(KEY)
     assert conflicts, "the write conflicted once"
     assert json.dumps(terminal(client), sort_keys=True) == json.dumps(clean, sort_keys=True)
 
@@ -98,12 +99,12 @@ async def test_a_kill_before_the_write_then_a_restart_gives_the_same_bytes_and_t
     client = world()
     client.stop_at = client.writes + 1
     try:
-        await GoodputController(context(client, follow=True)).reconcile(KEY)
+        await MeasurementController(context(client, follow=True), Goodput()).reconcile(KEY)
         raise AssertionError("the terminal pass wrote nothing")
     except Stopped:
         pass
     client.stop_at = None
-    restarted = GoodputController(context(client, follow=True))
+    restarted = MeasurementController(context(client, follow=True), Goodput())
     await restarted.reconcile(KEY)
     assert json.dumps(terminal(client), sort_keys=True) == json.dumps(clean, sort_keys=True)
     writes = client.writes

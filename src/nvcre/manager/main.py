@@ -17,11 +17,11 @@ from lightkube.core.exceptions import ConfigError
 
 from nvcre import __version__
 from nvcre.api.v1alpha1.constants import Default
-from nvcre.controllers.bandwidth import BandwidthMeasurementController
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
-from nvcre.controllers.goodput import GoodputController
 from nvcre.controllers.job import JobController
+from nvcre.controllers.measurement.registry import KINDS as MEASUREMENT_KINDS
+from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
 from nvcre.manager import logs
@@ -132,8 +132,8 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
-    BandwidthMeasurementController(ctx, workers=args.max_concurrent_reconciles)
-    GoodputController(ctx, workers=args.max_concurrent_reconciles)
+    for kind in MEASUREMENT_KINDS:
+        MeasurementController(ctx, kind(), workers=args.max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout

@@ -1,5 +1,2 @@
-"""The BandwidthMeasurement controller: NCCL bandwidth read from a Job's launcher log (spec 2.5)."""
-
-from nvcre.controllers.bandwidth.controller import BandwidthMeasurementController
-
-__all__ = ["BandwidthMeasurementController"]
+"""What the BandwidthMeasurement kind (:mod:`nvcre.controllers.measurement.bandwidth`) keeps
+beside it: its gauges."""

@@ -1,5 +1,2 @@
-"""The GoodputMeasurement controller: goodput from a Job's training logs (spec measurements 3)."""
-
-from nvcre.controllers.goodput.controller import GoodputController
-
-__all__ = ["GoodputController"]
+"""What the GoodputMeasurement kind (:mod:`nvcre.controllers.measurement.goodput`) keeps beside
+it: its gauges and where a pod's next read starts."""

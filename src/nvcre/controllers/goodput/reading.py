@@ -1,18 +1,14 @@
-"""Reading one window of a pod's log into the goodput parser (the shell around it)."""
+"""Where the goodput kind's next read of a pod starts (its cursor, ``sinceTime``) and when the pod's
+container ended; the read itself is the measurement shell's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from lightkube import AsyncClient
-
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.controllers import podlogs
-from nvcre.measure.goodput import GoodputParser, PendingSave, Window
-from nvcre.measure.profile import CompiledProfile
+from nvcre.measure.goodput import PendingSave
 from nvcre.objects import Obj
-from nvcre.runtime import offload
 
 MAX_LOOKBACK = timedelta(hours=6)
 """A read never starts further back than this (before ``now``, or the Job's end)."""
@@ -55,33 +51,6 @@ def since(
         moment = start
     oldest = end - MAX_LOOKBACK
     return max(moment, oldest) if moment is not None else oldest
-
-
-async def read(
-    client: AsyncClient,
-    pod: Obj,
-    profile: CompiledProfile,
-    *,
-    since_time: datetime | None,
-    warmup_base: int | None,
-    pending_save: PendingSave | None,
-    until: datetime | None = None,
-) -> Window:
-    """Stream the pod's container log from ``since_time`` through a fresh parser, off the event
-    loop (raises :class:`podlogs.LogsError` when it cannot be read)."""
-    parser = GoodputParser(profile, warmup_base=warmup_base, pending_save=pending_save, until=until)
-    meta = pod["metadata"]
-    container = podlogs.container_of(pod, profile.container_name)
-    lines = podlogs.stream_lines(
-        client,
-        meta["name"],
-        meta["namespace"],
-        container,
-        since_time=since_time,
-        still_writing=podlogs.pod_phase(pod) == "Running",
-    )
-    await offload.in_batches(lines, parser.feed_all)
-    return parser.window
 
 
 def terminated_at(pod: Obj | None, container: str | None) -> datetime | None:
