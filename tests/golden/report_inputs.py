@@ -7,7 +7,7 @@ outcome (``decide.job.lifecycle.follow``) and verdict (``measure.verdicts``), th
 BandwidthMeasurement from the simulated accelerator's NCCL log read by the real parser
 (``sandbox.simulate`` -> ``measure.nccl`` -> ``measure.nccl.lifecycle``), the failure
 log (``controllers.job.failure_log``), the Workflow verdict (``orchestration.iterations``), the
-node-result ConfigMaps (``orchestration.results``) and the run's condition. What no pure function
+node-result ConfigMaps (``orchestration.result_configmaps``) and the run's condition. What no pure function
 produces is written in the shape the controllers write (the GoodputMeasurement status of
 tests/integration/test_goodput_controller.py; the DiagnoseStatus, validated by its API model,
 since diagnose mode is not run on main yet).
@@ -65,7 +65,7 @@ from nvcre.orchestration.capacity import Exclusions
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.iterations import succeeded_nodes, verdict
 from nvcre.orchestration.partition import partition
-from nvcre.orchestration.results import merge_failed, merge_succeeded
+from nvcre.orchestration.result_configmaps import merge_failed, merge_succeeded
 from nvcre.render.workloadrun.build import build_workflow
 from nvcre.report.build import (
     CertificationObjects,

@@ -34,9 +34,8 @@ from nvcre.api.v1alpha1.constants import (
     Kind,
     Label,
 )
-from nvcre.api.v1alpha1.meta import Condition
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, render_category
-from nvcre.conditions import is_terminal, set_condition
+from nvcre.conditions import condition_of, is_terminal, set_in_status
 from nvcre.controllers import indexes, resources
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -91,11 +90,9 @@ class CertificationController:
             return []
         keys = []
         for cert in self.certifications.items():
-            for c in (cert.get("status") or {}).get("conditions") or ():
-                if c.get("type") == ConditionType.IN_PROGRESS and c.get("reason") == (
-                    CertificationReason.WAITING_FOR_NODES
-                ):
-                    keys.append(ObjectKey(cert["metadata"]["namespace"], cert["metadata"]["name"]))
+            in_progress = condition_of(cert, ConditionType.IN_PROGRESS) or {}
+            if in_progress.get("reason") == CertificationReason.WAITING_FOR_NODES:
+                keys.append(ObjectKey(cert["metadata"]["namespace"], cert["metadata"]["name"]))
         return keys
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
@@ -142,9 +139,8 @@ class CertificationController:
             if fixed is not None:
                 status["categoryStatuses"] = copy.deepcopy(fixed)
             if validation is not None:
-                conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-                updated = set_condition(
-                    conds,
+                set_in_status(
+                    status,
                     ConditionType.VALIDATION_FAILED,
                     ConditionStatus.TRUE,
                     CertificationReason.WORKFLOW_VALIDATION_FAILED,
@@ -152,7 +148,6 @@ class CertificationController:
                     generation,
                     now(),
                 )
-                status["conditions"] = [c.to_dict() for c in updated]
 
         # At the version the decision was made from: if the Certification changed meanwhile the
         # write raises Conflict and the reconcile decides again from the fresh object.

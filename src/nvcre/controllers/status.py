@@ -13,7 +13,14 @@ from lightkube.core import resource as lkr
 
 from nvcre.api.v1alpha1.constants import Reason
 from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
-from nvcre.conditions import event_for_transition, is_terminal, set_condition, set_exclusive
+from nvcre.conditions import (
+    event_for_transition,
+    from_status,
+    is_terminal,
+    set_exclusive,
+    set_in_status,
+    to_status,
+)
 from nvcre.controllers.events import Recorder
 from nvcre.objects import Obj, StatusChange, resource_version
 from nvcre.runtime.writes import update_with_retry
@@ -24,7 +31,7 @@ def now() -> datetime:
 
 
 def conditions_of(obj: Obj) -> list[Condition]:
-    return [Condition.model_validate(c) for c in (obj.get("status") or {}).get("conditions") or ()]
+    return from_status(obj.get("status") or {})
 
 
 class StatusWriter:
@@ -157,7 +164,7 @@ class StatusWriter:
                 now(),
                 inactive_reason,
             )
-            status["conditions"] = [c.to_dict() for c in after]
+            to_status(status, after)
             event = event_for_transition(before, after)
             if event is not None and announce:
                 events.append((live, event.type, event.reason, event.message))
@@ -185,9 +192,8 @@ class StatusWriter:
         def change(status: dict[str, Any]) -> None:
             if extra is not None:
                 extra(status)
-            conds = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-            generation = obj["metadata"].get("generation")
-            updated = set_condition(conds, cond_type, status_value, reason, message, generation, now())
-            status["conditions"] = [c.to_dict() for c in updated]
+            set_in_status(
+                status, cond_type, status_value, reason, message, obj["metadata"].get("generation"), now()
+            )
 
         return await self.update(resource, obj, change)

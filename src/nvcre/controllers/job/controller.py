@@ -27,7 +27,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.cel import CELError
 from nvcre.conditions import is_terminal
-from nvcre.controllers import indexes, resources, verdict
+from nvcre.controllers import indexes, resources, verdict_writes
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
@@ -359,12 +359,12 @@ class JobController:
             nodes = verdicts.failed_nodes(live, decided)
             if nodes is not None:
                 status["failedNodes"] = nodes
-            verdict.set_validation(status, job, decided.failed, decided.reason, decided.message)
+            verdict_writes.set_validation(status, job, decided.failed, decided.reason, decided.message)
             wrote.append(True)
 
         written = await self.ctx.status.update(resources.Job, job, record)
         if written is not None and wrote:
-            await verdict.announce(self.ctx, job, decided.failed, decided.reason, decided.message)
+            await verdict_writes.announce(self.ctx, job, decided.failed, decided.reason, decided.message)
         return None
 
     async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
@@ -435,7 +435,7 @@ class JobController:
                 cause = decision.cause or decision.reason
                 status["failedNodes"] = failednodes.entries(group_nodes, cause, decision.message)
             if decision.verdict:
-                verdict.set_validation(status, job, True, decision.reason, decision.message)
+                verdict_writes.set_validation(status, job, True, decision.reason, decision.message)
 
         await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
 

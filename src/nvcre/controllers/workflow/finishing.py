@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
-from nvcre.api.v1alpha1.meta import Condition
-from nvcre.conditions import set_condition
+from nvcre.conditions import set_in_status
 from nvcre.controllers.status import now
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.outliers import fail_outliers
@@ -80,9 +79,8 @@ async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
     def extra(status: dict[str, Any]) -> None:
         state.apply(status)
         if decided.validation_failed:
-            conditions = [Condition.model_validate(c) for c in status.get("conditions") or ()]
-            updated = set_condition(
-                conditions,
+            set_in_status(
+                status,
                 ConditionType.VALIDATION_FAILED,
                 "True",
                 WorkflowReason.JOB_VALIDATION_FAILED,
@@ -90,6 +88,5 @@ async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
                 state.workflow["metadata"].get("generation"),
                 now(),
             )
-            status["conditions"] = [c.to_dict() for c in updated]
 
     await state.record(decided.cond_type, decided.reason, message, extra=extra)

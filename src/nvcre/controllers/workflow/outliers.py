@@ -25,7 +25,7 @@ from nvcre.api.v1alpha1.constants import (
     MeasurementReason,
 )
 from nvcre.conditions import condition_of
-from nvcre.controllers import resources, verdict
+from nvcre.controllers import resources, verdict_writes
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.state import WorkflowState
@@ -93,12 +93,12 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
             status.get("failedNodes") or (),
             failednodes.entries(verdicts.group_nodes(job), found.reason, found.message),
         )
-        verdict.set_validation(status, job, True, found.reason, found.message)
+        verdict_writes.set_validation(status, job, True, found.reason, found.message)
         first.append(True)
 
     written = await state.ctx.status.update(resources.Job, job, change)
     if written is not None and first:
-        await verdict.announce(state.ctx, job, True, found.reason, found.message)
+        await verdict_writes.announce(state.ctx, job, True, found.reason, found.message)
     return written or job
 
 

@@ -17,7 +17,7 @@ from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.naming import failed_nodes_config_map_name, succeeded_nodes_config_map_name
-from nvcre.orchestration.results import failed_entries, merge_failed, merge_succeeded, payload
+from nvcre.orchestration.result_configmaps import failed_entries, merge_failed, merge_succeeded, payload
 from nvcre.runtime.writes import ConflictRetriesExhausted
 
 ATTEMPTS = 10

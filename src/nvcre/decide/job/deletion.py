@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from nvcre.api.v1alpha1.constants import ConditionType, Default
+from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, Default
 from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.conditions import condition_of
 from nvcre.objects import Obj
 
 _ENDED = (ConditionType.FAILED, ConditionType.HARDWARE_FAILED, ConditionType.SUCCEEDED)
@@ -18,8 +19,9 @@ def active(pod: Obj) -> bool:
 def drain_expired(job: Obj, now: datetime) -> bool:
     """The grace runs from the deletion or from the Job's end, whichever is later."""
     anchors = [parse_time(job["metadata"]["deletionTimestamp"])]
-    for condition in (job.get("status") or {}).get("conditions") or ():
-        if condition.get("type") in _ENDED and condition.get("status") == "True":
+    for kind in _ENDED:
+        condition = condition_of(job, kind)
+        if condition is not None and condition.get("status") == ConditionStatus.TRUE:
             anchors.append(parse_time(condition["lastTransitionTime"]))
     return (now - max(anchors)).total_seconds() > Default.POD_DRAIN_GRACE_SECONDS
 

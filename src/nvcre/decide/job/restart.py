@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from nvcre.api.v1alpha1.constants import ConditionType, JobReason
+from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, JobReason
 from nvcre.api.v1alpha1.meta import format_time
+from nvcre.conditions import condition_of
 from nvcre.health.restart import sample_interval
 from nvcre.objects import Obj, StatusChange
 
@@ -27,11 +28,9 @@ def restarting(status: Mapping[str, Any]) -> bool:
     """A restart is recorded and not yet finished (its new workload not created)."""
     if not status.get("workloadRef"):
         return False
-    return any(
-        c.get("type") == ConditionType.IN_PROGRESS
-        and c.get("status") == "True"
-        and c.get("reason") == JobReason.WORKLOAD_RESTARTING
-        for c in status.get("conditions") or ()
+    in_progress = condition_of({"status": status}, ConditionType.IN_PROGRESS) or {}
+    return in_progress.get("status") == ConditionStatus.TRUE and in_progress.get("reason") == (
+        JobReason.WORKLOAD_RESTARTING
     )
 
 
