@@ -50,9 +50,9 @@ from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.controllers import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options

@@ -319,7 +319,7 @@ def lag_run(megabytes: int, offloaded: bool, workdir: Path, expressions: bool = 
     from lightkube import AsyncClient, Client, KubeConfig
     from lightkube.resources.core_v1 import Namespace, Pod
 
-    from nvcre.controllers import resources
+    from nvcre import resources
     from nvcre.manager.main import build, parse_args
     from nvcre.runtime import looplag, offload
     from nvcre.testing.controlplane import ControlPlane

@@ -66,8 +66,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from prometheus_client.parser import text_string_to_metric_families
 
+from nvcre import resources
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
-from nvcre.controllers import resources
 from nvcre.render.workloadrun import build_workflow
 from nvcre.sandbox import supervisor
 from nvcre.testing import binaries as bins

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from lightkube import ApiError, Client
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import LogProfile
 from nvcre.testing.rejections import ACCEPTED_BOTH, CERT, JOB, REJECTED_BOTH, RUN, WORKFLOW, at
 

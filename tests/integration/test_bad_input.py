@@ -15,7 +15,7 @@ import pytest
 from lightkube import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for

@@ -15,7 +15,7 @@ import pytest
 from lightkube import AsyncClient, Client
 from lightkube.resources.core_v1 import Pod
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.controllers.podlogs import LogsError, line_time, read_tail, stream_lines
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix

@@ -14,7 +14,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.naming import certification_workflow_name, job_name
 from nvcre.testing.builders import Certification, category, new_pool, pool_nodes
 from nvcre.testing.history import Recorder

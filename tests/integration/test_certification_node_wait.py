@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from lightkube import Client
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import Certification, category
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder

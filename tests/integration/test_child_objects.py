@@ -17,8 +17,8 @@ from lightkube import Client
 from lightkube.codecs import resource_registry
 from lightkube.generic_resource import load_in_cluster_generic_resources
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
-from nvcre.controllers import resources
 from nvcre.controllers.rbac import DEPENDENCY_KINDS
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane

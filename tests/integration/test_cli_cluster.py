@@ -19,7 +19,7 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing import binaries
 from nvcre.testing.builders import WorkloadRun
 from nvcre.testing.controlplane import ControlPlane

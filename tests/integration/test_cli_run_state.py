@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from lightkube import ApiError, Client
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import Certification, WorkloadRun, category, pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_workflow_jobs, get, true_condition, wait_true

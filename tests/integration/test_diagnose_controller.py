@@ -16,7 +16,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.types import PatchType
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import pool_nodes
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder

@@ -11,7 +11,7 @@ from typing import Any
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Pod
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import fmt, goodput
 from nvcre.testing.builders import pool_spec

@@ -10,7 +10,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import Node, Pod
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import get, jobs_of, trainjob_of, true_condition, wait_true
 from nvcre.testing.kwok import EXIT_CODE_ANNOTATION, PHASE_ANNOTATION, REASON_ANNOTATION

@@ -18,7 +18,7 @@ import pytest
 from lightkube import ApiError, Client
 from lightkube.resources.coordination_v1 import Lease
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane

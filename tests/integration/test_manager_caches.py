@@ -19,8 +19,9 @@ from lightkube import AsyncClient, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Node, Pod
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Default, Label
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.health.nodes import unhealthy_nodes
 from nvcre.objects import Obj, resource_version
 from nvcre.orchestration.discovery import discover, name_of

@@ -27,7 +27,7 @@ from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import ConfigMap, Namespace, PersistentVolume
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root

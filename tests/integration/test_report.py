@@ -14,9 +14,9 @@ from typing import Any
 from click.testing import CliRunner, Result
 from lightkube import Client
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.cli.main import cli
-from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name
 from nvcre.testing.builders import Certification, WorkloadRun, category, pool_spec
 from nvcre.testing.controlplane import ControlPlane

@@ -12,7 +12,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import Event
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.audit import by_manager
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane

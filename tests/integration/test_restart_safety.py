@@ -11,7 +11,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import (

@@ -27,7 +27,7 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing import binaries
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.waiting import wait_for

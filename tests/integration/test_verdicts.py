@@ -12,7 +12,7 @@ from typing import Any
 
 from lightkube import Client
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.naming import certification_workflow_name
 from nvcre.testing.builders import Certification, category, new_pool, pool_nodes, pool_spec
 from nvcre.testing.inspect import (

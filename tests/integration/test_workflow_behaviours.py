@@ -15,7 +15,7 @@ from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import job_overlay, new_pool, override, pool_nodes, runtime_overlay, runtime_patch
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import (

@@ -11,8 +11,8 @@ from typing import Any
 
 from lightkube import Client
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Default
-from nvcre.controllers import resources
 from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import (
     config_map_payload,

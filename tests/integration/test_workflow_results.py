@@ -12,7 +12,7 @@ from typing import Any
 
 from lightkube import Client
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import (
     config_map_payload,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from lightkube import Client
 
+from nvcre import resources
 from nvcre.conditions import condition_of
-from nvcre.controllers import resources
 from nvcre.testing.builders import WorkloadRun, new_pool
 from nvcre.testing.inspect import (
     config_map_payload,

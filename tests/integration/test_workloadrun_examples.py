@@ -20,7 +20,7 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of, own_patch, trainjob_of, true_condition, wait_true
 from nvcre.testing.nodes import GpuNodeSpec

@@ -14,7 +14,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_workflow_jobs, wait_true

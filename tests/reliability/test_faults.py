@@ -35,8 +35,8 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Node
 from lightkube.resources.events_v1 import Event
 from prometheus_client.parser import text_string_to_metric_families
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
-from nvcre.controllers import resources
 from nvcre.naming import certification_workflow_name, job_name
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
 from nvcre.testing.binaries import repo_root

@@ -18,7 +18,7 @@ import yaml
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Pod
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser
 from nvcre.measure.profile import compile_profile

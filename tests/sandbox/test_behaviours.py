@@ -35,8 +35,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.batch_v1 import Job as BatchJob
 from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY, Annotation
-from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION, parse_faults

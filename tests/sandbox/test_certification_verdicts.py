@@ -44,8 +44,8 @@ from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation, Label
-from nvcre.controllers import resources
 from nvcre.expected import GroupShape, expected_bandwidth
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir

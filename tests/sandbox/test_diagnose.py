@@ -17,7 +17,7 @@ import pytest
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from lightkube import Client, KubeConfig
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.model import unit
 from nvcre.sandbox.state import StateDir

@@ -25,8 +25,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.batch_v1 import Job as BatchJob
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
-from nvcre.controllers import resources
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION

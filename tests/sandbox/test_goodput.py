@@ -27,8 +27,8 @@ from lightkube.models.core_v1 import HostPathVolumeSource, PersistentVolumeSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, PersistentVolume
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
-from nvcre.controllers import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.testing import binaries as bins
 from nvcre.testing.waiting import wait_for

@@ -30,8 +30,8 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
-from nvcre.controllers import resources
 from nvcre.sandbox.supervisor import Options, create_nodes, runner_argv, sandbox_nodes, wait_runner_ready
 from nvcre.testing.cluster import EmptyCluster
 from nvcre.testing.inspect import get, jobs_of

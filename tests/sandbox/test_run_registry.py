@@ -24,7 +24,7 @@ import pytest
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Pod, Secret
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options

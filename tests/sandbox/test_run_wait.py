@@ -19,7 +19,7 @@ import yaml
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Namespace
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.testing.controlplane import ControlPlane
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"

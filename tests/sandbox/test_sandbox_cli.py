@@ -39,6 +39,7 @@ from lightkube import Client, KubeConfig
 from lightkube.resources.batch_v1 import Job as BatchJob
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import (
     SUCCEEDED_NODES_KEY,
     Annotation,
@@ -48,7 +49,6 @@ from nvcre.api.v1alpha1.constants import (
     JobReason,
     WorkflowReason,
 )
-from nvcre.controllers import resources
 from nvcre.naming import succeeded_nodes_config_map_name
 from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION

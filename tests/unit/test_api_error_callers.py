@@ -10,7 +10,7 @@ import pytest
 from lightkube import ApiError
 from lightkube.resources.core_v1 import Node
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.workflow.dependencies import DependencyError, create_dependency
 from nvcre.controllers.workflow.state import Caches, WorkflowState

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from lightkube.resources.core_v1 import Pod
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.controllers.measurement import bandwidth as module
 from nvcre.controllers.measurement.bandwidth import Bandwidth
 from nvcre.controllers.measurement.shell import MeasurementController

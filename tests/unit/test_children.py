@@ -10,8 +10,8 @@ import pytest
 from lightkube import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Node
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
-from nvcre.controllers import resources
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, create_or_adopt
 from nvcre.controllers.workflow.dependencies import DependencyError, DependencyNotReady, create_dependency
 from nvcre.controllers.workflow.state import Caches, WorkflowState

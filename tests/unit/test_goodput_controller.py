@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.controllers.measurement.goodput import Goodput
 from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.measure.builtin import builtin_profiles

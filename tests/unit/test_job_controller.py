@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from lightkube import ApiError
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation, Finalizer
-from nvcre.controllers import resources
 from nvcre.controllers.job import JobController
 from nvcre.decide.job import measurements
 from nvcre.objects import ObjectKey

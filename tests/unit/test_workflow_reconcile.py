@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from lightkube.resources.core_v1 import ConfigMap
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Finalizer
 from nvcre.conditions import condition_true
-from nvcre.controllers import resources
 from nvcre.controllers.workflow.controller import WorkflowController
 from nvcre.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context

@@ -22,6 +22,7 @@ from typing import Any
 from lightkube import ApiError
 from pydantic import ValidationError
 
+from nvcre import resources
 from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import (
     GROUP,
@@ -36,7 +37,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, render_category
 from nvcre.conditions import condition_of, is_terminal, set_in_status
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,

@@ -18,7 +18,7 @@ from typing import Any
 from lightkube import AsyncClient
 from lightkube.resources.batch_v1 import Job as BatchJob
 
-from nvcre.controllers import resources
+from nvcre import resources
 from nvcre.controllers.children import get_live
 from nvcre.objects import Obj
 from nvcre.workload.ownership import BATCH_JOB, CHAIN, JOBSET, GroupKind, OwnerRef, controller_of, parent

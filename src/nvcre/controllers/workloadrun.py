@@ -16,6 +16,7 @@ from typing import Any
 from lightkube import ApiError
 from pydantic import ValidationError
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import (
     GROUP,
     ConditionType,
@@ -28,7 +29,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.conditions import condition_of, condition_true, is_terminal
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import conditions_of

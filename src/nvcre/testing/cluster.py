@@ -48,9 +48,8 @@ from lightkube.resources.admissionregistration_v1 import (
     ValidatingWebhookConfiguration,
 )
 
-from nvcre import yamlio
+from nvcre import resources, yamlio
 from nvcre.api.v1alpha1.constants import TRAINER_API_VERSION
-from nvcre.controllers import resources
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane

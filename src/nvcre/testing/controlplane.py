@@ -45,8 +45,7 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
-from nvcre import yamlio
-from nvcre.controllers import resources
+from nvcre import resources, yamlio
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.testing import audit
 from nvcre.testing import binaries as bins

@@ -11,9 +11,9 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap, Node
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import SUCCEEDED_NODES_KEY
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
-from nvcre.controllers import resources
 from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.render.workloadrun import build_workflow
 from nvcre.testing.inspect import failed_nodes_record

@@ -11,8 +11,8 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.resources.events_v1 import Event
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY
-from nvcre.controllers import resources
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob
 

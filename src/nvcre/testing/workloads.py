@@ -12,13 +12,13 @@ from typing import Any
 from lightkube import ApiError, Client
 from lightkube.codecs import from_dict
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import (
     TRAINJOB_ANCESTOR_STEP_TRAINER,
     WORKLOAD_CONTAINER_NAME,
     Label,
     ReplicatedJob,
 )
-from nvcre.controllers import resources
 from nvcre.controllers.children import owner_reference
 from nvcre.testing.builders import TrainingRuntime, Workflow
 from nvcre.testing.builders import pool_name as pool_name  # re-exported: tests read it here

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from lightkube import ApiError
 
-from nvcre import failednodes
+from nvcre import failednodes, resources
 from nvcre.api.v1alpha1.constants import (
     GROUP,
     TRAINER_API_VERSION,
@@ -27,7 +27,7 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.cel import CELError
 from nvcre.conditions import is_terminal
-from nvcre.controllers import indexes, resources, verdict_writes
+from nvcre.controllers import indexes, verdict_writes
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,

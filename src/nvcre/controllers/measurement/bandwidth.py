@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, EventType, Label, MeasurementReason
 from nvcre.api.v1alpha1.meta import format_time
 from nvcre.conditions import condition_of
-from nvcre.controllers import resources
 from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.children import get_live
 from nvcre.controllers.measurement.kind import Profile, ProfileMissing, Shell, Stop

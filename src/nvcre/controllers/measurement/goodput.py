@@ -17,10 +17,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import condition_true
-from nvcre.controllers import podlogs, resources
+from nvcre.controllers import podlogs
 from nvcre.controllers.goodput import metrics, reading
 from nvcre.controllers.measurement.kind import Profile, ProfileMissing, Shell, Stop
 from nvcre.controllers.status import now

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.conditions import ended
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.controllers.context import Context
 from nvcre.controllers.indexes import POD_JOB_INDEX
 from nvcre.controllers.measurement.kind import MeasurementKind, ProfileMissing, Stop

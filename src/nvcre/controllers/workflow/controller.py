@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import GROUP, ConditionType, Default, Finalizer, Kind, Label, WorkflowReason
 from nvcre.conditions import is_terminal
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer

@@ -14,9 +14,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.controllers import resources
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.status import now
 from nvcre.controllers.workflow.results import record_failed, record_succeeded

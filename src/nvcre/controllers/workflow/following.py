@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, Default, FailureLogReason, WorkflowReason
-from nvcre.controllers import indexes, resources
+from nvcre.controllers import indexes
 from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.status import now

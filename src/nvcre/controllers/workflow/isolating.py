@@ -15,8 +15,8 @@ import copy
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, EventType, WorkflowReason
-from nvcre.controllers import resources
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.results import record_failed
 from nvcre.controllers.workflow.state import WorkflowState

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import (
     API_VERSION,
     ConditionType,
@@ -14,7 +15,6 @@ from nvcre.api.v1alpha1.constants import (
     Label,
     WorkflowReason,
 )
-from nvcre.controllers import resources
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,

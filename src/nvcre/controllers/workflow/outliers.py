@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre import failednodes
+from nvcre import failednodes, resources
 from nvcre.api.v1alpha1.constants import (
     ConditionStatus,
     ConditionType,
     MeasurementReason,
 )
 from nvcre.conditions import condition_of
-from nvcre.controllers import resources, verdict_writes
+from nvcre.controllers import verdict_writes
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.state import WorkflowState

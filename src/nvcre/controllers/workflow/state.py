@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Default
-from nvcre.controllers import resources
 from nvcre.controllers.context import Context
 from nvcre.controllers.status import now
 from nvcre.objects import Obj
