@@ -3,9 +3,9 @@
 Each case plays a run through the pure functions the controllers call, in their order:
 discovery and exclusions (``orchestration.discovery``/``capacity``), the Workflow
 (``catalog.render_category`` / ``render.workloadrun.build_workflow``), partitioning, each Job's
-outcome (``decide.job.lifecycle.follow``) and verdict (``measure.verdicts``), the
+outcome (``decide.job.next_step.follow``) and verdict (``measure.verdicts``), the
 BandwidthMeasurement from the simulated accelerator's NCCL log read by the real parser
-(``sandbox.simulate`` -> ``measure.nccl`` -> ``measure.nccl.lifecycle``), the failure
+(``sandbox.simulate`` -> ``measure.nccl`` -> ``measure.nccl.transitions``), the failure
 log (``controllers.job.failure_log``), the Workflow verdict (``orchestration.iterations``), the
 node-result ConfigMaps (``orchestration.result_configmaps``) and the run's condition. What no pure function
 produces is written in the shape the controllers write (the GoodputMeasurement status of
@@ -43,12 +43,12 @@ from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.catalog.render import render_category
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.workloadrun import outcome
-from nvcre.decide.job.lifecycle import Fail, Succeed, follow
+from nvcre.decide.job.next_step import Fail, Succeed, follow
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import Tail
 from nvcre.measure.nccl import Parser, final_reason, read
-from nvcre.measure.nccl import lifecycle as bandwidth_lifecycle
+from nvcre.measure.nccl import transitions as bandwidth_transitions
 from nvcre.measure.profile import compile_profile
 from nvcre.naming import (
     bandwidth_measurement_name,
@@ -167,13 +167,13 @@ def _bandwidth(
     if run.finished:
         final = read(lines, _parser())
         reason, message = final_reason(final, f"pod {NAMESPACE}/{name}-workload-launcher-0-0")
-        bandwidth_lifecycle.complete(reason, message, at(ended), final, START + timedelta(seconds=ended))(
+        bandwidth_transitions.complete(reason, message, at(ended), final, START + timedelta(seconds=ended))(
             status
         )
     else:
         parser = _parser()
         half = read(lines[: len(lines) // 2], parser)
-        bandwidth_lifecycle.running(half, None, START + timedelta(seconds=ended), parser.state())(status)
+        bandwidth_transitions.running(half, None, START + timedelta(seconds=ended), parser.state())(status)
     spec = job["spec"]["bandwidthMeasurement"]
     return {
         "apiVersion": API_VERSION,

@@ -21,8 +21,8 @@ from nvcre.measure.goodput import (
     observe,
     restart_seen,
 )
-from nvcre.measure.goodput.lifecycle import profile_missing, running, terminal
 from nvcre.measure.goodput.parser import Window
+from nvcre.measure.goodput.transitions import profile_missing, running, terminal
 from nvcre.measure.profile import CompiledProfile, compile_profile
 from nvcre.sandbox import Member, node_model, simulate
 

@@ -15,7 +15,7 @@ from nvcre.controllers.measurement.goodput import Goodput
 from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import GoodputParser
-from nvcre.measure.goodput.lifecycle import running
+from nvcre.measure.goodput.transitions import running
 from nvcre.measure.profile import compile_profile
 from nvcre.objects import ObjectKey
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context

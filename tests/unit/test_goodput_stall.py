@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nvcre.decide.job import lifecycle
+from nvcre.decide.job import next_step
 from nvcre.measure.goodput import GoodputParser, observe
 from nvcre.measure.profile import compile_profile
 
@@ -65,13 +65,13 @@ def test_case_12b_training_stall_at_135_seconds() -> None:
         lines = [*steps, line(ago, "iteration       20/ 100 | elapsed time per iteration (ms): 2500.0")]
         gm = measured(lines, 10, NOW - timedelta(seconds=5))
         assert (gm["status"]["avgStepTimeSec"], gm["status"]["logInterval"]) == ("2.500000", 10)
-        decision = lifecycle.follow(job(**spec), RUNNING, gm, [], NOW)
+        decision = next_step.follow(job(**spec), RUNNING, gm, [], NOW)
         if verdict == "stalled":  # no checkpoint: Failed, not restarted
-            assert decision == lifecycle.Fail(
+            assert decision == next_step.Fail(
                 "Workload stalled: no training step within the configured threshold", "WorkloadStalled"
             )
         else:
-            assert isinstance(decision, lifecycle.Progress) and decision.reason == "WorkloadRunning"
+            assert isinstance(decision, next_step.Progress) and decision.reason == "WorkloadRunning"
 
 
 def test_case_12c_startup_stall_after_1320_seconds() -> None:
@@ -82,7 +82,7 @@ def test_case_12c_startup_stall_after_1320_seconds() -> None:
         [line(1330, f"[before the start of training step] datetime: {start:%Y-%m-%d %H:%M:%S}")], 0, NOW
     )
     assert gm["status"]["applicationStartTime"] == "2026-03-01T11:37:50.000000Z"
-    assert lifecycle.follow(job(), RUNNING, gm, [], NOW) == lifecycle.Fail(
+    assert next_step.follow(job(), RUNNING, gm, [], NOW) == next_step.Fail(
         "Workload stalled: no training step observed within startup timeout", "WorkloadStalled"
     )
     younger = measured(
@@ -95,4 +95,4 @@ def test_case_12c_startup_stall_after_1320_seconds() -> None:
         0,
         NOW,
     )
-    assert isinstance(lifecycle.follow(job(), RUNNING, younger, [], NOW), lifecycle.Progress)
+    assert isinstance(next_step.follow(job(), RUNNING, younger, [], NOW), next_step.Progress)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.decide.job import lifecycle, restart
+from nvcre.decide.job import next_step, restart
 from nvcre.decide.job.health import node_changed
 from nvcre.health.nodes import monitored_nodes, unhealthy_nodes, with_defaults
 
@@ -35,26 +35,26 @@ GOODPUT = {"status": {"lastCheckpointStep": "5"}}
 @pytest.mark.parametrize(
     ("spec", "workload", "goodput", "expected"),
     [
-        ({}, None, None, lifecycle.Fail("Workload TrainJob/j-workload was deleted")),
-        ({}, trainjob("Failed"), None, lifecycle.Fail("Workload TrainJob/j-workload has failed")),
+        ({}, None, None, next_step.Fail("Workload TrainJob/j-workload was deleted")),
+        ({}, trainjob("Failed"), None, next_step.Fail("Workload TrainJob/j-workload has failed")),
         (
             CHECKPOINT,
             trainjob("Failed"),
             GOODPUT,
-            lifecycle.Restart("Restarting workload from checkpoint (restart 1/1)", "t1"),
+            next_step.Restart("Restarting workload from checkpoint (restart 1/1)", "t1"),
         ),
         (
             CHECKPOINT,
             None,
             GOODPUT,
-            lifecycle.Restart("Restarting workload from checkpoint (restart 1/1)", None),
+            next_step.Restart("Restarting workload from checkpoint (restart 1/1)", None),
         ),
-        (CHECKPOINT, trainjob("Failed"), None, lifecycle.Fail("Workload TrainJob/j-workload has failed")),
+        (CHECKPOINT, trainjob("Failed"), None, next_step.Fail("Workload TrainJob/j-workload has failed")),
         (
             {},
             trainjob("Complete"),
             None,
-            lifecycle.Succeed("Workload TrainJob/j-workload completed successfully"),
+            next_step.Succeed("Workload TrainJob/j-workload completed successfully"),
         ),
     ],
 )
@@ -62,9 +62,9 @@ def test_follow(
     spec: dict[str, Any],
     workload: dict[str, Any] | None,
     goodput: dict[str, Any] | None,
-    expected: lifecycle.Decision,
+    expected: next_step.Decision,
 ) -> None:
-    assert lifecycle.follow(job(**spec), workload, goodput, [], NOW) == expected
+    assert next_step.follow(job(**spec), workload, goodput, [], NOW) == expected
 
 
 @pytest.mark.parametrize(
@@ -75,8 +75,8 @@ def test_follow(
     ],
 )
 def test_follow_in_progress(workload: dict[str, Any], reason: str, message: str) -> None:
-    decision = lifecycle.follow(job(), workload, None, [], NOW)
-    assert isinstance(decision, lifecycle.Progress) and (decision.reason, decision.message) == (
+    decision = next_step.follow(job(), workload, None, [], NOW)
+    assert isinstance(decision, next_step.Progress) and (decision.reason, decision.message) == (
         reason,
         message,
     )

@@ -17,7 +17,7 @@ from nvcre.cli.main import cli
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import split_lines
-from nvcre.measure.nccl import Parser, final_reason, lifecycle
+from nvcre.measure.nccl import Parser, final_reason, transitions
 from nvcre.measure.profile import compile_profile
 from nvcre.measure.thresholds import Verdict
 
@@ -57,7 +57,7 @@ def controller_verdict(lines: list[str], thresholds: dict[str, str], nodes: int,
     parser.fold(aggregate, lines)
     reason, message = final_reason(aggregate, "pod ns/launcher")
     status: dict[str, Any] = {}
-    lifecycle.complete(reason, message, "2026-03-10T15:00:00Z", aggregate, ENDED)(status)
+    transitions.complete(reason, message, "2026-03-10T15:00:00Z", aggregate, ENDED)(status)
     config: dict[str, Any] = {"logProfileRef": "nccl-bandwidth"}
     if transport:
         config["expectedTransport"] = transport

@@ -110,7 +110,7 @@ class CertificationController:
         if not statuses:
             unknown = sequencing.unknown_category(cert)
             if unknown is not None:
-                await self._set(
+                await self._write_state(
                     cert,
                     ConditionType.FAILED,
                     CertificationReason.CATEGORY_NOT_FOUND,
@@ -122,7 +122,7 @@ class CertificationController:
 
     # -- writes -------------------------------------------------------------------------------
 
-    async def _set(
+    async def _write_state(
         self,
         cert: Obj,
         cond_type: str,
@@ -132,7 +132,8 @@ class CertificationController:
         *,
         validation: str | None = None,
     ) -> Obj | None:
-        """``validation``: also set ``ValidationFailed=True`` with this message (same write)."""
+        """Make ``cond_type`` the Certification's one True state with ``statuses`` as its category
+        statuses; ``validation``: also set ``ValidationFailed=True`` with this message (same write)."""
         fixed = copy.deepcopy(statuses)
         generation = cert["metadata"].get("generation")
 
@@ -164,7 +165,9 @@ class CertificationController:
             validation = (
                 await self._validation_failure(cert, statuses) if sequencing.any_failed(statuses) else None
             )
-            await self._set(cert, *sequencing.outcome(statuses, validation), statuses, validation=validation)
+            await self._write_state(
+                cert, *sequencing.outcome(statuses, validation), statuses, validation=validation
+            )
             return None
         if sequencing.following(statuses[index]):
             return await self._follow(cert, statuses, index)
@@ -180,7 +183,7 @@ class CertificationController:
             found = discover(self.nodes.items(), target)
             render = render_category(model, index, found.nodes)
         except CategoryNotFound:
-            await self._set(
+            await self._write_state(
                 cert,
                 ConditionType.FAILED,
                 CertificationReason.CATEGORY_NOT_FOUND,
@@ -191,7 +194,7 @@ class CertificationController:
         except (BuildError, ValidationError, ValueError) as error:
             remaining = self.node_discovery_timeout - sequencing.age(cert, now())
             if isinstance(error, NoNodesMatch) and remaining > 0:
-                await self._set(
+                await self._write_state(
                     cert,
                     ConditionType.IN_PROGRESS,
                     CertificationReason.WAITING_FOR_NODES,
@@ -199,7 +202,7 @@ class CertificationController:
                     statuses,
                 )
                 return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))
-            await self._set(
+            await self._write_state(
                 cert,
                 ConditionType.FAILED,
                 CertificationReason.WORKFLOW_VALIDATION_FAILED,
@@ -214,7 +217,7 @@ class CertificationController:
         except HolderTerminating:
             return Result(requeue_after=1.0)
         except NameTaken:
-            await self._set(
+            await self._write_state(
                 cert,
                 ConditionType.FAILED,
                 CertificationReason.WORKFLOW_NAME_COLLISION,
@@ -228,14 +231,14 @@ class CertificationController:
                 raise  # transient: retried with backoff, the Certification stays as it is
             message = f"Failed to create Workflow {name}: {error.status.message or error}"
             await self.ctx.recorder.warning(cert, EventReason.WORKFLOW_CREATION_ERROR, message)
-            await self._set(
+            await self._write_state(
                 cert, ConditionType.FAILED, CertificationReason.WORKFLOW_FAILED, message, statuses
             )
             return None
         holder = sequencing.holder_of(statuses, index, name)
         if holder is not None:
             other = statuses[holder]
-            await self._set(
+            await self._write_state(
                 cert,
                 ConditionType.FAILED,
                 CertificationReason.WORKFLOW_NAME_COLLISION,
@@ -247,7 +250,7 @@ class CertificationController:
         statuses[index], transition = sequencing.started(
             statuses, index, created.obj["metadata"]["name"], namespace
         )
-        written = await self._set(cert, *transition, statuses)
+        written = await self._write_state(cert, *transition, statuses)
         if written is not None and not created.adopted:
             for event in render.events:
                 await self.ctx.recorder.emit(cert, event.type, event.reason, event.message)
@@ -275,7 +278,7 @@ class CertificationController:
         if followed.transition is None:
             return REQUEUE
         statuses[index] = followed.entry
-        await self._set(cert, *followed.transition, statuses)
+        await self._write_state(cert, *followed.transition, statuses)
         return IMMEDIATE if followed.ended else REQUEUE
 
     # -- terminal: stale failures -------------------------------------------------------------
@@ -284,7 +287,7 @@ class CertificationController:
         statuses = sequencing.recovered(cert, self.workflows.get)
         if statuses is None:
             return None
-        await self._set(
+        await self._write_state(
             cert,
             ConditionType.IN_PROGRESS,
             CertificationReason.WORKFLOW_RUNNING,

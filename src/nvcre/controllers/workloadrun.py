@@ -100,9 +100,11 @@ class WorkloadRunController:
 
     # -- writes -------------------------------------------------------------------------------
 
-    async def _set(
+    async def _write_state(
         self, run: Obj, cond_type: str, reason: str, message: str, extra: StatusChange | None = None
     ) -> Obj | None:
+        """Make ``cond_type`` the run's one True state (the others ``Superseded``), with ``extra``
+        in the same write; never over a state that has ended."""
         return await self.ctx.status.set_exclusive(
             resources.WorkloadRun,
             run,
@@ -116,7 +118,7 @@ class WorkloadRunController:
 
     async def _fail(self, run: Obj, reason: str, message: str) -> None:
         try:
-            await self._set(run, ConditionType.FAILED, reason, message)
+            await self._write_state(run, ConditionType.FAILED, reason, message)
         except ApiError as error:
             if reason == WorkloadRunReason.BUILD_FAILED:
                 await self.ctx.recorder.warning(
@@ -169,7 +171,7 @@ class WorkloadRunController:
             status["workflowRef"] = {"name": workflow_name, "namespace": namespace}
             status["resolvedGpusPerNode"] = render.gpus_per_node
 
-        written = await self._set(
+        written = await self._write_state(
             run,
             ConditionType.IN_PROGRESS,
             WorkloadRunReason.WORKFLOW_CREATED,
@@ -191,7 +193,7 @@ class WorkloadRunController:
             # A cache miss is no proof: only a live read may declare the Workflow gone.
             workflow = await get_live(self.ctx.client, resources.Workflow, ref["name"], namespace)
         if workflow is None:
-            await self._set(
+            await self._write_state(
                 run, ConditionType.FAILED, WorkloadRunReason.WORKFLOW_DELETED, "Workflow was deleted"
             )
             return None
@@ -213,10 +215,10 @@ class WorkloadRunController:
             )
         terminal = outcome(workflow)
         if terminal is not None:
-            await self._set(run, *terminal, mirror)
+            await self._write_state(run, *terminal, mirror)
             return None
         current = condition_of(run, ConditionType.IN_PROGRESS) or {}
-        await self._set(
+        await self._write_state(
             run,
             ConditionType.IN_PROGRESS,
             str(current.get("reason") or WorkloadRunReason.WORKFLOW_CREATED),

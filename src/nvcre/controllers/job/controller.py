@@ -43,7 +43,7 @@ from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import conditions_of, now
-from nvcre.decide.job import deletion, health, lifecycle, measurements, restart
+from nvcre.decide.job import deletion, health, measurements, next_step, restart
 from nvcre.measure import verdicts
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
 from nvcre.objects import Obj, ObjectKey, StatusChange
@@ -198,7 +198,7 @@ class JobController:
         try:
             body = trainjob.build(job)
         except trainjob.AdapterError as error:
-            await self._set(
+            await self._write_state(
                 job,
                 ConditionType.FAILED,
                 JobReason.WORKLOAD_CREATION_ERROR,
@@ -232,7 +232,7 @@ class JobController:
         except NameTaken:
             if not live:
                 return await self._reconcile_live(_key(job))
-            await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
+            await self._write_state(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, taken)
             return None
         except ApiError as error:
             if copy_name and trainjob.RUNTIME_NOT_FOUND in server_message(error):
@@ -261,7 +261,7 @@ class JobController:
             if change is not None:
                 change(status)
 
-        await self._set(job, ConditionType.IN_PROGRESS, reason, message, record)
+        await self._write_state(job, ConditionType.IN_PROGRESS, reason, message, record)
         return REQUEUE
 
     def _first_state(
@@ -275,8 +275,8 @@ class JobController:
         if adopted:
             return JobReason.WORKLOAD_ADOPTED, f"Workload TrainJob/{name} adopted", None
         with_ref = {**job, "status": {**(job.get("status") or {}), "workloadRef": ref}}
-        decision = lifecycle.follow(with_ref, workload, self._goodput(job), self._job_pods(job), now())
-        if isinstance(decision, lifecycle.Progress) and decision.reason == JobReason.WORKLOAD_RUNNING:
+        decision = next_step.follow(with_ref, workload, self._goodput(job), self._job_pods(job), now())
+        if isinstance(decision, next_step.Progress) and decision.reason == JobReason.WORKLOAD_RUNNING:
             return decision.reason, decision.message, decision.change
         return JobReason.WORKLOAD_CREATED, f"Workload TrainJob/{name} created and is starting", None
 
@@ -293,7 +293,7 @@ class JobController:
         await self.ctx.recorder.warning(job, JobReason.WORKLOAD_CREATION_ERROR, message)
         if not is_invalid(error):
             raise error  # transient: retried with backoff, the Job stays as it is
-        await self._set(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, message)
+        await self._write_state(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, message)
         raise TerminalError(message) from error
 
     async def _ensure_measurements(self, job: Obj) -> None:
@@ -369,30 +369,30 @@ class JobController:
 
     async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
         pods = self._job_pods(job)
-        decision = lifecycle.follow(
+        decision = next_step.follow(
             job, await self._workload(job), self._goodput(job), pods, now(), self._bandwidth(job)
         )
-        if not live and not isinstance(decision, lifecycle.Progress):
+        if not live and not isinstance(decision, next_step.Progress):
             return await self._reconcile_live(_key(job))
-        if isinstance(decision, lifecycle.Restart):
+        if isinstance(decision, next_step.Restart):
             return await self._restart(job, decision)
-        if isinstance(decision, lifecycle.Fail):
+        if isinstance(decision, next_step.Fail):
             await self._fail(job, decision, pods)
             return None
-        if isinstance(decision, lifecycle.Succeed):
-            written = await self._set(
+        if isinstance(decision, next_step.Succeed):
+            written = await self._write_state(
                 job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message
             )
             return await self._judge(written) if written is not None else None
         # Still open: the same step as last time writes nothing (a newer Job is an event away).
-        await self._set(
+        await self._write_state(
             job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change, settled=True
         )
         return Result(requeue_after=decision.requeue)
 
-    async def _restart(self, job: Obj, decision: lifecycle.Restart) -> Result | None:
+    async def _restart(self, job: Obj, decision: next_step.Restart) -> Result | None:
         """Record the restart (one write), then carry it on as every later pass does."""
-        written = await self._set(
+        written = await self._write_state(
             job,
             ConditionType.IN_PROGRESS,
             JobReason.WORKLOAD_RESTARTING,
@@ -420,7 +420,7 @@ class JobController:
             await self.ctx.status.update(resources.GoodputMeasurement, goodput, restart.reset_goodput(now()))
         return await self._create_workload(job)
 
-    async def _fail(self, job: Obj, decision: lifecycle.Fail, pods: list[Obj]) -> None:
+    async def _fail(self, job: Obj, decision: next_step.Fail, pods: list[Obj]) -> None:
         # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
         ours = await self.ctx.ownership.pods_of(job, pods)
         # a stalled run has no failed pod: its launcher's log shows where it stopped
@@ -437,7 +437,7 @@ class JobController:
             if decision.verdict:
                 verdict_writes.set_validation(status, job, True, decision.reason, decision.message)
 
-        await self._set(job, ConditionType.FAILED, decision.reason, decision.message, record)
+        await self._write_state(job, ConditionType.FAILED, decision.reason, decision.message, record)
 
     async def _check_node_health(self, job: Obj) -> None:
         nodes = health.nodes_to_check(self._job_pods(job), lambda name: self.nodes.get("", name))
@@ -472,7 +472,7 @@ class JobController:
         if written is not None and update.first:
             await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
 
-    async def _set(
+    async def _write_state(
         self,
         job: Obj,
         cond_type: str,
@@ -482,8 +482,9 @@ class JobController:
         *,
         settled: bool = False,
     ) -> Obj | None:
-        """No event for the first InProgress (one request per Job of a fan-out, saying what the
-        condition says; the Workflow announces the launch once); Failed and Succeeded keep theirs."""
+        """Make ``cond_type`` the Job's one True state, with ``extra`` in the same write. No event
+        for the first InProgress (one request per Job of a fan-out, saying what the condition
+        says; the Workflow announces the launch once); Failed and Succeeded keep theirs."""
         return await self.ctx.status.set_exclusive(
             resources.Job,
             job,

@@ -1,6 +1,6 @@
 """The BandwidthMeasurement kind (spec 2.5): NCCL bandwidth read from a Job's launcher log; the
 shell (:mod:`.shell`) reads the measurement, its LogProfile and its Job, this module reads the
-launcher's log, asks :mod:`nvcre.measure.nccl.lifecycle` what the status becomes, writes it.
+launcher's log, asks :mod:`nvcre.measure.nccl.transitions` what the status becomes, writes it.
 
 While the Job runs, every ``sampleInterval`` the lines logged since ``status.lastSampleTime`` are
 merged into provisional results (one write, guarded by the resourceVersion they were merged
@@ -35,7 +35,7 @@ from nvcre.controllers.podlogs import (
     since,
 )
 from nvcre.controllers.status import now
-from nvcre.measure.nccl import Aggregate, Parser, final_reason, lifecycle, progress
+from nvcre.measure.nccl import Aggregate, Parser, final_reason, progress, transitions
 from nvcre.measure.profile import CompiledProfile
 from nvcre.naming import bandwidth_measurement_name
 from nvcre.objects import Obj, ObjectKey, StatusChange
@@ -67,7 +67,7 @@ class Bandwidth:
         metrics.forget((key.namespace, key.name))
 
     def is_complete(self, obj: Obj) -> bool:
-        return lifecycle.is_complete(obj)
+        return transitions.is_complete(obj)
 
     async def completed(self, shell: Shell, key: ObjectKey, obj: Obj) -> None:
         """Frozen; its gauges republished (after a restart)."""
@@ -75,7 +75,7 @@ class Bandwidth:
         metrics.observe(
             obj,
             shell.jobs.get(key.namespace, job_name) if job_name else None,
-            lifecycle.stored_results(obj.get("status") or {}),
+            transitions.stored_results(obj.get("status") or {}),
             final=_complete_reason(obj) == MeasurementReason.JOB_SUCCEEDED,
         )
 
@@ -87,7 +87,7 @@ class Bandwidth:
             if missing.error is None
             else f'LogProfile "{missing.name}" cannot be used: {missing.error}'
         )
-        await _write(shell, obj, lifecycle.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, message, now()))
+        await _write(shell, obj, transitions.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, message, now()))
         return Stop(Result(requeue_after=interval))
 
     async def job(self, shell: Shell, key: ObjectKey, obj: Obj, interval: float) -> Obj | Stop:
@@ -107,9 +107,11 @@ class Bandwidth:
             live = None  # the name now holds a later attempt's Job: ours is gone
         if live is not None:
             return live
-        if not lifecycle.seen_job(obj):
+        if not transitions.seen_job(obj):
             return Stop(Result(requeue_after=interval))  # created before its Job: wait for it
-        await _finish(shell, obj, None, MeasurementReason.LOGS_UNAVAILABLE, lifecycle.gone_message(obj), None)
+        await _finish(
+            shell, obj, None, MeasurementReason.LOGS_UNAVAILABLE, transitions.gone_message(obj), None
+        )
         return Stop()
 
     async def finalize(
@@ -131,7 +133,9 @@ class Bandwidth:
         except Unreadable as error:
             log.info("%s/%s: no final read of a failed Job: %s", key.namespace, key.name, error)
             final = None
-        await _finish(shell, obj, job, MeasurementReason.JOB_FAILED, lifecycle.JOB_FAILED, final, finished_at)
+        await _finish(
+            shell, obj, job, MeasurementReason.JOB_FAILED, transitions.JOB_FAILED, final, finished_at
+        )
         return None
 
     async def sample(
@@ -194,17 +198,17 @@ async def _final_read(
 async def _final_read_failed(
     shell: Shell, bm: Obj, job: Obj, error: str, finished_at: str | None
 ) -> Result | None:
-    started = lifecycle.pending_since(bm)
-    grace = lifecycle.grace_seconds(job)
+    started = transitions.pending_since(bm)
+    grace = transitions.grace_seconds(job)
     if started is None:  # record when the wait began before waiting
         await _write(
-            shell, bm, lifecycle.waiting(MeasurementReason.FINAL_READ_PENDING, lifecycle.PENDING, now())
+            shell, bm, transitions.waiting(MeasurementReason.FINAL_READ_PENDING, transitions.PENDING, now())
         )
-        return Result(requeue_after=lifecycle.FINAL_READ_RETRY_SECONDS)
+        return Result(requeue_after=transitions.FINAL_READ_RETRY_SECONDS)
     if (now() - started).total_seconds() <= grace:
         log.info("%s: final read pending: %s", bm["metadata"]["name"], error)
-        return Result(requeue_after=lifecycle.FINAL_READ_RETRY_SECONDS)
-    message = lifecycle.unreadable_message(grace, error)
+        return Result(requeue_after=transitions.FINAL_READ_RETRY_SECONDS)
+    message = transitions.unreadable_message(grace, error)
     await _finish(shell, bm, job, MeasurementReason.LOGS_UNAVAILABLE, message, None, finished_at)
     return None
 
@@ -233,10 +237,10 @@ async def _sample(shell: Shell, bm: Obj, job: Obj, profile: CompiledProfile) -> 
     aggregate = sample.aggregate if sample is not None else None
     rows = sample.rows if sample is not None and read else None
     written = await _write(
-        shell, bm, lifecycle.running(aggregate, cursor_out, now(), parser.state(), rows=rows)
+        shell, bm, transitions.running(aggregate, cursor_out, now(), parser.state(), rows=rows)
     )
     if written is not None:
-        metrics.observe(written, job, lifecycle.stored_results(written.get("status") or {}), final=False)
+        metrics.observe(written, job, transitions.stored_results(written.get("status") or {}), final=False)
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -260,11 +264,11 @@ async def _finish(
 ) -> None:
     """The single terminal write (a no-op when already Complete), then its event."""
     moment = now()
-    change = lifecycle.complete(reason, message, finished_at or format_time(moment), final, moment)
+    change = transitions.complete(reason, message, finished_at or format_time(moment), final, moment)
     written = await _write(shell, bm, change)
     if written is None or _complete_reason(written) != reason:
         return  # gone, or another write completed it first
-    results = lifecycle.stored_results(written.get("status") or {})
+    results = transitions.stored_results(written.get("status") or {})
     metrics.observe(written, job, results, final=reason == MeasurementReason.JOB_SUCCEEDED)
     kind = EventType.NORMAL if reason == MeasurementReason.JOB_SUCCEEDED else EventType.WARNING
     await shell.ctx.recorder.emit(written, kind, reason, message)

@@ -26,7 +26,6 @@ from nvcre.controllers.goodput import metrics, reading
 from nvcre.controllers.measurement.kind import Profile, ProfileMissing, Shell, Stop
 from nvcre.controllers.status import now
 from nvcre.measure.goodput import GoodputParser, Window, interrupt, restart_seen
-from nvcre.measure.goodput.lifecycle import complete, profile_missing, running, terminal
 from nvcre.measure.goodput.sampling import (
     INTERRUPTED_BY_RESTART,
     Outcome,
@@ -34,6 +33,7 @@ from nvcre.measure.goodput.sampling import (
     training_started,
     warmup_base,
 )
+from nvcre.measure.goodput.transitions import complete, profile_missing, running, terminal
 from nvcre.measure.profile import CompiledProfile
 from nvcre.naming import goodput_measurement_name
 from nvcre.objects import Obj, ObjectKey

@@ -6,7 +6,7 @@ folds the items in constant memory per message size (:mod:`.aggregate`);
 :func:`final_results` rounds each average once (``%.2f``); :func:`merge_provisional` folds a
 sample of new lines into stored (rounded) results, the running average of spec 2.5. The
 controller, ``nvcrectl analyze nccl`` and the tests all go through :class:`Parser` and
-:class:`Aggregate`. :mod:`.lifecycle` says what the measurement's status becomes.
+:class:`Aggregate`. :mod:`.transitions` says what the measurement's status becomes.
 """
 
 from nvcre.measure.nccl.aggregate import (
