@@ -164,7 +164,7 @@ def test_a_missing_profile_waits_and_a_run_without_steps_is_no_data_collected(
         "Measuring": (
             "False",
             "LogProfileNotFound",
-            f'LogProfile "{profile}" could not be resolved: not found',
+            f'LogProfile "{profile}" not found',
         )
     }
     write_log(

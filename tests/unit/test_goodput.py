@@ -391,9 +391,7 @@ def test_a_failed_job_completes_job_failed() -> None:
 
 
 def test_a_missing_profile_is_not_terminal() -> None:
-    missing = profile_missing(
-        {}, 'LogProfile "nope" could not be resolved: not found', now=at("2026-02-05T17:00:00"), generation=1
-    )
+    missing = profile_missing({}, 'LogProfile "nope" not found', now=at("2026-02-05T17:00:00"), generation=1)
     assert conditions(missing) == {
-        "Measuring": ("False", "LogProfileNotFound", 'LogProfile "nope" could not be resolved: not found')
+        "Measuring": ("False", "LogProfileNotFound", 'LogProfile "nope" not found')
     }

@@ -82,12 +82,8 @@ class Bandwidth:
     async def without_profile(
         self, shell: Shell, obj: Obj, missing: ProfileMissing, interval: float
     ) -> Stop | None:
-        message = (
-            f'LogProfile "{missing.name}" not found'
-            if missing.error is None
-            else f'LogProfile "{missing.name}" cannot be used: {missing.error}'
-        )
-        await _write(shell, obj, transitions.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, message, now()))
+        change = transitions.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, missing.message, now())
+        await _write(shell, obj, change)
         return Stop(Result(requeue_after=interval))
 
     async def job(self, shell: Shell, key: ObjectKey, obj: Obj, interval: float) -> Obj | Stop:

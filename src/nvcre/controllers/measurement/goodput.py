@@ -137,8 +137,7 @@ class Goodput:
         if not condition_true(job, ConditionType.IN_PROGRESS):
             return Result(requeue_after=interval)
         if isinstance(profile, ProfileMissing):
-            reason = "not found" if profile.error is None else str(profile.error)
-            message = f'LogProfile "{profile.name}" could not be resolved: {reason}'
+            message = profile.message
             await _write(
                 shell, obj, lambda live: profile_missing(live, message, now=now(), generation=_gen(obj))
             )

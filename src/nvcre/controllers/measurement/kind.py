@@ -27,10 +27,17 @@ from nvcre.runtime.informer import Informer
 @dataclass(frozen=True)
 class ProfileMissing:
     """Why a measurement has no usable LogProfile: none of that name (``error`` None), or one
-    this kind cannot use (``error``: why). Each kind words its ``LogProfileNotFound`` message."""
+    this kind cannot use (``error``: why)."""
 
     name: str
     error: ProfileError | None = None
+
+    @property
+    def message(self) -> str:
+        """The ``LogProfileNotFound`` condition's message, the same for every kind."""
+        if self.error is None:
+            return f'LogProfile "{self.name}" not found'
+        return f'LogProfile "{self.name}" cannot be used: {self.error}'
 
 
 Profile = CompiledProfile | ProfileMissing
