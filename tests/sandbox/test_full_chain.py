@@ -28,10 +28,10 @@ from lightkube.resources.core_v1 import Namespace, Node, Pod
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.testing.cluster import JobSet
-from nvcre.testing.inspect import get, true_condition, wait_true
+from nvcre.testing.inspect import get, pinned_hosts, true_condition, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.nodes import HOSTNAME, GpuNodeSpec, create_gpu_nodes
+from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, pool_name
 
@@ -149,15 +149,7 @@ def test_every_object_is_made_by_its_upstream_controller(run: Run) -> None:
 def test_pods_are_bound_by_the_scheduler_to_nodes_of_their_group(run: Run) -> None:
     hosts = set(run.nodes)
     for pod in run.pods.values():
-        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        pinned = {
-            value
-            for term in terms["nodeSelectorTerms"]
-            for expression in term.get("matchExpressions") or ()
-            if expression["key"] == HOSTNAME
-            for value in expression["values"]
-        }
-        assert pinned == hosts, "nvcre's Pinned hostname affinity reached the pod"
+        assert pinned_hosts(pod) == hosts, "nvcre's Pinned hostname affinity reached the pod"
         assert pod["spec"]["nodeName"] in hosts, pod["metadata"]["name"]
         scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
         assert scheduled["status"] == "True"

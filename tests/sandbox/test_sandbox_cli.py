@@ -56,8 +56,7 @@ from nvcre.sandbox.state import alive, group_alive, listening_sockets
 from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.history import follow
-from nvcre.testing.inspect import get, jobs_of, wait_true
-from nvcre.testing.nodes import HOSTNAME
+from nvcre.testing.inspect import get, jobs_of, pinned_hosts, wait_true
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
@@ -349,15 +348,7 @@ def _made_by_the_real_controllers(
         kind, batch_job = _controller(pod)
         assert kind == "Job" and batch_job in batch_jobs, pod["metadata"]["name"]
         group = groups[owner_job[pod["metadata"]["labels"][JOBSET_NAME]]]
-        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        pinned = {
-            value
-            for term in terms["nodeSelectorTerms"]
-            for expression in term.get("matchExpressions") or ()
-            if expression["key"] == HOSTNAME
-            for value in expression["values"]
-        }
-        assert pinned == set(group), "nvcre's Pinned hostname affinity reached the pod"
+        assert pinned_hosts(pod) == set(group), "nvcre's Pinned hostname affinity reached the pod"
         assert pod["spec"]["nodeName"] in group, pod["metadata"]["name"]
         assert pod["spec"]["schedulerName"] == "default-scheduler"
         scheduled = [c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"]

@@ -13,6 +13,7 @@ from lightkube.resources.events_v1 import Event
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY
+from nvcre.testing.nodes import HOSTNAME
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob
 
@@ -57,6 +58,18 @@ def controller_owner(obj: dict[str, Any]) -> tuple[str, str, str, bool]:
     """(kind, name, uid, controller) of the object's one owner reference."""
     (owner,) = obj["metadata"]["ownerReferences"]
     return (owner["kind"], owner["name"], owner["uid"], owner["controller"])
+
+
+def pinned_hosts(pod: dict[str, Any]) -> set[str]:
+    """The hostnames a pod's required node affinity pins it to (nvcre's ``Pinned`` placement)."""
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    return {
+        value
+        for term in terms["nodeSelectorTerms"]
+        for expression in term.get("matchExpressions") or ()
+        if expression["key"] == HOSTNAME
+        for value in expression["values"]
+    }
 
 
 def jobs_of(kube: Client, namespace: str, workflow: str) -> dict[str, dict[str, Any]]:
