@@ -175,57 +175,47 @@ def _bandwidth(
         half = read(lines[: len(lines) // 2], parser)
         bandwidth_transitions.running(half, None, START + timedelta(seconds=ended), parser.state())(status)
     spec = job["spec"]["bandwidthMeasurement"]
+    extra = {k: v for k, v in spec.items() if k in ("sampleInterval", "testType", "expectedTransport")}
+    return _measurement("BandwidthMeasurement", bandwidth_measurement_name(name), job, spec, extra, status)
+
+
+def _measurement(kind: str, name: str, job: Obj, spec: Obj, extra: Obj, status: Obj) -> Obj:
+    """A measurement as the Job controller creates it, with its ``status``."""
+    job_name = job["metadata"]["name"]
     return {
         "apiVersion": API_VERSION,
-        "kind": "BandwidthMeasurement",
+        "kind": kind,
         "metadata": {
-            "name": bandwidth_measurement_name(name),
+            "name": name,
             "namespace": NAMESPACE,
-            "uid": _uid(bandwidth_measurement_name(name)),
+            "uid": _uid(name),
             "labels": {
                 Label.MANAGED_BY: MANAGED_BY_VALUE,
-                Label.JOB: name,
+                Label.JOB: job_name,
                 Label.JOB_UID: job["metadata"]["uid"],
             },
         },
         "spec": {
-            "jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": name},
+            "jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": job_name},
             "logProfileRef": spec["logProfileRef"],
-            **{k: v for k, v in spec.items() if k in ("sampleInterval", "testType", "expectedTransport")},
+            **extra,
         },
         "status": status,
     }
 
 
 def _goodput(job: Obj, values: Mapping[str, Any], ended: float) -> Obj:
-    name = job["metadata"]["name"]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "GoodputMeasurement",
-        "metadata": {
-            "name": goodput_measurement_name(name),
-            "namespace": NAMESPACE,
-            "uid": _uid(goodput_measurement_name(name)),
-            "labels": {
-                Label.MANAGED_BY: MANAGED_BY_VALUE,
-                Label.JOB: name,
-                Label.JOB_UID: job["metadata"]["uid"],
-            },
-        },
-        "spec": {
-            "jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": name},
-            "logProfileRef": job["spec"]["goodputMeasurement"]["logProfileRef"],
-        },
-        "status": {
-            **values,
-            "startTime": at(30),
-            "completionTime": at(ended),
-            "conditions": [
-                _condition("Measuring", "False", "JobSucceeded", "Job succeeded", ended),
-                _condition("Complete", "True", "JobSucceeded", "Job succeeded", ended),
-            ],
-        },
+    status = {
+        **values,
+        "startTime": at(30),
+        "completionTime": at(ended),
+        "conditions": [
+            _condition("Measuring", "False", "JobSucceeded", "Job succeeded", ended),
+            _condition("Complete", "True", "JobSucceeded", "Job succeeded", ended),
+        ],
     }
+    name = goodput_measurement_name(job["metadata"]["name"])
+    return _measurement("GoodputMeasurement", name, job, job["spec"]["goodputMeasurement"], {}, status)
 
 
 def _failed_pod(job: Obj, node: str, exit_code: int, reason: str) -> Obj:
