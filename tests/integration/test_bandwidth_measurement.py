@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import AsyncClient, Client
+from lightkube import ApiError, AsyncClient, Client
 from lightkube.resources.core_v1 import Pod
 
 from nvcre import resources
@@ -22,7 +22,7 @@ from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
 from nvcre.measure.profile import compile_profile
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.inspect import get, trainjob_of, wait_true
-from nvcre.testing.kwok import PHASE_ANNOTATION, cri_log_lines, register_pod_log
+from nvcre.testing.kwok import PHASE_ANNOTATION, after_last_entry, cri_log_lines, register_pod_log
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
 
@@ -77,7 +77,23 @@ def finish(kube: Client, namespace: str, name: str, pods: list[str], *, succeede
 
 
 def measurement(kube: Client, namespace: str, name: str) -> dict[str, Any]:
-    return get(kube, resources.BandwidthMeasurement, f"{name}-job-bandwidth", namespace)
+    """The Job's BandwidthMeasurement; empty until the Job controller has created it."""
+    try:
+        return get(kube, resources.BandwidthMeasurement, f"{name}-job-bandwidth", namespace)
+    except ApiError as error:
+        if error.status.code == 404:
+            return {}
+        raise
+
+
+def measured(
+    kube: Client, kwok: Any, gpu_nodes: Any, namespace: str, name: str, lines: list[str]
+) -> dict[str, Any]:
+    """The completed measurement of a Job whose launcher logged ``lines`` and succeeded."""
+    launcher, pods = start(kube, kwok, gpu_nodes, namespace, name, "nccl-bandwidth")
+    kwok.write_pod_logs(kube, namespace, launcher, lines, container="launcher")
+    finish(kube, namespace, name, pods, succeeded=True)
+    return completed(kube, namespace, name)
 
 
 def completed(kube: Client, namespace: str, name: str) -> dict[str, Any]:
@@ -182,7 +198,7 @@ def test_a_row_the_launcher_is_still_writing_is_read_whole_by_the_next_sample(
         what="provisional results",
     )
     assert bm["status"]["results"] == expected(lines[:cut])  # 8 B .. 512 B, nothing of the half row
-    rest = text[torn:] + cri_log_lines(lines[cut + 1 :])
+    rest = text[torn:] + cri_log_lines(lines[cut + 1 :], start=after_last_entry(text))
     register_pod_log(kube, kwok.logs_dir, namespace, launcher, rest, container="launcher", append=True)
     wait_for(
         lambda: len(measurement(kube, namespace, "torn").get("status", {}).get("results") or ()) == 24,
@@ -228,16 +244,8 @@ def test_a_pod_with_the_launchers_labels_outside_its_owner_chain_is_never_read(
 def test_an_old_layout_is_read_by_its_header_and_a_log_without_one_is_no_data_collected(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
-    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "old", "nccl-bandwidth")
-    kwok.write_pod_logs(
-        kube,
-        namespace,
-        launcher,
-        corpus_lines("issue37-v100-allgather-old-error-column-FAILED.log"),
-        container="launcher",
-    )
-    finish(kube, namespace, "old", pods, succeeded=True)
-    status = completed(kube, namespace, "old")["status"]
+    old = corpus_lines("issue37-v100-allgather-old-error-column-FAILED.log")
+    status = measured(kube, kwok, gpu_nodes, namespace, "old", old)["status"]
     assert status["results"] == [  # L5: no redop/root columns, the old float error column
         {
             "sizeBytes": 4294967296,
@@ -254,16 +262,9 @@ def test_an_old_layout_is_read_by_its_header_and_a_log_without_one_is_no_data_co
         "all_gather_perf",  # L1, the command line
         8,  # -g 8
     )
-    launcher, pods = start(kube, kwok, gpu_nodes, namespace, "tail", "nccl-bandwidth")
-    kwok.write_pod_logs(
-        kube,
-        namespace,
-        launcher,
-        data_lines("oci-oke-gb200-kubectl-tail-no-header.log"),
-        container="launcher",
+    bm = measured(
+        kube, kwok, gpu_nodes, namespace, "tail", data_lines("oci-oke-gb200-kubectl-tail-no-header.log")
     )
-    finish(kube, namespace, "tail", pods, succeeded=True)
-    bm = completed(kube, namespace, "tail")
     message = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
     assert condition(bm, "Complete") == ("True", "NoDataCollected", message)
     assert bm["status"].get("results") in (None, [])

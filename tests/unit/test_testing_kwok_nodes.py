@@ -13,7 +13,13 @@ import nvcre.render
 from nvcre.platform.detect import node_architecture, node_platform, topology_domain_count
 from nvcre.platform.nic import detect_nic_resource
 from nvcre.sandbox.runner import HEARTBEAT_PAUSED
-from nvcre.testing.kwok import NODE_ANNOTATION, PHASE_ANNOTATION, cri_log_lines, stage_documents
+from nvcre.testing.kwok import (
+    NODE_ANNOTATION,
+    PHASE_ANNOTATION,
+    after_last_entry,
+    cri_log_lines,
+    stage_documents,
+)
 from nvcre.testing.nodes import (
     EFA_RESOURCE,
     GPU_CLIQUE,
@@ -137,6 +143,16 @@ def test_cri_log_lines_format() -> None:
     assert lines[0] == "2026-01-02T03:04:05.123456000Z stderr F a b"
     assert re.fullmatch(r"2026-01-02T03:04:05\.124456000Z stderr F c", lines[1])
     assert text.endswith("\n")
+
+
+def test_an_appended_batch_is_dated_after_the_last_entry_even_one_in_the_future() -> None:
+    future = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+    text = cri_log_lines(["a", "b", "c"], start=future)  # the last entry is 2 ms after `future`
+    assert after_last_entry(text) == future + datetime.timedelta(milliseconds=3)
+    before = datetime.datetime.now(datetime.UTC)
+    past = cri_log_lines(["a"], start=before - datetime.timedelta(hours=1))
+    assert before <= after_last_entry(past) <= datetime.datetime.now(datetime.UTC)  # now, not the past
+    assert before <= after_last_entry("") <= datetime.datetime.now(datetime.UTC)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -102,6 +102,22 @@ def _paced(stage: str, nodes: int) -> str:
     return str(yaml.safe_dump(doc, sort_keys=False))
 
 
+def after_last_entry(cri_text: str, *, step_ms: int = 1) -> datetime.datetime:
+    """When an entry appended to ``cri_text`` is written: now, or just after its last entry's time
+    if that is later (:func:`cri_log_lines` dates a batch's lines ``step_ms`` apart from its
+    start, so a batch can end in the future). A container's log never goes back in time, and a
+    reader that resumes after the last time it read relies on that."""
+    now = datetime.datetime.now(datetime.UTC)
+    for line in reversed(cri_text.splitlines()):
+        stamp = line.split(" ", 1)[0]
+        try:  # RFC 3339 with nanoseconds: keep the microseconds datetime can hold
+            last = datetime.datetime.fromisoformat(stamp[:26] + "+00:00")
+        except ValueError:
+            continue
+        return max(now, last + datetime.timedelta(milliseconds=step_ms))
+    return now
+
+
 def cri_log_lines(
     lines: Iterable[str], *, stream: str = "stdout", start: datetime.datetime | None = None, step_ms: int = 1
 ) -> str:
@@ -219,12 +235,15 @@ def write_pod_logs(
     stream: str = "stdout",
     append: bool = False,
 ) -> Path:
-    """Write ``lines`` as the logs of ``pod``/``container`` under ``logs_dir`` and point kwok at them.
+    """Write ``lines`` as the logs of ``pod``/``container`` under ``logs_dir`` and point kwok at them
+    (``append``: after what is there, dated after its last entry).
 
     After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
     ``log`` subresource return the lines (without the CRI prefix).
     """
-    text = cri_log_lines(lines, stream=stream)
+    path = logs_dir / f"{namespace}_{pod}_{container}.log"
+    start = after_last_entry(path.read_text()) if append and path.exists() else None
+    text = cri_log_lines(lines, stream=stream, start=start)
     return register_pod_log(client, logs_dir, namespace, pod, text, container=container, append=append)
 
 
@@ -261,6 +280,7 @@ __all__ = [
     "REASON_ANNOTATION",
     "Kwok",
     "KwokLogs",
+    "after_last_entry",
     "cri_log_lines",
     "register_pod_log",
     "stage_documents",
