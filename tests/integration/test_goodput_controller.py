@@ -86,12 +86,18 @@ def parse(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+def started(kube: Client, namespace: str, gpu_nodes: Any, name: str) -> tuple[dict[str, Any], datetime]:
+    """A Job whose goodput ``megatron-training`` measures, its pod Running, and a moment just after
+    the pod started (where its log begins)."""
+    install_profile(kube, "megatron-training")
+    pod = start(kube, namespace, gpu_nodes, name, "megatron-training")
+    return pod, parse(pod["status"]["startTime"].replace("Z", "+00:00")) + timedelta(milliseconds=100)
+
+
 def test_a_healthy_run_completes_job_succeeded_with_the_figures_of_its_log(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
-    install_profile(kube, "megatron-training")
-    pod = start(kube, namespace, gpu_nodes, "gp", "megatron-training")
-    t0 = parse(pod["status"]["startTime"].replace("Z", "+00:00")) + timedelta(milliseconds=100)
+    pod, t0 = started(kube, namespace, gpu_nodes, "gp")
     ms = timedelta(milliseconds=10)
     write_log(
         kube,
@@ -194,9 +200,7 @@ def test_a_missing_profile_waits_and_a_run_without_steps_is_no_data_collected(
 def test_a_failed_job_completes_job_failed_with_its_interruption(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, kwok: Any
 ) -> None:
-    install_profile(kube, "megatron-training")
-    pod = start(kube, namespace, gpu_nodes, "gf", "megatron-training")
-    t0 = parse(pod["status"]["startTime"].replace("Z", "+00:00")) + timedelta(milliseconds=100)
+    pod, t0 = started(kube, namespace, gpu_nodes, "gf")
     write_log(
         kube,
         kwok,
