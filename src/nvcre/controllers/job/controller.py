@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from typing import Any, NoReturn
 
 from lightkube import ApiError
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 
 REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 SOON = Result(requeue_after=1.0)
+CACHE_GRACE_SECONDS = 10.0
+"""How long a TrainJob this manager has just created may be missing from its cache before the
+Job controller reads it live: its watch event is on the way, and wakes the Job (the owner watch)."""
 
 
 def _final(job: Obj) -> bool:
@@ -90,6 +94,8 @@ class JobController:
         manager = ctx.manager
         self.jobs = manager.informer(resources.Job)
         self.trainjobs = manager.informer(resources.TrainJob)
+        self.created: dict[str, float] = {}
+        """UIDs of the TrainJobs this manager created in the last :data:`CACHE_GRACE_SECONDS`."""
         self.runtime_copies = manager.informer(
             resources.TrainingRuntime, labels={Label.JOB: None}, transform=_metadata_only
         )
@@ -242,6 +248,8 @@ class JobController:
                 return SOON
             return await self._creation_error(job, f"Failed to create TrainJob/{name}", error)
         existing, adopted = created.obj, created.adopted
+        if not adopted:
+            self._created_now(existing["metadata"]["uid"])
         if adopted and not live:
             # Ours already: the cached Job may lag behind the write that recorded it.
             return await self._reconcile_live(_key(job))
@@ -367,7 +375,24 @@ class JobController:
             await verdict_writes.announce(self.ctx, job, decided.failed, decided.reason, decided.message)
         return None
 
+    def _created_now(self, uid: str) -> None:
+        moment = time.monotonic()
+        self.created = {u: t for u, t in self.created.items() if moment - t < CACHE_GRACE_SECONDS}
+        self.created[uid] = moment
+
+    def _awaiting_cache(self, job: Obj) -> float | None:
+        """Seconds left to wait for the cache to show the TrainJob this manager just created
+        (None: it shows it, or another manager made it, or the grace is over: read it live)."""
+        ref = job["status"]["workloadRef"]
+        if self.trainjobs.get(ref.get("namespace") or job["metadata"]["namespace"], ref["name"]) is not None:
+            return None
+        made = self.created.get(str(ref.get("uid") or ""))
+        left = CACHE_GRACE_SECONDS - (time.monotonic() - made) if made is not None else 0.0
+        return left if left > 0 else None
+
     async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
+        if (left := self._awaiting_cache(job)) is not None:
+            return Result(requeue_after=left)
         pods = self._job_pods(job)
         decision = next_step.follow(
             job, await self._workload(job), self._goodput(job), pods, now(), self._bandwidth(job)
