@@ -6,6 +6,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from nvcre.conditions import ended
 from nvcre.measure.interval import sample_interval
 from nvcre.measure.nccl import Aggregate, Point, final_reason, transitions
 from nvcre.objects import StatusChange
@@ -119,12 +120,7 @@ def test_grace_is_the_measurement_timeout_but_at_least_two_minutes() -> None:
     assert sample_interval({"spec": {"sampleInterval": "soon"}}) == 60.0
 
 
-def test_job_outcome() -> None:
+def test_a_jobs_end_is_its_terminal_condition_and_when() -> None:
     job = {"status": {"conditions": [{"type": "Succeeded", "status": "True", "lastTransitionTime": "t"}]}}
-    assert transitions.job_outcome(job) == ("Succeeded", "t")
-    assert transitions.job_outcome(
-        {"status": {"conditions": [{"type": "InProgress", "status": "True"}]}}
-    ) == (
-        None,
-        None,
-    )
+    assert ended(job) == ("Succeeded", "t")
+    assert ended({"status": {"conditions": [{"type": "InProgress", "status": "True"}]}}) is None

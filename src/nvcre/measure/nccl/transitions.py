@@ -20,7 +20,6 @@ from nvcre.api.v1alpha1.constants import (
 )
 from nvcre.api.v1alpha1.meta import ConditionStatusValue, format_time, parse_time
 from nvcre.conditions import (
-    ended,
     find,
     from_status,
     set_condition,
@@ -80,12 +79,6 @@ def stored_results(status: Status) -> list[SizeResult]:
         except (KeyError, TypeError, ValueError):
             continue  # an entry nvcre did not write; the next write drops it
     return out
-
-
-def job_outcome(job: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(``Succeeded`` | ``Failed`` | None while it runs, when that condition became True)."""
-    outcome = ended(job)
-    return (outcome[0], outcome[1] or None) if outcome else (None, None)
 
 
 def pending_since(bm: Mapping[str, Any]) -> datetime | None:
