@@ -7,12 +7,13 @@ import asyncio
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from nvcre.manager.logs import TEXT_FORMAT, JSONFormatter
 from nvcre.objects import ObjectKey
+from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result
 from nvcre.runtime.logcontext import ContextFilter
 
@@ -57,7 +58,11 @@ async def test_each_reconcile_line_names_its_controller_object_and_pass(
     done = asyncio.Event()
 
     async def reconcile(key: ObjectKey) -> Result | None:
-        log.info("measured %s", key.name)
+        async def lines() -> AsyncIterator[str]:
+            yield key.name
+
+        # the line is logged from an offload worker thread, as a log's parsing is
+        await offload.in_batches(lines(), lambda batch: log.info("measured %s", batch[0]))
         seen.append(key)
         if len(seen) == 2:
             done.set()

@@ -1,8 +1,8 @@
 """Which controller, object and pass wrote a log line.
 
 A controller's worker sets :func:`reconciling` around each reconcile; every record logged in
-that task (and in threads started with ``asyncio.to_thread``, which copies the context) then
-carries ``controller``, ``key`` and ``reconcile_id``, added by :class:`ContextFilter`. The id
+that task (and in the work it hands to :mod:`~nvcre.runtime.offload`, run in a copy of its
+context) then carries ``controller``, ``key`` and ``reconcile_id``, added by :class:`ContextFilter`. The id
 counts the manager's reconciles, so one pass's lines can be picked out of interleaved ones.
 """
 

@@ -12,6 +12,7 @@ matches, and CPython hands the GIL back to the loop's thread at least every
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterable, Callable, Sized
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -51,7 +52,10 @@ async def in_batches(
         nonlocal running, batch, size
         if running is not None:
             await running
-        running = loop.run_in_executor(executor(), work, batch) if batch else None
+        # in a copy of the caller's context: what ``work`` logs still names its reconcile
+        running = (
+            loop.run_in_executor(executor(), contextvars.copy_context().run, work, batch) if batch else None
+        )
         batch, size = [], 0
 
     async def finish() -> None:
