@@ -56,7 +56,6 @@ from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.sandbox import control
 from nvcre.sandbox.state import StateDir
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing import binaries as bins
 from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, true_condition
 from nvcre.testing.nodes import domain_labels
 
@@ -360,7 +359,6 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the sandbox is torn down on the way out
-    bins.ensure((*bins.REQUIRED, *bins.CHAIN))
     cells = [c for c in matrix(args.quick) if not args.only or c.kind in args.only]
     fleets: dict[Fleet, list[Cell]] = {}
     for cell in cells:
