@@ -23,6 +23,7 @@ from nvcre.measure.profile import compile_profile
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.inspect import get, trainjob_of, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION, after_last_entry, cri_log_lines, register_pod_log
+from nvcre.testing.nccl_cases import status_row
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
 
@@ -148,15 +149,7 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     bm = completed(kube, namespace, "ar")
     status = bm["status"]
     assert status["results"] == expected(lines)  # L131 67108864 0.03 0.03 last
-    assert status["results"][-1] == {
-        "sizeBytes": 67108864,
-        "algBW": "0.03",
-        "busBW": "0.03",
-        "samples": 1,
-        "inPlaceAlgBW": "0.03",
-        "inPlaceBusBW": "0.03",
-        "wrong": 0,
-    }
+    assert status["results"][-1] == status_row(67108864, "0.03", "0.03", "0.03", "0.03")
     assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
     assert "tableLayout" not in status
     assert {k: status[k] for k in ("test", "ranks", "avgBusBandwidthGBps", "outOfBounds", "complete")} == {
@@ -300,15 +293,7 @@ def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
     message = "Referenced Job failed; results are not used for threshold evaluation"
     assert condition(bm, "Complete") == ("True", "JobFailed", message)
     # the best-effort read of the failed launcher's log: L30 1073741824 97.50 182.80 last
-    assert bm["status"]["results"][-1] == {
-        "sizeBytes": 1073741824,
-        "algBW": "97.50",
-        "busBW": "182.80",
-        "samples": 1,
-        "inPlaceAlgBW": "96.74",
-        "inPlaceBusBW": "181.39",
-        "wrong": 0,
-    }
+    assert bm["status"]["results"][-1] == status_row(1073741824, "97.50", "182.80", "96.74", "181.39")
 
 
 def test_the_builtin_profiles_are_installed(kube: Client) -> None:

@@ -13,19 +13,8 @@ from typing import Any
 from lightkube import Client
 
 from nvcre import resources
+from nvcre.testing import inspect
 from nvcre.testing.builders import new_pool
-from nvcre.testing.inspect import (
-    config_map_payload,
-    events_for,
-    failed_nodes_record,
-    finish_job,
-    get,
-    jobs_of,
-    trainjob_of,
-    true_condition,
-    wait_event,
-    wait_true,
-)
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, workflow
 
@@ -36,12 +25,12 @@ def results(kube: Client, namespace: str, wf: dict[str, Any]) -> tuple[list[str]
     succeeded: list[str] = []
     failed: list[dict[str, str]] = []
     if status.get("succeededNodesRef"):
-        payload = config_map_payload(
+        payload = inspect.config_map_payload(
             kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
         )
         succeeded = payload.decode().split(",")
     if status.get("failedNodesRef"):
-        failed = failed_nodes_record(kube, namespace, status["failedNodesRef"]["name"])
+        failed = inspect.failed_nodes_record(kube, namespace, status["failedNodesRef"]["name"])
     return succeeded, failed
 
 
@@ -60,7 +49,7 @@ def two_groups(kube: Client, namespace: str, gpu_nodes: Any, name: str) -> list[
     pool, nodes = new_pool(gpu_nodes, 4)
     kube.create(resources.Workflow.from_dict(workflow(name, namespace, pool, 2)))
     wanted = [f"{name}-group-0-iter-1", f"{name}-group-1-iter-1"]
-    wait_for(lambda: sorted(jobs_of(kube, namespace, name)) == wanted, 60, what="both Jobs")
+    wait_for(lambda: sorted(inspect.jobs_of(kube, namespace, name)) == wanted, 60, what="both Jobs")
     return nodes
 
 
@@ -69,9 +58,9 @@ def test_a_deleted_job_lists_its_group_nodes_as_failed(
 ) -> None:
     nodes = two_groups(kube, namespace, gpu_nodes, "gone")
     kube.delete(resources.Job, "gone-group-1-iter-1", namespace=namespace)
-    finish_job(kube, namespace, "gone-group-0-iter-1", succeeded=True)
-    wf = wait_true(kube, resources.Workflow, "gone", namespace, "Failed", timeout=60)
-    assert true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
+    inspect.finish_job(kube, namespace, "gone-group-0-iter-1", succeeded=True)
+    wf = inspect.wait_true(kube, resources.Workflow, "gone", namespace, "Failed", timeout=60)
+    assert inspect.true_condition(wf) == ("Failed", "IterationsFailed", "1 groups failed across 1 iterations")
     assert [g["phase"] for g in wf["status"]["orchestration"]["groups"]] == ["Succeeded", "Failed"]
     succeeded, failed = results(kube, namespace, wf)
     assert succeeded == nodes[:2]
@@ -94,12 +83,14 @@ def test_a_second_failure_is_merged_into_the_existing_failed_nodes_list(
     kube.delete(resources.Job, "twice-group-1-iter-1", namespace=namespace)
 
     def first_failure_recorded() -> bool:
-        return bool(get(kube, resources.Workflow, "twice", namespace).get("status", {}).get("failedNodesRef"))
+        return bool(
+            inspect.get(kube, resources.Workflow, "twice", namespace).get("status", {}).get("failedNodesRef")
+        )
 
     wait_for(first_failure_recorded, 60, what="the failed-nodes ConfigMap of the deleted Job's group")
-    finish_job(kube, namespace, "twice-group-0-iter-1", succeeded=False)
-    wf = wait_true(kube, resources.Workflow, "twice", namespace, "Failed", timeout=60)
-    assert true_condition(wf) == ("Failed", "IterationsFailed", "2 groups failed across 1 iterations")
+    inspect.finish_job(kube, namespace, "twice-group-0-iter-1", succeeded=False)
+    wf = inspect.wait_true(kube, resources.Workflow, "twice", namespace, "Failed", timeout=60)
+    assert inspect.true_condition(wf) == ("Failed", "IterationsFailed", "2 groups failed across 1 iterations")
     succeeded, failed = results(kube, namespace, wf)
     assert succeeded == []
     by_node = {e["name"]: e["cause"] for e in failed}
@@ -118,18 +109,18 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
     pool, nodes = new_pool(gpu_nodes, 4)
     kube.create(resources.Workflow.from_dict(workflow("iso", namespace, pool, 2)))
     first = ["iso-group-0-iter-1", "iso-group-1-iter-1"]
-    wait_for(lambda: sorted(jobs_of(kube, namespace, "iso")) == first, 60, what="both Jobs")
+    wait_for(lambda: sorted(inspect.jobs_of(kube, namespace, "iso")) == first, 60, what="both Jobs")
     by_nodes = {
         tuple(g["nodes"]): g
-        for g in get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]["groups"]
+        for g in inspect.get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]["groups"]
     }
     healthy, bad = by_nodes[tuple(nodes[:2])], by_nodes[tuple(nodes[2:])]
     for group, ok in ((healthy, True), (bad, False)):
         job = f"iso-{group['name']}-iter-1"
-        finish_job(kube, namespace, job, succeeded=ok)
+        inspect.finish_job(kube, namespace, job, succeeded=ok)
 
     def round_() -> list[dict[str, Any]] | None:
-        orchestration = get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]
+        orchestration = inspect.get(kube, resources.Workflow, "iso", namespace)["status"]["orchestration"]
         running = (orchestration.get("isolation") or {}).get("stage") == "Running"
         return orchestration["groups"] if running else None
 
@@ -138,20 +129,22 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
         ("isolate-0", nodes[2], [nodes[2], nodes[0]]),
         ("isolate-1", nodes[3], [nodes[3], nodes[1]]),
     ], "each suspect with a node of the passing pair"
-    wf = get(kube, resources.Workflow, "iso", namespace)
+    wf = inspect.get(kube, resources.Workflow, "iso", namespace)
     message = (
         "Iteration 1: re-testing 2 suspect nodes of 1 failed groups, 2 with healthy partners from the "
         "passing groups"
     )
     assert not wf["status"].get("failedNodesRef"), "nothing is recorded before the re-tests end"
     retests = ["iso-isolate-0-iter-1", "iso-isolate-1-iter-1"]
-    wait_for(lambda: set(retests) <= set(jobs_of(kube, namespace, "iso")), 60, what="the re-test Jobs")
-    trainjobs = [trainjob_of(kube, namespace, job)["metadata"]["name"] for job in retests]
+    wait_for(
+        lambda: set(retests) <= set(inspect.jobs_of(kube, namespace, "iso")), 60, what="the re-test Jobs"
+    )
+    trainjobs = [inspect.trainjob_of(kube, namespace, job)["metadata"]["name"] for job in retests]
     for trainjob, ok in zip(trainjobs, (False, True), strict=True):
         finish_trainjob(kube, namespace, trainjob, succeeded=ok, message="x")
 
-    wf = wait_true(kube, resources.Workflow, "iso", namespace, "Failed", timeout=60)
-    assert true_condition(wf) == (
+    wf = inspect.wait_true(kube, resources.Workflow, "iso", namespace, "Failed", timeout=60)
+    assert inspect.true_condition(wf) == (
         "Failed",
         "IterationsFailed",
         "1 groups failed across 1 iterations; Isolation complete: 1 nodes failed again with healthy "
@@ -182,8 +175,8 @@ def test_isolation_fails_only_the_member_that_fails_again_with_a_healthy_partner
             f"(re-tested with healthy partner {nodes[0]})",
         }
     ]
-    assert ("Normal", "IsolatingFailures", message) in events_for(kube, namespace, "iso", "Workflow")
-    wait_event(
+    assert ("Normal", "IsolatingFailures", message) in inspect.events_for(kube, namespace, "iso", "Workflow")
+    inspect.wait_event(
         kube,
         namespace,
         "iso",
@@ -204,11 +197,13 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_faile
     ``<wf>-job``); the node whose two pairs fail is the only one failed."""
     pool, nodes = new_pool(gpu_nodes, 3)
     kube.create(resources.Workflow.from_dict(workflow("ring", namespace, pool, 3)))
-    wait_for(lambda: sorted(jobs_of(kube, namespace, "ring")) == ["ring-job"], 60, what="the lone Job")
-    finish_job(kube, namespace, "ring-job", succeeded=False, message="slow")
+    wait_for(
+        lambda: sorted(inspect.jobs_of(kube, namespace, "ring")) == ["ring-job"], 60, what="the lone Job"
+    )
+    inspect.finish_job(kube, namespace, "ring-job", succeeded=False, message="slow")
 
     def round_() -> list[dict[str, Any]] | None:
-        orchestration = get(kube, resources.Workflow, "ring", namespace)["status"]["orchestration"]
+        orchestration = inspect.get(kube, resources.Workflow, "ring", namespace)["status"]["orchestration"]
         running = (orchestration.get("isolation") or {}).get("stage") == "Running"
         return orchestration["groups"] if running else None
 
@@ -220,10 +215,10 @@ def test_a_lone_failed_group_is_screened_in_pairs_and_only_its_bad_node_is_faile
     retests = [f"ring-isolate-{i}-iter-1" for i in range(3)]
     for job, pair in zip(retests, pairs, strict=True):  # nodes[1] is the bad one
         # every two pairs share a node: they run one after another
-        wait_for(lambda job=job: job in jobs_of(kube, namespace, "ring"), 60, what=f"Job {job}")
-        finish_job(kube, namespace, job, succeeded=nodes[1] not in pair, message="slow")
+        wait_for(lambda job=job: job in inspect.jobs_of(kube, namespace, "ring"), 60, what=f"Job {job}")
+        inspect.finish_job(kube, namespace, job, succeeded=nodes[1] not in pair, message="slow")
 
-    wf = wait_true(kube, resources.Workflow, "ring", namespace, "Failed", timeout=60)
+    wf = inspect.wait_true(kube, resources.Workflow, "ring", namespace, "Failed", timeout=60)
     isolation = wf["status"]["orchestration"]["isolation"]
     assert (isolation["failedNodes"], isolation["clearedNodes"]) == ([nodes[1]], [nodes[0], nodes[2]])
     succeeded, failed = results(kube, namespace, wf)

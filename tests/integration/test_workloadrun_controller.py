@@ -14,21 +14,8 @@ from lightkube import Client
 
 from nvcre import resources
 from nvcre.conditions import condition_of
+from nvcre.testing import inspect
 from nvcre.testing.builders import WorkloadRun, new_pool
-from nvcre.testing.inspect import (
-    config_map_payload,
-    controller_owner,
-    events_for,
-    failed_nodes_record,
-    finish_workflow_jobs,
-    get,
-    jobs_of,
-    own_patch,
-    trainjob_of,
-    true_condition,
-    wait_event,
-    wait_true,
-)
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import pool_name, workflow
 
@@ -52,7 +39,7 @@ def create_run(kube: Client, run: dict[str, Any]) -> None:
 
 
 def run_status(kube: Client, name: str, namespace: str) -> dict[str, Any]:
-    return get(kube, resources.WorkloadRun, name, namespace).get("status") or {}
+    return inspect.get(kube, resources.WorkloadRun, name, namespace).get("status") or {}
 
 
 def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
@@ -62,8 +49,8 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
         kube,
         workload_run("allreduce", namespace, pool, 4, imagePullSecrets=[{"name": "ngc-pull"}]),
     )
-    run = wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "InProgress")
-    assert true_condition(run) == ("InProgress", "WorkflowCreated", "Workflow allreduce created")
+    run = inspect.wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "InProgress")
+    assert inspect.true_condition(run) == ("InProgress", "WorkflowCreated", "Workflow allreduce created")
     assert run["status"]["workflowRef"] == {"name": "allreduce", "namespace": namespace}
     assert run["status"]["resolvedGpusPerNode"] == 8
     assert {c["type"]: (c["status"], c["reason"]) for c in run["status"]["conditions"]} == {
@@ -72,16 +59,16 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
         "Failed": ("False", "Superseded"),
     }
 
-    wf = get(kube, resources.Workflow, "allreduce", namespace)
+    wf = inspect.get(kube, resources.Workflow, "allreduce", namespace)
     assert wf["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "nvcre",
         "nvcre.nvidia.com/workload-run": "allreduce",
     }
-    assert controller_owner(wf) == ("WorkloadRun", "allreduce", run["metadata"]["uid"], True)
+    assert inspect.controller_owner(wf) == ("WorkloadRun", "allreduce", run["metadata"]["uid"], True)
 
-    (job,) = finish_workflow_jobs(kube, namespace, "allreduce", 1)
+    (job,) = inspect.finish_workflow_jobs(kube, namespace, "allreduce", 1)
     assert job == "allreduce-job"
-    trainjob = get(kube, resources.TrainJob, "allreduce-job-workload", namespace)
+    trainjob = inspect.get(kube, resources.TrainJob, "allreduce-job-workload", namespace)
     patches = {
         j["name"]: j.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
         for p in trainjob["spec"]["runtimePatches"]
@@ -91,19 +78,23 @@ def test_success_is_mirrored(kube: Client, namespace: str, gpu_nodes: Any, manag
     assert patches["node"]["imagePullSecrets"] == [{"name": "ngc-pull"}]
     assert patches["launcher"]["imagePullSecrets"] == [{"name": "ngc-pull"}], "the MPI launcher pulls too"
 
-    run = wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "Succeeded", timeout=90)
-    assert true_condition(run) == ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")
+    run = inspect.wait_true(kube, resources.WorkloadRun, "allreduce", namespace, "Succeeded", timeout=90)
+    assert inspect.true_condition(run) == (
+        "Succeeded",
+        "WorkflowSucceeded",
+        "Workflow completed successfully",
+    )
     assert condition_of(run, "InProgress")["reason"] == "Superseded"  # type: ignore[index]
     status = run["status"]
-    wf = get(kube, resources.Workflow, "allreduce", namespace)
+    wf = inspect.get(kube, resources.Workflow, "allreduce", namespace)
     assert status["succeededNodesRef"] == wf["status"]["succeededNodesRef"]
     assert status["detectedPlatform"] == "aws"
     assert status["detectedGPUArchitecture"] == "h100"
-    payload = config_map_payload(
+    payload = inspect.config_map_payload(
         kube, namespace, status["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
     )
     assert payload.decode() == ",".join(nodes)
-    events = wait_event(
+    events = inspect.wait_event(
         kube,
         namespace,
         "allreduce",
@@ -118,13 +109,13 @@ def test_failure_is_mirrored_with_the_workflow_message(
 ) -> None:
     pool, nodes = new_pool(gpu_nodes, 2)
     create_run(kube, workload_run("breaks", namespace, pool, 2))
-    finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
-    run = wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
-    assert true_condition(run) == ("Failed", "WorkflowFailed", "1 groups failed across 1 iterations")
+    inspect.finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
+    run = inspect.wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
+    assert inspect.true_condition(run) == ("Failed", "WorkflowFailed", "1 groups failed across 1 iterations")
     ref = run["status"]["failedNodesRef"]
-    entries = failed_nodes_record(kube, namespace, ref["name"])
+    entries = inspect.failed_nodes_record(kube, namespace, ref["name"])
     assert [e["name"] for e in entries] == nodes
-    wait_event(
+    inspect.wait_event(
         kube,
         namespace,
         "breaks",
@@ -164,8 +155,8 @@ def test_render_errors_are_build_failed(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("bad", namespace, pool, 1, **spec))
-    run = wait_true(kube, resources.WorkloadRun, "bad", namespace, "Failed")
-    found = true_condition(run)
+    run = inspect.wait_true(kube, resources.WorkloadRun, "bad", namespace, "Failed")
+    found = inspect.true_condition(run)
     assert found is not None and found[:2] == ("Failed", "BuildFailed")
     assert found[2] == message
     assert "workflowRef" not in run["status"]
@@ -180,24 +171,24 @@ def test_foreign_workflow_is_never_adopted(
     foreign = workflow("taken", namespace, "nobody", 1)
     kube.create(resources.Workflow.from_dict(foreign))
     create_run(kube, workload_run("taken", namespace, pool, 1))
-    run = wait_true(kube, resources.WorkloadRun, "taken", namespace, "Failed")
-    assert true_condition(run) == (
+    run = inspect.wait_true(kube, resources.WorkloadRun, "taken", namespace, "Failed")
+    assert inspect.true_condition(run) == (
         "Failed",
         "WorkflowNameCollision",
         f'Workflow "taken" already exists in namespace "{namespace}" and is not controlled by '
         'WorkloadRun "taken"; refusing to adopt it',
     )
-    assert "ownerReferences" not in get(kube, resources.Workflow, "taken", namespace)["metadata"]
+    assert "ownerReferences" not in inspect.get(kube, resources.Workflow, "taken", namespace)["metadata"]
 
 
 def test_deleted_workflow_fails_the_run(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("gone", namespace, pool, 1))
-    wait_true(kube, resources.WorkloadRun, "gone", namespace, "InProgress")
-    trainjob_of(kube, namespace, "gone-job")
+    inspect.wait_true(kube, resources.WorkloadRun, "gone", namespace, "InProgress")
+    inspect.trainjob_of(kube, namespace, "gone-job")
     kube.delete(resources.Workflow, "gone", namespace=namespace)
-    run = wait_true(kube, resources.WorkloadRun, "gone", namespace, "Failed", timeout=90)
-    assert true_condition(run) == ("Failed", "WorkflowDeleted", "Workflow was deleted")
+    run = inspect.wait_true(kube, resources.WorkloadRun, "gone", namespace, "Failed", timeout=90)
+    assert inspect.true_condition(run) == ("Failed", "WorkflowDeleted", "Workflow was deleted")
     wait_for(
         lambda: not list(kube.list(resources.Workflow, namespace=namespace)) or None,
         10,
@@ -208,14 +199,14 @@ def test_deleted_workflow_fails_the_run(kube: Client, namespace: str, gpu_nodes:
 def test_no_matching_node_fails_through_the_workflow(kube: Client, namespace: str, manager: Any) -> None:
     """§13.8: the run builds anyway; its Workflow fails NodeDiscoveryError and the run mirrors it."""
     create_run(kube, workload_run("lonely", namespace, pool_name(), 2))
-    run = wait_true(kube, resources.WorkloadRun, "lonely", namespace, "Failed")
-    assert true_condition(run) == (
+    run = inspect.wait_true(kube, resources.WorkloadRun, "lonely", namespace, "Failed")
+    assert inspect.true_condition(run) == (
         "Failed",
         "WorkflowFailed",
         "No target nodes found matching orchestration target",
     )
-    wf = get(kube, resources.Workflow, "lonely", namespace)
-    assert true_condition(wf)[:2] == ("Failed", "NodeDiscoveryError")  # type: ignore[index]
+    wf = inspect.get(kube, resources.Workflow, "lonely", namespace)
+    assert inspect.true_condition(wf)[:2] == ("Failed", "NodeDiscoveryError")  # type: ignore[index]
 
 
 def test_unpinned_runs_exactly_one_job_of_num_nodes(
@@ -223,11 +214,11 @@ def test_unpinned_runs_exactly_one_job_of_num_nodes(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 12)
     create_run(kube, workload_run("four", namespace, pool, 4, orchestration={"placement": "Unpinned"}))
-    jobs = wait_for(lambda: jobs_of(kube, namespace, "four") or None, 60, what="the Job")
+    jobs = wait_for(lambda: inspect.jobs_of(kube, namespace, "four") or None, 60, what="the Job")
     assert list(jobs) == ["four-job"]
-    trainjob = trainjob_of(kube, namespace, "four-job")
+    trainjob = inspect.trainjob_of(kube, namespace, "four-job")
     assert trainjob["spec"]["trainer"]["numNodes"] == 4
-    for name, pod in own_patch(trainjob).items():
+    for name, pod in inspect.own_patch(trainjob).items():
         terms = (
             pod["spec"]
             .get("affinity", {})
@@ -237,25 +228,25 @@ def test_unpinned_runs_exactly_one_job_of_num_nodes(
         )
         keys = {e["key"] for t in terms for e in t.get("matchExpressions", [])}
         assert "kubernetes.io/hostname" not in keys, f"{name} is pinned: {terms}"
-    wf = get(kube, resources.Workflow, "four", namespace)
+    wf = inspect.get(kube, resources.Workflow, "four", namespace)
     assert wf["status"]["orchestration"]["totalGroups"] == 1
-    assert len(jobs_of(kube, namespace, "four")) == 1
+    assert len(inspect.jobs_of(kube, namespace, "four")) == 1
 
     create_run(kube, workload_run("thirteen", namespace, pool, 13, orchestration={"placement": "Unpinned"}))
-    run = wait_true(kube, resources.WorkloadRun, "thirteen", namespace, "Failed")
-    assert true_condition(run) == (
+    run = inspect.wait_true(kube, resources.WorkloadRun, "thirteen", namespace, "Failed")
+    assert inspect.true_condition(run) == (
         "Failed",
         "WorkflowFailed",
         "Not enough schedulable nodes: need 13, found 12",
     )
-    assert not jobs_of(kube, namespace, "thirteen"), "never clamped to the 12 nodes there are"
+    assert not inspect.jobs_of(kube, namespace, "thirteen"), "never clamped to the 12 nodes there are"
 
 
 def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("done", namespace, pool, 1))
-    finish_workflow_jobs(kube, namespace, "done", 1)
-    run = wait_true(kube, resources.WorkloadRun, "done", namespace, "Succeeded")
+    inspect.finish_workflow_jobs(kube, namespace, "done", 1)
+    run = inspect.wait_true(kube, resources.WorkloadRun, "done", namespace, "Succeeded")
     version = run["metadata"]["resourceVersion"]
     # Deleting the Workflow of a finished run is not "Workflow was deleted": the run is done.
     kube.delete(resources.Workflow, "done", namespace=namespace)
@@ -264,17 +255,21 @@ def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any
         60,
         what="the Workflow to go",
     )
-    assert get(kube, resources.WorkloadRun, "done", namespace)["metadata"]["resourceVersion"] == version
+    assert (
+        inspect.get(kube, resources.WorkloadRun, "done", namespace)["metadata"]["resourceVersion"] == version
+    )
 
 
 def test_nic_resource_detection_event(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:
     """On-prem GB200 without an RDMA resource: nothing requested, and a Normal event says why."""
     pool, _ = new_pool(gpu_nodes, 2, platform="onprem", product="NVIDIA-GB200", gpus=4)
     create_run(kube, workload_run("nic", namespace, pool, 2))
-    wait_true(kube, resources.WorkloadRun, "nic", namespace, "InProgress")
+    inspect.wait_true(kube, resources.WorkloadRun, "nic", namespace, "InProgress")
     events = wait_for(
         lambda: [
-            e for e in events_for(kube, namespace, "nic", "WorkloadRun") if e[1] == "NICResourceDetection"
+            e
+            for e in inspect.events_for(kube, namespace, "nic", "WorkloadRun")
+            if e[1] == "NICResourceDetection"
         ],
         10,
         what="a NICResourceDetection event",

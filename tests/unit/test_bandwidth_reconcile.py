@@ -26,6 +26,7 @@ from nvcre.measure.builtin import builtin_profiles
 from nvcre.objects import ObjectKey
 from nvcre.runtime.writes import Conflict
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
+from nvcre.testing.nccl_cases import status_row
 from nvcre.testing.workloads import create_chain, training_runtime, workflow
 from nvcre.workload import trainjob
 
@@ -315,15 +316,7 @@ async def test_a_later_sample_reads_rows_under_an_earlier_header_and_the_final_w
     await h.reconcile()
     status = h.bm()["status"]
     assert "tableLayout" not in status
-    assert status["results"][-1] == {
-        "sizeBytes": 1073741824,
-        "algBW": "97.50",
-        "busBW": "182.80",
-        "samples": 1,
-        "inPlaceAlgBW": "96.74",
-        "inPlaceBusBW": "181.39",
-        "wrong": 0,
-    }  # L30
+    assert status["results"][-1] == status_row(1073741824, "97.50", "182.80", "96.74", "181.39")  # L30
     assert {k: status[k] for k in ("ranks", "hosts", "avgBusBandwidthGBps", "outOfBounds", "complete")} == {
         "ranks": 16,
         "hosts": ["{host1}", "{host2}"],
@@ -360,16 +353,6 @@ async def test_a_pod_with_the_launchers_labels_outside_its_chain_is_never_read()
     h.set_pod_phase("Succeeded")
     h.finish_job()
     await h.reconcile()
-    assert h.bm()["status"]["results"] == [
-        {
-            "sizeBytes": 1048576,
-            "algBW": "10.99",
-            "busBW": "20.61",
-            "samples": 1,
-            "inPlaceAlgBW": "11.02",
-            "inPlaceBusBW": "20.67",
-            "wrong": 0,
-        }
-    ]
+    assert h.bm()["status"]["results"] == [status_row(1048576, "10.99", "20.61", "11.02", "20.67")]
     reason, message = h.complete() or ("", "")
     assert reason == "JobSucceeded" and h.launcher["metadata"]["name"] in message

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from nvcre.cli.main import cli
 from nvcre.testing.builders import LogProfile
+from nvcre.testing.nccl_cases import status_row
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
@@ -25,16 +26,8 @@ def test_a_corpus_log_as_json() -> None:
     status = json.loads(out)
     assert code == 0
     assert len(status["results"]) == 28
-    # two passes: L141 688.75 and L169 688.95 for 1073741824
-    assert status["results"][-1] == {
-        "sizeBytes": 1073741824,
-        "algBW": "688.85",
-        "busBW": "0.00",
-        "samples": 2,
-        "inPlaceAlgBW": "6000000.00",  # L141 and L169 both print `6e+06`
-        "inPlaceBusBW": "0.00",
-        "wrong": 0,
-    }
+    # two passes: L141 688.75 and L169 688.95 for 1073741824; both print in-place algBW `6e+06`
+    assert status["results"][-1] == status_row(1073741824, "688.85", "0.00", "6000000.00", "0.00", samples=2)
     assert (status["transport"], status["wrongValues"]) == (["Socket"], 0)
     assert (status["busBandwidthGBps"], status["algBandwidthGBps"]) == (0.0, 688.85)
     assert {k: status[k] for k in ("test", "ranks", "hosts", "avgBusBandwidthGBps", "outOfBounds")} == {

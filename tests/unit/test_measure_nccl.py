@@ -19,6 +19,7 @@ from nvcre.measure.nccl import (
     strip_kubelet_prefix,
 )
 from nvcre.measure.profile import CompiledProfile, ProfileError, compile_profile
+from nvcre.testing.nccl_cases import status_row
 
 SPEC_REGEX = r"^\s*(?P<size>\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+(?P<algBW>[\d.]+)\s+(?P<busBW>[\d.]+)"
 """The reference ``nccl-bandwidth`` regex of spec 1.2."""
@@ -201,15 +202,7 @@ def test_spec_sample_final_status_and_threshold_inputs() -> None:
     ]
     results = read(lines, Parser(BUILTIN)).results()
     assert len(results) == 8 and all(r.samples == 1 for r in results)
-    assert results[-1].to_status() == {
-        "sizeBytes": 17179869184,
-        "algBW": "260.11",
-        "busBW": "487.70",
-        "samples": 1,
-        "inPlaceAlgBW": "1.00",
-        "inPlaceBusBW": "1.00",
-        "wrong": 0,
-    }
+    assert results[-1].to_status() == status_row(17179869184, "260.11", "487.70", "1.00", "1.00")
     assert peak(results) == (487.70, 260.11)
 
 

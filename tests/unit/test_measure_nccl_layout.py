@@ -127,35 +127,53 @@ def test_newer_columns_per_iteration_timestamp_and_cputime() -> None:
 @pytest.mark.parametrize(
     ("path", "header_line", "row_line", "expected"),
     [
-        ("cre-fixture-mixed-k8s-timestamps-and-raw-lines.log", 2, 4, (8, 0.0, 0.0)),  # `Z` kubelet time
-        ("cre-real-a100-allreduce-2node-pdt-timestamps.log", 94, 131, (67108864, 0.03, 0.03)),  # -07:00
-        ("awsbatch-p5-mpi-tagged.log", 2, 35, (17179869184, 276.03, 483.05)),  # [1,0]<stdout>:
-        ("awsome-eks-p5-2node-indented-elided.log", 2, 11, (2147483648, 233.49, 437.79)),  # indent + tag
-        ("awsome-slurm-p5-2node-srun-label.log", 1, 34, (17179869184, 259.78, 487.09)),  # `0: `
-        ("gke-a3mega-2node-allgather-indented.log", 2, 34, (8589934592, 201.32, 188.73)),  # misaligned
+        (
+            CORPUS / "cre-fixture-mixed-k8s-timestamps-and-raw-lines.log",
+            2,
+            4,
+            (8, 0.0, 0.0),
+        ),  # `Z` kubelet time
+        (
+            CORPUS / "cre-real-a100-allreduce-2node-pdt-timestamps.log",
+            94,
+            131,
+            (67108864, 0.03, 0.03),
+        ),  # -07:00
+        (CORPUS / "awsbatch-p5-mpi-tagged.log", 2, 35, (17179869184, 276.03, 483.05)),  # [1,0]<stdout>:
+        (
+            CORPUS / "awsome-eks-p5-2node-indented-elided.log",
+            2,
+            11,
+            (2147483648, 233.49, 437.79),
+        ),  # indent + tag
+        (CORPUS / "awsome-slurm-p5-2node-srun-label.log", 1, 34, (17179869184, 259.78, 487.09)),  # `0: `
+        (
+            CORPUS / "gke-a3mega-2node-allgather-indented.log",
+            2,
+            34,
+            (8589934592, 201.32, 188.73),
+        ),  # misaligned
+        # collected beside the corpus:
+        (
+            DATA / "skypilot-gke-h200-sky-head-mpi-tagged.log",
+            26,
+            51,
+            (8589934592, 347.44, 325.72),
+        ),  # SkyPilot + tag
+        (DATA / "issue290-h100-2node-srun-label-wrong-NA.log", 22, 34, (8589934592, 82.97, 155.57)),  # ` 0: `
+        (
+            DATA / "deepops-dgxa100-2node-k8s-error-column-crlf.log",
+            3,
+            34,
+            (4294967296, 100.55, 188.53),
+        ),  # CRLF
     ],
+    ids=lambda value: value.name if isinstance(value, Path) else None,
 )
 def test_a_row_is_read_whatever_prefix_precedes_it(
-    path: str, header_line: int, row_line: int, expected: tuple[int, float, float]
+    path: Path, header_line: int, row_line: int, expected: tuple[int, float, float]
 ) -> None:
-    log = CORPUS / path
-    (point,) = points([line(log, header_line), line(log, row_line)])
-    assert (point.size_bytes, point.alg_bw, point.bus_bw) == expected
-
-
-@pytest.mark.parametrize(
-    ("path", "header_line", "row_line", "expected"),
-    [
-        ("skypilot-gke-h200-sky-head-mpi-tagged.log", 26, 51, (8589934592, 347.44, 325.72)),  # SkyPilot + tag
-        ("issue290-h100-2node-srun-label-wrong-NA.log", 22, 34, (8589934592, 82.97, 155.57)),  # ` 0: `
-        ("deepops-dgxa100-2node-k8s-error-column-crlf.log", 3, 34, (4294967296, 100.55, 188.53)),  # CRLF
-    ],
-)
-def test_collected_rows_with_their_prefixes(
-    path: str, header_line: int, row_line: int, expected: tuple[int, float, float]
-) -> None:
-    log = DATA / path
-    (point,) = points([line(log, header_line), line(log, row_line)])
+    (point,) = points([line(path, header_line), line(path, row_line)])
     assert (point.size_bytes, point.alg_bw, point.bus_bw) == expected
 
 

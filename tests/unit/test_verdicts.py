@@ -372,25 +372,36 @@ def test_corruption_and_failures_fail_whatever_the_thresholds_say() -> None:
     )
 
 
-def test_a_log_from_fewer_hosts_than_the_group_measures_no_link() -> None:
-    limits = {"busBandwidthGBps": "value >= 100"}
-    config = {"logProfileRef": "nccl-bandwidth"}
-    local = with_status(bm(["267.00"]), ranks=1, hosts=["node-a"])
-    assert judge(job(limits, bandwidth=config, nodes="a,b"), local) == Verdict(
-        True,
-        "MeasurementUnavailable",
-        "the nccl-tests log shows a single rank, but the group has 2 nodes: "
-        "it measured no communication between them",
+@pytest.mark.parametrize(
+    ("ranks", "hosts", "message"),
+    [
+        (
+            1,
+            ["node-a"],
+            "the nccl-tests log shows a single rank, but the group has 2 nodes: "
+            "it measured no communication between them",
+        ),
+        (
+            8,
+            ["node-a"],
+            "the nccl-tests log shows ranks on 1 host(s) (node-a), but the group has 2 nodes: "
+            "it is not a measurement across them",
+        ),
+        (16, ["node-a", "node-b"], None),
+    ],
+)
+def test_a_log_from_fewer_hosts_than_the_group_measures_no_link(
+    ranks: int, hosts: list[str], message: str | None
+) -> None:
+    measurement = with_status(bm(["267.00"]), ranks=ranks, hosts=hosts)
+    verdict = judge(
+        job({"busBandwidthGBps": "value >= 100"}, bandwidth={"logProfileRef": "nccl-bandwidth"}, nodes="a,b"),
+        measurement,
     )
-    one_host = with_status(bm(["267.00"]), ranks=8, hosts=["node-a"])
-    assert judge(job(limits, bandwidth=config, nodes="a,b"), one_host) == Verdict(
-        True,
-        "MeasurementUnavailable",
-        "the nccl-tests log shows ranks on 1 host(s) (node-a), but the group has 2 nodes: "
-        "it is not a measurement across them",
-    )
-    both = with_status(bm(["267.00"]), ranks=16, hosts=["node-a", "node-b"])
-    assert judge(job(limits, bandwidth=config, nodes="a,b"), both).failed is False
+    if message is None:
+        assert verdict.failed is False
+    else:
+        assert verdict == Verdict(True, "MeasurementUnavailable", message)
 
 
 # --- the expected-performance floor ----------------------------------------------------------------

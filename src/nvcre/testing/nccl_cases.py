@@ -17,6 +17,21 @@ PROFILE = compile_profile(_MANIFEST)
 Row = tuple[int, str, str, str | None, str | None, int]  # size, algBW, busBW, in-place algBW, busBW, samples
 
 
+def status_row(
+    size: int, alg: str, bus: str, in_alg: str, in_bus: str, *, samples: int = 1, wrong: int = 0
+) -> dict[str, Any]:
+    """One size's entry in a BandwidthMeasurement's ``status.results``, as a user reads it."""
+    return {
+        "sizeBytes": size,
+        "algBW": alg,
+        "busBW": bus,
+        "samples": samples,
+        "inPlaceAlgBW": in_alg,
+        "inPlaceBusBW": in_bus,
+        "wrong": wrong,
+    }
+
+
 class Case(NamedTuple):
     rows: int
     sizes: int
