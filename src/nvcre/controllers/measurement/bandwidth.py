@@ -24,7 +24,7 @@ from nvcre.api.v1alpha1.meta import format_time
 from nvcre.conditions import condition_of
 from nvcre.controllers.bandwidth import metrics
 from nvcre.controllers.children import get_live
-from nvcre.controllers.measurement.kind import Profile, ProfileMissing, Shell, Stop
+from nvcre.controllers.measurement.kind import Measuring, ProfileMissing, Shell, Stop
 from nvcre.controllers.podlogs import (
     LogsError,
     format_line_time,
@@ -110,36 +110,26 @@ class Bandwidth:
         )
         return Stop()
 
-    async def finalize(
-        self,
-        shell: Shell,
-        key: ObjectKey,
-        obj: Obj,
-        job: Obj,
-        profile: Profile,
-        ended: tuple[str, str],
-        interval: float,
-    ) -> Result | None:
+    async def finalize(self, shell: Shell, m: Measuring, ended: tuple[str, str]) -> Result | None:
+        profile = m.profile
         assert not isinstance(profile, ProfileMissing)  # without_profile stopped the pass
         outcome, finished_at = ended[0], ended[1] or None
         if outcome == ConditionType.SUCCEEDED:
-            return await _final_read(shell, obj, job, profile, finished_at)
+            return await _final_read(shell, m.obj, m.job, profile, finished_at)
         try:
-            final: Aggregate | None = (await _read_final(shell, job, profile, Parser(profile)))[0]
+            final: Aggregate | None = (await _read_final(shell, m.job, profile, Parser(profile)))[0]
         except Unreadable as error:
-            log.info("%s/%s: no final read of a failed Job: %s", key.namespace, key.name, error)
+            log.info("%s/%s: no final read of a failed Job: %s", m.key.namespace, m.key.name, error)
             final = None
         await _finish(
-            shell, obj, job, MeasurementReason.JOB_FAILED, transitions.JOB_FAILED, final, finished_at
+            shell, m.obj, m.job, MeasurementReason.JOB_FAILED, transitions.JOB_FAILED, final, finished_at
         )
         return None
 
-    async def sample(
-        self, shell: Shell, key: ObjectKey, obj: Obj, job: Obj, profile: Profile, interval: float
-    ) -> Result | None:
-        assert not isinstance(profile, ProfileMissing)  # without_profile stopped the pass
-        await _sample(shell, obj, job, profile)
-        return Result(requeue_after=interval)
+    async def sample(self, shell: Shell, m: Measuring) -> Result | None:
+        assert not isinstance(m.profile, ProfileMissing)  # without_profile stopped the pass
+        await _sample(shell, m.obj, m.job, m.profile)
+        return Result(requeue_after=m.interval)
 
 
 def _job_name(obj: Obj) -> str:

@@ -23,7 +23,7 @@ from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import condition_true
 from nvcre.controllers import podlogs
 from nvcre.controllers.goodput import metrics, reading
-from nvcre.controllers.measurement.kind import Profile, ProfileMissing, Shell, Stop
+from nvcre.controllers.measurement.kind import Measuring, ProfileMissing, Shell, Stop
 from nvcre.controllers.status import now
 from nvcre.measure.goodput import GoodputParser, Window, interrupt, restart_seen
 from nvcre.measure.goodput.sampling import (
@@ -85,17 +85,9 @@ class Goodput:
         job = shell.jobs.get(key.namespace, job_name)
         return job if job is not None else Stop(Result(requeue_after=interval))
 
-    async def finalize(
-        self,
-        shell: Shell,
-        key: ObjectKey,
-        obj: Obj,
-        job: Obj,
-        profile: Profile,
-        ended: tuple[str, str],
-        interval: float,
-    ) -> Result | None:
+    async def finalize(self, shell: Shell, m: Measuring, ended: tuple[str, str]) -> Result | None:
         """The terminal freeze (3.5): one last read up to the Job's end, then one status write."""
+        key, obj, profile = m.key, m.obj, m.profile
         outcome: Outcome = ended[0]  # type: ignore[assignment]
         anchor = parse_time(ended[1]) if ended[1] else now()
         status = dict(obj.get("status") or {})
@@ -103,10 +95,10 @@ class Goodput:
         terminated: datetime | None = None
         log_interval = 0
         if not isinstance(profile, ProfileMissing):
-            pods = await self._pods(shell, job, profile, status)
+            pods = await self._pods(shell, m.job, profile, status)
             if pods:
                 window = await self._read(
-                    shell, key, pods, profile, status, interval, end=anchor, until=anchor
+                    shell, key, pods, profile, status, m.interval, end=anchor, until=anchor
                 )
             container = podlogs.container_of(pods["steps"], profile.container_name) if pods else None
             terminated = reading.terminated_at(pods.get("steps"), container)
@@ -125,27 +117,24 @@ class Goodput:
             ),
         )
         if written is not None:
-            metrics.record(
-                key.namespace, key.name, job["metadata"]["name"], _workflow(job), written.get("status") or {}
-            )
+            _record(m, written)
         self._drop(key)
         return None
 
-    async def sample(
-        self, shell: Shell, key: ObjectKey, obj: Obj, job: Obj, profile: Profile, interval: float
-    ) -> Result | None:
+    async def sample(self, shell: Shell, m: Measuring) -> Result | None:
+        key, job, profile, interval = m.key, m.job, m.profile, m.interval
         if not condition_true(job, ConditionType.IN_PROGRESS):
             return Result(requeue_after=interval)
         if isinstance(profile, ProfileMissing):
             message = profile.message
             await _write(
-                shell, obj, lambda live: profile_missing(live, message, now=now(), generation=_gen(obj))
+                shell, m.obj, lambda live: profile_missing(live, message, now=now(), generation=_gen(m.obj))
             )
             return Result(requeue_after=interval)
         waited = time.monotonic() - self.sampled.get(key, float("-inf"))
         if waited < interval:
             return Result(requeue_after=interval - waited)
-        gm = obj
+        gm = m.obj
         status = gm.get("status") or {}
         restarts = int((job.get("status") or {}).get("restartCount") or 0)
         if restart_seen(status, restarts):
@@ -168,9 +157,7 @@ class Goodput:
         )
         self.sampled[key] = time.monotonic()
         if written is not None:
-            metrics.record(
-                key.namespace, key.name, job["metadata"]["name"], _workflow(job), written.get("status") or {}
-            )
+            _record(m, written)
         return Result(requeue_after=interval)
 
     # -- reading --------------------------------------------------------------------------------
@@ -286,10 +273,13 @@ def _created(pod: Obj) -> datetime:
         return datetime.max.replace(tzinfo=UTC)
 
 
+def _record(m: Measuring, written: Obj) -> None:
+    """Publish the gauges of the status just written."""
+    meta = m.job["metadata"]
+    workflow = str((meta.get("labels") or {}).get(Label.WORKFLOW, ""))
+    metrics.record(m.key.namespace, m.key.name, meta["name"], workflow, written.get("status") or {})
+
+
 def _gen(obj: Obj) -> int | None:
     generation = obj["metadata"].get("generation")
     return int(generation) if generation is not None else None
-
-
-def _workflow(job: Obj) -> str:
-    return str((job["metadata"].get("labels") or {}).get(Label.WORKFLOW, ""))

@@ -1,5 +1,5 @@
 """What a measurement kind plugs into the measurement shell (:mod:`.shell`), and what the shell
-offers it.
+offers it (:class:`Shell`, the base of the shell's controller).
 
 A kind is one object answering the reconcile skeleton's questions for its measurement: how its
 name follows from its Job's, whether a profile fits it, what a frozen or a deleted measurement
@@ -17,11 +17,15 @@ from typing import Protocol
 
 from lightkube.core import resource as lkr
 
+from nvcre import resources
+from nvcre.controllers import indexes
 from nvcre.controllers.context import Context
+from nvcre.controllers.indexes import POD_JOB_INDEX
+from nvcre.controllers.podlogs import LogReader, container_of, pod_phase, workload_pods
 from nvcre.measure.profile import CompiledProfile, ProfileError
 from nvcre.objects import Obj, ObjectKey, StatusChange
+from nvcre.runtime import offload
 from nvcre.runtime.controller import Result
-from nvcre.runtime.informer import Informer
 
 
 @dataclass(frozen=True)
@@ -51,20 +55,29 @@ class Stop:
     result: Result | None = None
 
 
-class Shell(Protocol):
-    """What the shell offers a kind's hooks."""
+class Shell:
+    """What the shell offers a kind's hooks: the context, the Jobs' informer, a Job's pods, a
+    pod's log and the measurement's status writes."""
 
-    ctx: Context
-    jobs: Informer
+    def __init__(self, ctx: Context, resource: type[lkr.Resource], logs: LogReader) -> None:
+        self.ctx = ctx
+        self.resource = resource
+        self.logs = logs
+        self.jobs = ctx.manager.informer(resources.Job)
+        self.pods = indexes.pods(ctx.manager)
 
     def job_pods(self, job: Obj, replicated_job: str | None) -> list[Obj]:
         """The workload pods labelled with ``job`` in its namespace, of that replicated job (any
         when None), in the stable order of :func:`~nvcre.controllers.podlogs.workload_pods`."""
-        ...
+        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        labelled = [
+            p for p in self.pods.by_index(POD_JOB_INDEX, name) if p["metadata"].get("namespace") == namespace
+        ]
+        return workload_pods(labelled, name, replicated_job)
 
     async def owned(self, job: Obj, pods: list[Obj]) -> list[Obj]:
         """Those of ``pods`` that ``job``'s own TrainJob ran."""
-        ...
+        return await self.ctx.ownership.pods_of(job, pods)
 
     async def read(
         self,
@@ -76,11 +89,33 @@ class Shell(Protocol):
     ) -> None:
         """Stream the profile's container log of ``pod`` (from ``since_time``) into ``fold``, in
         batches off the event loop; raises :class:`~nvcre.controllers.podlogs.LogsError`."""
-        ...
+        meta = pod["metadata"]
+        lines = self.logs(
+            self.ctx.client,
+            meta["name"],
+            meta["namespace"],
+            container_of(pod, profile.container_name),
+            since_time=since_time,
+            still_writing=pod_phase(pod) == "Running",
+        )
+        await offload.in_batches(lines, fold)
 
     async def write(self, obj: Obj, change: StatusChange, *, base: Obj | None = None) -> Obj | None:
         """Apply ``change`` to the measurement's status (see ``ctx.status.update``)."""
-        ...
+        return await self.ctx.status.update(self.resource, obj, change, base=base)
+
+
+@dataclass(frozen=True)
+class Measuring:
+    """A pass over a measurement whose Job was found: what the shell read for the kind's final
+    read or sample."""
+
+    key: ObjectKey
+    obj: Obj
+    job: Obj
+    profile: Profile
+    interval: float
+    """The measurement's sample interval, in seconds."""
 
 
 class MeasurementKind(Protocol):
@@ -120,21 +155,10 @@ class MeasurementKind(Protocol):
         """The measured Job, or a :class:`Stop` (not there yet, gone)."""
         ...
 
-    async def finalize(
-        self,
-        shell: Shell,
-        key: ObjectKey,
-        obj: Obj,
-        job: Obj,
-        profile: Profile,
-        ended: tuple[str, str],
-        interval: float,
-    ) -> Result | None:
+    async def finalize(self, shell: Shell, m: Measuring, ended: tuple[str, str]) -> Result | None:
         """The Job ended (``ended``: its terminal condition type and when): the final status."""
         ...
 
-    async def sample(
-        self, shell: Shell, key: ObjectKey, obj: Obj, job: Obj, profile: Profile, interval: float
-    ) -> Result | None:
+    async def sample(self, shell: Shell, m: Measuring) -> Result | None:
         """The Job has not ended: a provisional sample (or a wait)."""
         ...

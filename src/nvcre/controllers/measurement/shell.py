@@ -6,42 +6,33 @@ Job and, for a kind that asks, a workload pod wake the measurement of that Job; 
 wakes the measurements naming it), and runs the reconcile skeleton: the measurement gone (the
 kind forgets it), already complete (frozen), its sample interval, its profile as a typed result
 (:data:`~.kind.Profile`), its Job; the Job ended: the kind's final read, else the kind's
-sample. It also picks a Job's pods, streams a pod's log into a kind's fold, and writes
-statuses through ``ctx.status``.
+sample. What the kinds use (a Job's pods, a pod's log streamed into a kind's fold, status
+writes through ``ctx.status``) is its base, :class:`~.kind.Shell`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.conditions import ended
-from nvcre.controllers import indexes
 from nvcre.controllers.context import Context
-from nvcre.controllers.indexes import POD_JOB_INDEX
-from nvcre.controllers.measurement.kind import MeasurementKind, ProfileMissing, Stop
-from nvcre.controllers.podlogs import LogReader, container_of, pod_phase, stream_lines, workload_pods
+from nvcre.controllers.measurement.kind import MeasurementKind, Measuring, ProfileMissing, Shell, Stop
+from nvcre.controllers.podlogs import LogReader, stream_lines
 from nvcre.measure.interval import sample_interval
 from nvcre.measure.profile import CompiledProfile, ProfileCache, ProfileError
-from nvcre.objects import Obj, ObjectKey, StatusChange
-from nvcre.runtime import offload
+from nvcre.objects import Obj, ObjectKey
 from nvcre.runtime.controller import Controller, Result
 
 
-class MeasurementController:
+class MeasurementController(Shell):
     def __init__(
         self, ctx: Context, kind: MeasurementKind, *, workers: int = 1, logs: LogReader = stream_lines
     ) -> None:
-        self.ctx = ctx
+        super().__init__(ctx, kind.resource, logs)
         self.kind = kind
-        self.logs = logs
         manager = ctx.manager
         self.measurements = manager.informer(kind.resource)
-        self.jobs = manager.informer(resources.Job)
         self.profiles = manager.informer(resources.LogProfile)
-        self.pods = indexes.pods(manager)
         self.compiled = ProfileCache()
         self.controller = Controller(kind.name, self.reconcile, workers=workers)
         self.controller.watch(self.measurements)
@@ -91,10 +82,11 @@ class MeasurementController:
         job = await kind.job(self, key, obj, interval)
         if isinstance(job, Stop):
             return job.result
+        measuring = Measuring(key, obj, job, profile, interval)
         end = ended(job)
         if end is not None:
-            return await kind.finalize(self, key, obj, job, profile, end, interval)
-        return await kind.sample(self, key, obj, job, profile, interval)
+            return await kind.finalize(self, measuring, end)
+        return await kind.sample(self, measuring)
 
     def profile(self, obj: Obj) -> CompiledProfile | ProfileMissing:
         """The measurement's LogProfile compiled (once per resourceVersion) and fit for its kind,
@@ -109,37 +101,3 @@ class MeasurementController:
         except ProfileError as error:
             return ProfileMissing(name, error)
         return compiled
-
-    # -- what the kinds use -------------------------------------------------------------------
-
-    def job_pods(self, job: Obj, replicated_job: str | None) -> list[Obj]:
-        namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
-        labelled = [
-            p for p in self.pods.by_index(POD_JOB_INDEX, name) if p["metadata"].get("namespace") == namespace
-        ]
-        return workload_pods(labelled, name, replicated_job)
-
-    async def owned(self, job: Obj, pods: list[Obj]) -> list[Obj]:
-        return await self.ctx.ownership.pods_of(job, pods)
-
-    async def read(
-        self,
-        pod: Obj,
-        profile: CompiledProfile,
-        fold: Callable[[list[str]], object],
-        *,
-        since_time: datetime | None = None,
-    ) -> None:
-        meta = pod["metadata"]
-        lines = self.logs(
-            self.ctx.client,
-            meta["name"],
-            meta["namespace"],
-            container_of(pod, profile.container_name),
-            since_time=since_time,
-            still_writing=pod_phase(pod) == "Running",
-        )
-        await offload.in_batches(lines, fold)
-
-    async def write(self, obj: Obj, change: StatusChange, *, base: Obj | None = None) -> Obj | None:
-        return await self.ctx.status.update(self.kind.resource, obj, change, base=base)
