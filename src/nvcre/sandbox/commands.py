@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -28,7 +29,6 @@ _STATE_DIR = click.option(
 #: by this (the seed's certification, about ten simulated minutes, in under three).
 CLI_SPEED = 4.0
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -41,8 +41,29 @@ def sandbox_group() -> None:
     """A simulated GPU cluster where workloads really run."""
 
 
-def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
-    """The options that shape a sandbox (``up`` and ``run``)."""
+def _sandbox_options(func: Callable[..., R]) -> Callable[..., R]:
+    """The options that shape a sandbox (``up`` and ``run``): FUNC is called with them as
+    ``state`` (the sandbox's state directory) and ``options`` (what ``up`` is asked for), beside
+    its own parameters."""
+
+    @functools.wraps(func)
+    def with_sandbox(
+        *,
+        nodes: int,
+        platform: str,
+        product: str,
+        gpus: int | None,
+        domain_size: int | None,
+        faults: tuple[str, ...],
+        seed: int,
+        log_style: str,
+        speed: float,
+        state_dir: Path | None,
+        **rest: Any,
+    ) -> R:
+        options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style, speed)
+        return func(state=_state(state_dir), options=options, **rest)
+
     options: list[Callable[[Any], Any]] = [
         click.option(
             "--nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Simulated GPU nodes."
@@ -88,9 +109,10 @@ def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
         ),
         _STATE_DIR,
     ]
+    decorated: Callable[..., R] = with_sandbox
     for option in reversed(options):
-        func = option(func)
-    return func
+        decorated = option(decorated)
+    return decorated
 
 
 @sandbox_group.command("up")
@@ -101,22 +123,8 @@ def _sandbox_options(func: Callable[P, R]) -> Callable[P, R]:
     default=None,
     help="Seconds to wait until ready (default: 300 + 0.1 per node).",
 )
-def up_command(
-    nodes: int,
-    platform: str,
-    product: str,
-    gpus: int | None,
-    domain_size: int | None,
-    faults: tuple[str, ...],
-    seed: int,
-    log_style: str,
-    speed: float,
-    state_dir: Path | None,
-    timeout: float | None,
-) -> None:
+def up_command(state: StateDir, options: Options, timeout: float | None) -> None:
     """Start a sandbox and return once it is ready; it keeps running until `down`."""
-    state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style, speed)
     try:
         record = up(state, options, timeout=timeout, log=lambda line: click.echo(line, err=True))
     except SandboxError as error:
@@ -174,17 +182,9 @@ def down_command(state_dir: Path | None) -> None:
 )
 @user_errors
 def run_command(
+    state: StateDir,
+    options: Options,
     file: Path,
-    nodes: int,
-    platform: str,
-    product: str,
-    gpus: int | None,
-    domain_size: int | None,
-    faults: tuple[str, ...],
-    seed: int,
-    log_style: str,
-    speed: float,
-    state_dir: Path | None,
     timeout: str | None,
     results_file: Path | None,
     junit_file: Path | None,
@@ -211,8 +211,6 @@ def run_command(
         created = run_commands.certification_created
     else:
         raise UserError(f'{file}: expected kind Certification or WorkloadRun, got "{found}"')
-    state = _state(state_dir)
-    options = Options(nodes, platform, product, gpus, domain_size, list(faults), seed, log_style, speed)
     t0 = time.monotonic()
     try:  # in the foreground: a first run builds the control plane (minutes, see docs/testing.md)
         bins.ensure((*bins.REQUIRED, *bins.CHAIN))
