@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -14,11 +15,49 @@ class WaitTimeout(AssertionError):
     """Raised when a wait gives up; an AssertionError so pytest shows it as a test failure."""
 
 
-def _message(what: str, timeout: float, last: object, error: BaseException | None) -> str:
-    detail = f"; last value: {last!r}" if last is not None else ""
-    if error is not None:
-        detail += f"; last error: {type(error).__name__}: {error}"
-    return f"timed out after {timeout:g}s waiting for {what}{detail}"
+class _Wait:
+    """One wait's bookkeeping: its deadline, the pause before the next try (growing by half up to
+    ``max_interval``), and the last value and ignored error it names when it gives up."""
+
+    def __init__(
+        self,
+        what: str,
+        timeout: float,
+        interval: float,
+        max_interval: float,
+        ignore: tuple[type[BaseException], ...],
+    ) -> None:
+        self.what = what
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.interval = interval
+        self.max_interval = max_interval
+        self.ignore = ignore
+        self.last: object = None
+        self.error: BaseException | None = None
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """One call of the predicate: an exception listed in ``ignore`` counts as "not yet"."""
+        try:
+            yield
+        except self.ignore as caught:
+            self.error = caught
+
+    def missed(self, value: object) -> None:
+        """The predicate returned ``value``, which is falsy."""
+        self.last, self.error = value, None
+
+    def pause(self) -> float:
+        """How long to sleep before the next try; :class:`WaitTimeout` once past the deadline."""
+        __tracebackhide__ = True
+        if time.monotonic() >= self.deadline:
+            detail = f"; last value: {self.last!r}" if self.last is not None else ""
+            if self.error is not None:
+                detail += f"; last error: {type(self.error).__name__}: {self.error}"
+            raise WaitTimeout(f"timed out after {self.timeout:g}s waiting for {self.what}{detail}")
+        pause, self.interval = self.interval, min(self.interval * 1.5, self.max_interval)
+        return pause
 
 
 def wait_for(
@@ -36,21 +75,14 @@ def wait_for(
     naming ``what``, the last value and the last ignored error.
     """
     __tracebackhide__ = True  # pytest: show the caller, not this loop
-    deadline = time.monotonic() + timeout
-    last: object = None
-    error: BaseException | None = None
+    wait = _Wait(what, timeout, interval, max_interval, ignore)
     while True:
-        try:
+        with wait.attempt():
             value = predicate()
             if value:
                 return value
-            last, error = value, None
-        except ignore as caught:
-            error = caught
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(_message(what, timeout, last, error))
-        time.sleep(interval)
-        interval = min(interval * 1.5, max_interval)
+            wait.missed(value)
+        time.sleep(wait.pause())
 
 
 async def async_wait_for(
@@ -64,18 +96,11 @@ async def async_wait_for(
 ) -> T:
     """Async twin of :func:`wait_for` for coroutine predicates."""
     __tracebackhide__ = True
-    deadline = time.monotonic() + timeout
-    last: object = None
-    error: BaseException | None = None
+    wait = _Wait(what, timeout, interval, max_interval, ignore)
     while True:
-        try:
+        with wait.attempt():
             value = await predicate()
             if value:
                 return value
-            last, error = value, None
-        except ignore as caught:
-            error = caught
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(_message(what, timeout, last, error))
-        await asyncio.sleep(interval)
-        interval = min(interval * 1.5, max_interval)
+            wait.missed(value)
+        await asyncio.sleep(wait.pause())
