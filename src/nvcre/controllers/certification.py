@@ -46,7 +46,7 @@ from nvcre.controllers.children import (
     delete_if_present,
     get_live,
 )
-from nvcre.controllers.context import Context
+from nvcre.controllers.context import IMMEDIATE, REQUEUE, Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of, now
 from nvcre.decide import certification as sequencing
@@ -57,8 +57,6 @@ from nvcre.runtime.errors import is_invalid
 
 log = logging.getLogger(__name__)
 
-REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
-IMMEDIATE = Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
 DELETE_POLL = Result(requeue_after=2.0)
 
 

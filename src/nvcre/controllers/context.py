@@ -1,5 +1,5 @@
-"""What every controller shares: the client, the informers' caches, events, status writes and the
-ownership chains of workload pods."""
+"""What every controller shares: the client, the informers' caches, events, status writes, the
+ownership chains of workload pods, and the usual requeues."""
 
 from __future__ import annotations
 
@@ -7,10 +7,17 @@ from dataclasses import dataclass
 
 from lightkube import AsyncClient
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.events import Recorder
 from nvcre.controllers.ownership import Ownership
 from nvcre.controllers.status import StatusWriter
+from nvcre.runtime.controller import Result
 from nvcre.runtime.manager import Manager
+
+REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
+"""Look again after the controllers' usual requeue interval."""
+IMMEDIATE = Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
+"""Look again at once (after a step whose outcome the next pass acts on)."""
 
 
 @dataclass

@@ -31,7 +31,7 @@ from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.conditions import condition_of, condition_true, is_terminal
 from nvcre.controllers import indexes
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
-from nvcre.controllers.context import Context
+from nvcre.controllers.context import REQUEUE, Context
 from nvcre.controllers.status import conditions_of
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
@@ -40,8 +40,6 @@ from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
 
 log = logging.getLogger(__name__)
-
-REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 
 
 def mirrored_fields(workflow: Obj) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from nvcre.controllers.children import (
     delete_if_present,
     get_live,
 )
-from nvcre.controllers.context import Context
+from nvcre.controllers.context import REQUEUE, Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import failure_log
@@ -55,7 +55,6 @@ from nvcre.workload import trainjob
 
 log = logging.getLogger(__name__)
 
-REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 SOON = Result(requeue_after=1.0)
 CACHE_GRACE_SECONDS = 10.0
 """How long a TrainJob this manager has just created may be missing from its cache before the
