@@ -18,22 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nvcre.measure.nccl import context
+from nvcre.measure.nccl import context, events
 from nvcre.measure.nccl.aggregate import Aggregate
 from nvcre.measure.nccl.cells import count_value, finite, is_count, is_number, is_word, number, trailing_count
 from nvcre.measure.nccl.context import AVG_BUS_BANDWIDTH, OUT_OF_BOUNDS, Sweep
-from nvcre.measure.nccl.events import (
-    AvgBusBandwidth,
-    CommRanks,
-    Failure,
-    HeaderlessRow,
-    Item,
-    OutOfBounds,
-    Point,
-    RankSeen,
-    TableStart,
-    TestName,
-)
 from nvcre.measure.nccl.layout import Layout, header, title
 from nvcre.measure.profile import CompiledProfile, Match, Pattern, ProfileError, capture_text
 
@@ -69,9 +57,9 @@ class TableReader:
         self.title: tuple[str, ...] = ()
         self.sweep: Sweep | None = None
 
-    def parse(self, line: str) -> Item:
+    def parse(self, line: str) -> events.Item:
         if len(line) > MAX_TABLE_LINE:
-            return Failure(line[: context.FAILURE_LINE_CHARS]) if context.is_failure(line) else None
+            return events.Failure(line[: context.FAILURE_LINE_CHARS]) if context.is_failure(line) else None
         tokens = line.split()
         if not tokens:
             return None
@@ -83,13 +71,13 @@ class TableReader:
             layout = header(tokens, self.title)
             if layout is not None:
                 self.layout, self.title, sweep, self.sweep = layout, (), self.sweep, None
-                return TableStart(layout.names, sweep)
+                return events.TableStart(layout.names, sweep)
         return self._context(line, tokens)
 
-    def _context(self, line: str, tokens: list[str]) -> Item:
+    def _context(self, line: str, tokens: list[str]) -> events.Item:
         if "NCCL INFO" in line:  # NCCL's own progress lines: most of a debug log
             ranks = context.nccl_ranks(tokens)
-            return CommRanks(ranks) if ranks else None
+            return events.CommRanks(ranks) if ranks else None
         if "-place" in line:
             halves = title(tokens)
             if halves is not None:
@@ -97,10 +85,10 @@ class TableReader:
                 return None
         if OUT_OF_BOUNDS in line:
             found = context.out_of_bounds(line)
-            return OutOfBounds(*found) if found else None
+            return events.OutOfBounds(*found) if found else None
         if AVG_BUS_BANDWIDTH in line:
             value = context.avg_bus_bandwidth(line)
-            return AvgBusBandwidth(value) if value else None
+            return events.AvgBusBandwidth(value) if value else None
         if "nThread" in line:
             self.sweep = context.sweep(tokens) or self.sweep
             return self.sweep
@@ -112,16 +100,16 @@ class TableReader:
         if "Rank" in line and "device" in line:
             found_rank = context.rank_line(tokens)
             if found_rank is not None:
-                return RankSeen(*found_rank)
+                return events.RankSeen(*found_rank)
         if "Collective test" in line:
             name = context.collective_name(line)
-            return TestName(name) if name else None
+            return events.TestName(name) if name else None
         if context.is_failure(line):
-            return Failure(line[: context.FAILURE_LINE_CHARS])
+            return events.Failure(line[: context.FAILURE_LINE_CHARS])
         if "_perf" in line:
             return context.command(tokens)
         if self.layout is None and _row_shaped(tokens):
-            return HeaderlessRow()
+            return events.HeaderlessRow()
         return None
 
 
@@ -173,7 +161,7 @@ class Parser:
             aggregate.add(self.parse_line(line))
             aggregate.remember(strip_kubelet_prefix(line.rstrip("\r\n")))
 
-    def parse_line(self, line: str) -> Item:
+    def parse_line(self, line: str) -> events.Item:
         """A data point, a fact about the run, a transport name, or None for any other line."""
         content = strip_kubelet_prefix(line.rstrip("\r\n"))
         if self.table is not None:
@@ -191,7 +179,7 @@ class Parser:
         return None
 
 
-def _point(match: Match) -> Point | None:
+def _point(match: Match) -> events.Point | None:
     """Spec 2.2 step 3: a size that is not an int64 or a bandwidth that is not a float skips the row."""
     groups = match.groupdict()
     size = (groups.get("size") or "").strip()
@@ -202,4 +190,4 @@ def _point(match: Match) -> Point | None:
         return None
     counts = [count_value((groups.get(name) or "").strip()) for name in WRONG_CAPTURES]
     known = [c for c in counts if c is not None]
-    return Point(int(size), alg, bus, sum(known) if known else None)
+    return events.Point(int(size), alg, bus, sum(known) if known else None)
