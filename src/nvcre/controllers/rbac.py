@@ -52,50 +52,43 @@ _RESULT_VERBS = ("update",)
 _STATUS = "status writes (StatusWriter)"
 _BLOCK_OWNER = "with blockOwnerDeletion in the ownerReference to it (OwnerReferencesPermissionEnforcement)"
 
+
+def _parent(plural: str, verbs: tuple[str, ...], why: str, children: str) -> tuple[Rule, ...]:
+    """The rules of an nvcre kind whose controller writes its status and creates its
+    ``children``: its own, its status and its finalizers (see the module doc)."""
+    return (
+        Rule(GROUP, plural, verbs, why),
+        Rule(GROUP, f"{plural}/status", ("update",), _STATUS),
+        Rule(GROUP, f"{plural}/finalizers", ("update",), f"creating {children} {_BLOCK_OWNER}"),
+    )
+
+
 CLUSTER_RULES: tuple[Rule, ...] = (
-    Rule(
-        GROUP,
+    *_parent(
         "certifications",
         ("get", "list", "watch", "update"),
         f"{_CACHE}; get: the live read a reconcile starts with; update: its finalizer",
+        "its Workflows",
     ),
-    Rule(GROUP, "certifications/status", ("update",), _STATUS),
-    Rule(GROUP, "certifications/finalizers", ("update",), f"creating its Workflows {_BLOCK_OWNER}"),
-    Rule(
-        GROUP,
+    *_parent(
         "workloadruns",
         ("get", "list", "watch"),
         f"{_CACHE}; get: the live read a reconcile starts with",
+        "its Workflow",
     ),
-    Rule(GROUP, "workloadruns/status", ("update",), _STATUS),
-    Rule(GROUP, "workloadruns/finalizers", ("update",), f"creating its Workflow {_BLOCK_OWNER}"),
-    Rule(
-        GROUP,
+    *_parent(
         "workflows",
         ("get", "list", "watch", "create", "update", "delete"),
         f"{_CACHE}; create: by a WorkloadRun or Certification (get after a name conflict); "
         "update: its finalizer; delete: a Certification's cleanup",
+        "its Jobs, measurements and node-result ConfigMaps",
     ),
-    Rule(GROUP, "workflows/status", ("update",), _STATUS),
-    Rule(
-        GROUP,
-        "workflows/finalizers",
-        ("update",),
-        f"creating its Jobs, measurements and node-result ConfigMaps {_BLOCK_OWNER}",
-    ),
-    Rule(
-        GROUP,
+    *_parent(
         "jobs",
         ("get", "list", "watch", "create", "update", "delete"),
         f"{_CACHE}; create: one per group (get after a name conflict); update: its finalizer; "
         "delete: a failed group's retry and a deleted Workflow's Jobs",
-    ),
-    Rule(GROUP, "jobs/status", ("update",), _STATUS),
-    Rule(
-        GROUP,
-        "jobs/finalizers",
-        ("update",),
-        f"creating its TrainJob (and a standalone Job's measurements) {_BLOCK_OWNER}",
+        "its TrainJob (and a standalone Job's measurements)",
     ),
     Rule(
         GROUP,
