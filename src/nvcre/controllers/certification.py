@@ -16,7 +16,6 @@ deleted, for the report.
 from __future__ import annotations
 
 import copy
-import logging
 from typing import Any
 
 from lightkube import ApiError
@@ -54,8 +53,6 @@ from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import discover
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
-
-log = logging.getLogger(__name__)
 
 DELETE_POLL = Result(requeue_after=2.0)
 

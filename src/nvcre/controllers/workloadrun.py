@@ -10,7 +10,6 @@ controller never builds again: it copies the Workflow's outcome, detection and n
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from lightkube import ApiError
@@ -38,8 +37,6 @@ from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
-
-log = logging.getLogger(__name__)
 
 
 def mirrored_fields(workflow: Obj) -> dict[str, Any]:
