@@ -374,19 +374,17 @@ def from_cel(value: Any) -> Any:
     return value
 
 
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "bool"),  # before int: a bool is an int to isinstance
+    (int, "int"),
+    (float, "double"),
+    (str, "string"),
+    (list, "list"),
+    (dict, "map"),
+)
+
+
 def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "map"
-    return type(value).__name__
+    """CEL's name of a plain value's type (Python's name for a type CEL does not have)."""
+    return next((name for kind, name in _TYPE_NAMES if isinstance(value, kind)), type(value).__name__)
