@@ -147,22 +147,21 @@ def allows_missing_data(job: Mapping[str, Any], kind: str) -> bool:
 # --- the data checks on a final bandwidth measurement ---------------------------------------------
 
 
-def data_corruption(count: int) -> Verdict:
+def _corrupted(found: str) -> Verdict:
+    """``DataCorruption``: what nccl-tests' own check ``found`` fails the Job whatever its bandwidth."""
     return Verdict(
         True,
         JobReason.DATA_CORRUPTION,
-        f"nccl-tests found {count} wrong values (#wrong columns): the results are corrupted, "
-        "whatever the bandwidth",
+        f"nccl-tests {found}: the results are corrupted, whatever the bandwidth",
     )
+
+
+def data_corruption(count: int) -> Verdict:
+    return _corrupted(f"found {count} wrong values (#wrong columns)")
 
 
 def out_of_bounds(count: int) -> Verdict:
-    return Verdict(
-        True,
-        JobReason.DATA_CORRUPTION,
-        f"nccl-tests reported Out of bounds values : {count} FAILED: the results are corrupted, "
-        "whatever the bandwidth",
-    )
+    return _corrupted(f"reported Out of bounds values : {count} FAILED")
 
 
 def failures_logged(count: int, lines: Sequence[Any]) -> Verdict:
