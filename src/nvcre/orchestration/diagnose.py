@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -428,6 +428,17 @@ class _Machine:
         return self.finish(SUSPECTS_CLEARED)
 
 
+_AFTER_ROUND: Final[Mapping[str, Callable[[_Machine, Sequence[GroupResult]], Step]]] = {
+    "intra-screening": _Machine.after_screening,
+    "intra-screening-no-nvl": _Machine.after_no_nvl,
+    "inter-screening": _Machine.after_inter,
+    "cross-boundary": _Machine.after_cross,
+    "bisection": _Machine.after_bisection,
+    "confirmation": _Machine.after_confirmation,
+}
+"""What ends each stage's round: the stage a round records to the step after it."""
+
+
 def advance(status: Mapping[str, Any], results: Sequence[GroupResult], settings: Settings) -> Step:
     """The step after the round ``status`` records ended with ``results``."""
     machine = _Machine(status, settings)
@@ -439,18 +450,9 @@ def advance(status: Mapping[str, Any], results: Sequence[GroupResult], settings:
     if transient:
         machine.status["transientFailures"] = [*(status.get("transientFailures") or []), *transient]
     stage = status.get("stage")
-    if stage == "intra-screening":
-        return machine.after_screening(results)
-    if stage == "intra-screening-no-nvl":
-        return machine.after_no_nvl(results)
-    if stage == "inter-screening":
-        return machine.after_inter(results)
-    if stage == "cross-boundary":
-        return machine.after_cross(results)
-    if stage == "bisection":
-        return machine.after_bisection(results)
-    if stage == "confirmation":
-        return machine.after_confirmation(results)
+    after = _AFTER_ROUND.get(stage) if isinstance(stage, str) else None
+    if after is not None:
+        return after(machine, results)
     raise ValueError(f"no round to advance in diagnose stage {stage!r}")
 
 
