@@ -227,35 +227,27 @@ def _check_runtime(
     jobs = _replicated_jobs(runtime.get("spec"))
     if not jobs:
         return [f'{queue_intent} TrainingRuntime "{runtime_name}" has no replicatedJobs to label']
+    label = f'label "{key}"'
+    checks = (  # (intent, the field, the value it needs, where in a replicatedJob, its key there)
+        (queue_intent, label, gang.queue, JOB_TEMPLATE_LABELS, key),
+        (queue_intent, label, gang.queue, POD_TEMPLATE_LABELS, key),
+        (scheduler_intent, "schedulerName", gang.scheduler_name, POD_SPEC, "schedulerName"),
+    )
     for job in jobs:
         job_name = str(job.get("name") or "")
         patches = _patches_for(train_job, job_name)
-        for where, keys in (
-            (JOB_TEMPLATE_LABELS, ("template", "metadata", "labels", key)),
-            (POD_TEMPLATE_LABELS, ("template", "spec", "template", "metadata", "labels", key)),
-        ):
-            found = _effective(job, patches, *keys)
+        for intent, field, expected, where, leaf in checks:
+            found = _effective(job, patches, *where.split("."), leaf)
             if found.value is None:
                 problems.append(
-                    f'{queue_intent} TrainingRuntime "{runtime_name}" replicatedJob "{job_name}" '
-                    f'does not set label "{key}" on {where}'
+                    f'{intent} TrainingRuntime "{runtime_name}" replicatedJob "{job_name}" '
+                    f"does not set {field} on {where}"
                 )
-            elif found.value != gang.queue:
-                label = f'label "{key}" to {json.dumps(found.value)}'
+            elif found.value != expected:
+                setting = f"{field} to {json.dumps(found.value)}"
                 problems.append(
-                    f"{queue_intent} {_where(runtime_name, job_name, found.source, label)} on {where}"
+                    f"{intent} {_where(runtime_name, job_name, found.source, setting)} on {where}"
                 )
-        scheduler = _effective(job, patches, "template", "spec", "template", "spec", "schedulerName")
-        if scheduler.value is None:
-            problems.append(
-                f'{scheduler_intent} TrainingRuntime "{runtime_name}" replicatedJob "{job_name}" '
-                f"does not set schedulerName on {POD_SPEC}"
-            )
-        elif scheduler.value != gang.scheduler_name:
-            field = f"schedulerName to {json.dumps(scheduler.value)}"
-            problems.append(
-                f"{scheduler_intent} {_where(runtime_name, job_name, scheduler.source, field)} on {POD_SPEC}"
-            )
     return problems
 
 
