@@ -240,13 +240,9 @@ class AppliedOverride:
         }
 
     def to_summary(self) -> dict[str, Any]:
-        """Human-readable form (used for render annotations)."""
-        return {
-            "index": self.index,
-            "when": self.when_summary,
-            "patches": self.patches_summary,
-            "noOp": self.no_op,
-        }
+        """Human-readable form (used for render annotations): the status with ``when`` and
+        ``patches`` summarized."""
+        return {**self.to_status(), "when": self.when_summary, "patches": self.patches_summary}
 
     @property
     def event(self) -> Event:
