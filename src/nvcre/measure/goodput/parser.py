@@ -52,30 +52,32 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
+class CheckpointFile:
+    """A checkpoint file the log names at a step (``timestamp`` None: its line showed no time)."""
+
     step: int
     timestamp: datetime | None
     path: str
+
+
+@dataclass(frozen=True)
+class Checkpoint(CheckpointFile):
+    """A save of the file, with its duration."""
+
     save_duration: float
     timed: bool = True
     """The duration is known: stated by the log or measured between two stamped lines."""
 
 
 @dataclass(frozen=True)
-class PendingSave:
-    """A two-line save whose done line has not been seen yet (``timestamp`` None: its start line
-    showed no time)."""
-
-    step: int
-    timestamp: datetime | None
-    path: str
+class PendingSave(CheckpointFile):
+    """A two-line save whose done line has not been seen yet."""
 
 
 @dataclass(frozen=True)
-class Restore:
-    step: int
-    timestamp: datetime | None
-    path: str
+class Restore(CheckpointFile):
+    """A load of the file."""
+
     load_duration: float = 0.0
     """Seconds the load took, as the log's own timer states it (0: not stated)."""
 
@@ -104,20 +106,15 @@ class Window:
         """This window's steps with ``lifecycle``'s start, checkpoints and restore (the ``Multi``
         worker strategy: steps from one pod, lifecycle events from another)."""
         times = [t for t in (self.last_time, lifecycle.last_time) if t is not None]
-        merged = Window(
+        return replace(
+            self,
             last_log_timestamp=self.last_log_timestamp or lifecycle.last_log_timestamp,
             last_time=max(times) if times else None,
             application_start_time=lifecycle.application_start_time,
-            steps=self.steps,
-            first_step=self.first_step,
-            last_step=self.last_step,
             checkpoints=lifecycle.checkpoints,
             restore=lifecycle.restore,
             pending_save=lifecycle.pending_save,
-            warmup_base=self.warmup_base,
-            step_count=self.step_count,
         )
-        return merged
 
 
 def kubelet_time(line: str) -> datetime | None:
