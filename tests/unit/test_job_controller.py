@@ -22,7 +22,7 @@ from nvcre.objects import ObjectKey
 from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
-from nvcre.testing.workloads import create_chain, pods_of, training_runtime
+from nvcre.testing.workloads import create_chain, pods_of, training_runtime, workflow
 from nvcre.workload.trainjob import RUNTIME_NOT_FOUND, build, place
 
 pytestmark = pytest.mark.asyncio
@@ -356,6 +356,36 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
     assert hardware["message"] == "Hardware failure detected on node(s): [broken queued]"
 
 
+async def test_a_hardware_failure_goes_out_in_the_same_write_as_the_state_its_pass_decides() -> None:
+    """WorkloadCreated -> WorkloadRunning and HardwareFailed on the pod's node: one status write,
+    and the warning after it."""
+    client, manager, controller = setup()
+    job = make_job("broken", nodeHealthMonitor={"cel": {"expression": "node.spec.unschedulable == true"}})
+    trainjob = client.put(make_trainjob(job))
+    manager.cache(trainjob)
+    created = with_workload(job, trainjob)
+    created["status"]["conditions"][0].update(
+        reason="WorkloadCreated", message=f"Workload TrainJob/{WORKLOAD} created and is starting"
+    )
+    manager.cache(client.put(created))
+    manager.cache(node("broken", heartbeat="2026-01-01T00:00:00Z", unschedulable=True))
+    for pod in job_pods(job, {"broken": "Running"}):
+        manager.cache(pod)
+    await controller.reconcile(KEY)
+    stored = client.stored(resources.Job, "j", NS)
+    assert true_condition(stored) == RUNNING
+    assert stored is not None
+    hardware = next(c for c in stored["status"]["conditions"] if c["type"] == "HardwareFailed")
+    assert (hardware["status"], hardware["message"]) == (
+        "True",
+        "Hardware failure detected on node(s): [broken]",
+    )
+    assert client.count("replace", "Job", "status") == 1
+    assert [(e["reason"], e["note"]) for e in client.events] == [
+        ("HardwareFailureDetected", "Hardware failure detected on node(s): [broken]")
+    ]
+
+
 @pytest.mark.parametrize(
     ("expression", "why"),
     [
@@ -531,3 +561,103 @@ async def test_the_failure_log_is_of_a_pod_the_jobs_trainjob_ran_never_of_a_labe
     log = stored["status"]["failureLog"]
     assert (log["podName"], log["tail"]) == (real["metadata"]["name"], f"log of {real['metadata']['name']}\n")
     assert read == [real["metadata"]["name"]]
+
+
+# -- one write: Succeeded and the verdict the measurements already allow -----------------------------
+
+
+async def test_a_verdict_the_final_measurement_allows_is_written_with_succeeded() -> None:
+    """The workload completed and the bandwidth measurement is final with corrupted data: the
+    Job's Succeeded, its ValidationFailed verdict and the failedNodes it implies are one write."""
+    client, manager, controller = setup()
+    spec = {"bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth"}}
+    job = make_job("n0", **spec)
+    job["metadata"]["annotations"] = {Annotation.GROUP_NODES: "n0"}  # as the Workflow renders it
+    completed = make_trainjob(job, "Complete")
+    completed["status"]["conditions"][0]["message"] = "jobset completed"
+    trainjob = client.put(completed)
+    manager.cache(trainjob)
+    manager.cache(client.put(with_workload(job, trainjob)))
+    (wanted,) = [w for w in measurements.wanted(job) if w.kind == "BandwidthMeasurement"]
+    complete = {"type": "Complete", "status": "True", "reason": "JobSucceeded", "message": "read"}
+    final = {
+        **wanted.body,
+        "status": {"wrongValues": 3, "conditions": [{**complete, "lastTransitionTime": _now()}]},
+    }
+    manager.cache(client.put(final))
+    await controller.reconcile(KEY)
+    stored = client.stored(resources.Job, "j", NS)
+    assert true_condition(stored) == (
+        "Succeeded",
+        "WorkloadCompleted",
+        f"Workload TrainJob/{WORKLOAD} completed: jobset completed",
+    )
+    assert stored is not None
+    message = (
+        "nccl-tests found 3 wrong values (#wrong columns): the results are corrupted, whatever the bandwidth"
+    )
+    verdict = next(c for c in stored["status"]["conditions"] if c["type"] == "ValidationFailed")
+    assert (verdict["status"], verdict["reason"], verdict["message"]) == ("True", "DataCorruption", message)
+    assert [(e["name"], e["reason"], e["cause"]) for e in stored["status"]["failedNodes"]] == [
+        ("n0", "WorkloadFailed", "DataCorruption")
+    ]
+    assert client.count("replace", "Job", "status") == 1
+    assert [(e["type"], e["reason"]) for e in client.events] == [
+        ("Normal", "WorkloadCompleted"),
+        ("Warning", "DataCorruption"),
+    ]
+
+
+# -- timeoutPerJob: the Job times itself out and releases its workload ------------------------------
+
+
+async def test_a_job_past_its_workflows_timeout_fails_itself_and_then_deletes_its_workload() -> None:
+    """The Workflow's ``timeoutPerJob`` has passed since the workload started: the Job fails
+    ``JobTimedOut`` with the launcher's log tail (read while the pod still exists), then deletes
+    its workload, once."""
+
+    async def tail(
+        client: Any, pod: str, namespace: str, container: str | None, **_: int
+    ) -> tuple[str, bool]:
+        return "step 40\n", False
+
+    client = FakeClient()
+    ctx = context(client)
+    controller = JobController(ctx, tail_reader=tail)
+    manager = ctx.manager
+    assert isinstance(manager, FakeManager)
+    flow = workflow("wf", NS, "pool", 1, orchestration={"execution": {"timeoutPerJob": "1m"}})
+    flow["metadata"]["uid"] = "wf-uid"
+    manager.cache(client.put(flow))
+    job = make_job()
+    job["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": flow["apiVersion"],
+            "kind": "Workflow",
+            "name": "wf",
+            "uid": "wf-uid",
+            "controller": True,
+        }
+    ]
+    trainjob = client.put(make_trainjob(job))
+    manager.cache(trainjob)
+    running = with_workload(job, trainjob)
+    running["status"]["workloadRef"]["uid"] = trainjob["metadata"]["uid"]
+    running["status"]["workloadStartTime"] = "2026-01-01T00:00:00Z"
+    manager.cache(client.put(running))
+    (pod,) = create_chain(client.put, trainjob, training_runtime("rt"))
+    manager.cache(client.put({**pod, "status": {"phase": "Running"}}))
+    await controller.reconcile(KEY)
+    stored = client.stored(resources.Job, "j", NS)
+    assert true_condition(stored) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")
+    assert stored is not None
+    log = stored["status"]["failureLog"]
+    assert (log["reason"], log["podName"], log["tail"]) == ("Timeout", pod["metadata"]["name"], "step 40\n")
+    assert [(e["type"], e["reason"], e["note"]) for e in client.events] == [
+        ("Warning", "JobTimedOut", "Job exceeded timeoutPerJob")
+    ]
+    assert client.stored(resources.TrainJob, WORKLOAD, NS) is None, "a failed Job's workload goes"
+    manager.cache(trainjob, "DELETED")
+    manager.cache(stored, "MODIFIED")  # its own watch event brings the failed Job back
+    await controller.reconcile(KEY)
+    assert client.count("delete", "TrainJob") == 1, "deleted once"

@@ -12,7 +12,7 @@ import base64
 import gzip
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -299,8 +299,8 @@ def hardware_failed(h: Harness, job_name: str, node: str) -> None:
 
 async def test_every_node_ends_in_exactly_one_result_list() -> None:
     """Five groups: succeeded, failed, Job deleted, hardware failure on one of two nodes,
-    timed out; plus an overflow-free partition of ten nodes into pairs. Isolation off: each
-    group's own entries are the record."""
+    timed out (by its Job); plus an overflow-free partition of ten nodes into pairs. Isolation
+    off: each group's own entries are the record."""
     h = Harness(10, 2, execution={"timeoutPerJob": "1h"}, isolation="Off")
     names = [f"wf-group-{i}-iter-1" for i in range(5)]
     await h.drive(running(h, *names))
@@ -309,13 +309,10 @@ async def test_every_node_ends_in_exactly_one_result_list() -> None:
     h.client.objects.pop(("nvcre.nvidia.com", "Job", NS, names[2]))
     h.controller.caches.created.seen(NS, names[2])  # its watch event (this cache sends none)
     hardware_failed(h, names[3], "node-7")
-    long_ago = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     job = h.job(names[4])
     assert job is not None
-    job["status"] = {
-        "workloadStartTime": long_ago,
-        "conditions": [condition("InProgress", "WorkloadRunning", "")],
-    }
+    # what the Job controller writes once its Workflow's timeoutPerJob has passed
+    job["status"] = {"conditions": [condition("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")]}
     h.client.put(job)
     await h.drive(h.terminal)
     assert [g["phase"] for g in h.groups] == ["Succeeded", "Failed", "Failed", "Failed", "Failed"]

@@ -16,6 +16,7 @@ from nvcre.api.v1alpha1.constants import (
     GROUP,
     TRAINER_API_VERSION,
     Annotation,
+    ConditionStatus,
     ConditionType,
     Default,
     EventReason,
@@ -27,7 +28,7 @@ from nvcre.api.v1alpha1.constants import (
     TrainerKind,
 )
 from nvcre.cel import CELError
-from nvcre.conditions import is_terminal
+from nvcre.conditions import condition_true, is_terminal, set_exclusive, set_in_status, to_status
 from nvcre.controllers import indexes, verdict_writes
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -46,8 +47,10 @@ from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import conditions_of, now
 from nvcre.decide.job import deletion, health, measurements, next_step, restart
 from nvcre.measure import verdicts
+from nvcre.measure.thresholds import Verdict
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
-from nvcre.objects import Obj, ObjectKey, StatusChange
+from nvcre.objects import Obj, ObjectKey, StatusChange, controller_owner
+from nvcre.orchestration import completion
 from nvcre.runtime import offload
 from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
 from nvcre.runtime.errors import is_invalid, server_message
@@ -56,6 +59,7 @@ from nvcre.workload import trainjob
 log = logging.getLogger(__name__)
 
 SOON = Result(requeue_after=1.0)
+TIMED_OUT = "Job exceeded timeoutPerJob"
 CACHE_GRACE_SECONDS = 10.0
 """How long a TrainJob this manager has just created may be missing from its cache before the
 Job controller reads it live: its watch event is on the way, and wakes the Job (the owner watch)."""
@@ -100,6 +104,9 @@ class JobController:
         )
         self.pods = indexes.pods(manager)
         self.nodes = indexes.nodes(manager)
+        self.workflows = manager.informer(resources.Workflow)
+        """Read for the owning Workflow's ``timeoutPerJob`` (no watch: the Job's own requeue
+        wakes it at its deadline)."""
         self.goodputs = manager.informer(resources.GoodputMeasurement)
         self.bandwidths = manager.informer(resources.BandwidthMeasurement)
         self.controller = Controller("job", self.reconcile, workers=workers)
@@ -155,17 +162,54 @@ class JobController:
         if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
             return None
         if is_terminal(conditions_of(job)):
+            if condition_true(job, ConditionType.FAILED):
+                await self._release_workload(job)
+                return None
             return await self._judge(job)
         status = job.get("status") or {}
+        left = self._time_left(job)
+        if left is not None and left <= 0:
+            return await self._time_out(job) if live else await self._reconcile_live(_key(job))
         if not status.get("workloadRef"):
-            return await self._create_workload(job, live=live)
+            return _by_deadline(await self._create_workload(job, live=live), left)
         await self._ensure_measurements(job)
         if restart.restarting(status):
-            return await self._continue_restart(job) if live else await self._reconcile_live(_key(job))
-        result = await self._follow_workload(job, live=live)
-        if job["spec"].get("nodeHealthMonitor"):
-            await self._check_node_health(job)
-        return result
+            if not live:
+                return await self._reconcile_live(_key(job))
+            return _by_deadline(await self._continue_restart(job), left)
+        return _by_deadline(await self._follow_workload(job, live=live), left)
+
+    def _time_left(self, job: Obj) -> float | None:
+        """Seconds until the Job exceeds its Workflow's ``timeoutPerJob`` (see
+        :func:`completion.time_left`; the Job's creation is its group's start); None when no
+        clock runs or the Workflow is not in the cache yet."""
+        owner = controller_owner(job)
+        if owner is None or owner.get("kind") != Kind.WORKFLOW:
+            return None
+        workflow = self.workflows.get(job["metadata"]["namespace"], owner["name"])
+        if workflow is None or workflow["metadata"].get("uid") != owner.get("uid"):
+            return None
+        execution = ((workflow.get("spec") or {}).get("orchestration") or {}).get("execution") or {}
+        created = job["metadata"].get("creationTimestamp")
+        return completion.time_left(execution.get("timeoutPerJob"), job, created, now())
+
+    async def _time_out(self, job: Obj) -> Result | None:
+        """Fail the Job ``JobTimedOut`` with its launcher's log tail (read before its workload is
+        deleted) as the failure log: how far the run got is the first thing a user asks."""
+        ours = await self.ctx.ownership.pods_of(job, self._job_pods(job))
+        entry = await failure_log.collect(
+            self.ctx.client, ours, self.tail_reader, unfinished=FailureLogReason.TIMEOUT
+        )
+
+        def record(status: dict[str, Any]) -> None:
+            status.setdefault("failureLog", entry)
+
+        written = await self._write_state(
+            job, ConditionType.FAILED, JobReason.JOB_TIMED_OUT, TIMED_OUT, record
+        )
+        if written is not None:
+            await self._release_workload(written)
+        return None
 
     async def _delete(self, job: Obj) -> Result | None:
         await self._delete_workload(job)
@@ -173,6 +217,20 @@ class JobController:
             return REQUEUE
         await remove_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB)
         return None
+
+    async def _release_workload(self, job: Obj) -> None:
+        """A failed Job is kept for the report; its workload goes (its pods with it). Deleted
+        once: a workload the cache shows going, or gone, is left alone."""
+        ref = (job.get("status") or {}).get("workloadRef")
+        if not ref:
+            return
+        namespace = ref.get("namespace") or job["metadata"]["namespace"]
+        cached = self.trainjobs.get(namespace, ref["name"])
+        if cached is None or cached["metadata"].get("deletionTimestamp"):
+            return
+        if ref.get("uid") and cached["metadata"].get("uid") != ref["uid"]:
+            return
+        await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
 
     async def _delete_workload(self, job: Obj) -> None:
         ref = (job.get("status") or {}).get("workloadRef")
@@ -360,13 +418,10 @@ class JobController:
 
         def record(status: dict[str, Any]) -> None:
             wrote.clear()
-            live = {"metadata": job["metadata"], "status": status}
-            if not verdicts.awaiting_verdict({**live, "spec": job["spec"]}):
+            live = {"metadata": job["metadata"], "spec": job["spec"], "status": status}
+            if not verdicts.awaiting_verdict(live):
                 return  # judged meanwhile (or no longer succeeded): the first verdict stands
-            nodes = verdicts.failed_nodes(live, decided)
-            if nodes is not None:
-                status["failedNodes"] = nodes
-            verdict_writes.set_validation(status, job, decided.failed, decided.reason, decided.message)
+            _record_verdict(status, job, decided)
             wrote.append(True)
 
         written = await self.ctx.status.update(resources.Job, job, record)
@@ -398,36 +453,82 @@ class JobController:
         )
         if not live and not isinstance(decision, next_step.Progress):
             return await self._reconcile_live(_key(job))
+        hardware = await self._hardware_failure(job, pods)
         if isinstance(decision, next_step.Restart):
-            return await self._restart(job, decision)
+            return await self._restart(job, decision, hardware)
         if isinstance(decision, next_step.Fail):
-            await self._fail(job, decision, pods)
+            await self._fail(job, decision, pods, hardware)
             return None
         if isinstance(decision, next_step.Succeed):
-            written = await self._write_state(
-                job, ConditionType.SUCCEEDED, JobReason.WORKLOAD_COMPLETED, decision.message
-            )
-            return await self._judge(written) if written is not None else None
+            return await self._succeed(job, decision, hardware)
         # Still open: the same step as last time writes nothing (a newer Job is an event away).
-        await self._write_state(
-            job, ConditionType.IN_PROGRESS, decision.reason, decision.message, decision.change, settled=True
+        written = await self._write_state(
+            job,
+            ConditionType.IN_PROGRESS,
+            decision.reason,
+            decision.message,
+            _with_hardware(job, decision.change, hardware),
+            settled=True,
         )
+        await self._announce_hardware(job, written, hardware)
         return Result(requeue_after=decision.requeue)
 
-    async def _restart(self, job: Obj, decision: next_step.Restart) -> Result | None:
+    async def _succeed(
+        self, job: Obj, decision: next_step.Succeed, hardware: health.HardwareFailure | None
+    ) -> Result | None:
+        """Write Succeeded and, when the measurements already allow one, the verdict in the same
+        write; else the verdict is judged on later passes (:meth:`_judge`)."""
+        moment = now()
+        succeeded = {**job, "status": copy.deepcopy(job.get("status") or {})}
+        after, _ = set_exclusive(
+            conditions_of(succeeded),
+            ConditionType.SUCCEEDED,
+            JobReason.WORKLOAD_COMPLETED,
+            decision.message,
+            job["metadata"].get("generation"),
+            moment,
+        )
+        to_status(succeeded["status"], after)
+        decided = verdicts.judge(succeeded, self._bandwidth(job), self._goodput(job), moment)
+        verdict = decided if isinstance(decided, Verdict) else None
+
+        def record(status: dict[str, Any]) -> None:
+            if verdict is not None:
+                _record_verdict(status, job, verdict)
+
+        written = await self._write_state(
+            job,
+            ConditionType.SUCCEEDED,
+            JobReason.WORKLOAD_COMPLETED,
+            decision.message,
+            _with_hardware(job, record, hardware),
+        )
+        if written is None:
+            return None
+        if verdict is not None:
+            await verdict_writes.announce(self.ctx, job, verdict.failed, verdict.reason, verdict.message)
+        await self._announce_hardware(job, written, hardware)
+        if isinstance(decided, verdicts.Wait):
+            return Result(requeue_after=decided.seconds)
+        return None
+
+    async def _restart(
+        self, job: Obj, decision: next_step.Restart, hardware: health.HardwareFailure | None
+    ) -> Result | None:
         """Record the restart (one write), then carry it on as every later pass does."""
         written = await self._write_state(
             job,
             ConditionType.IN_PROGRESS,
             JobReason.WORKLOAD_RESTARTING,
             decision.message,
-            restart.record(decision.workload_uid),
+            _with_hardware(job, restart.record(decision.workload_uid), hardware),
         )
         if written is None:
             return None  # terminal meanwhile, or gone
         counted = int((job.get("status") or {}).get("restartCount") or 0) + 1
         if written["status"].get("restartCount") == counted:  # this pass recorded it
             await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, decision.message)
+        await self._announce_hardware(job, written, hardware)
         return await self._continue_restart(written)
 
     async def _continue_restart(self, job: Obj) -> Result | None:
@@ -444,7 +545,13 @@ class JobController:
             await self.ctx.status.update(resources.GoodputMeasurement, goodput, restart.reset_goodput(now()))
         return await self._create_workload(job)
 
-    async def _fail(self, job: Obj, decision: next_step.Fail, pods: list[Obj]) -> None:
+    async def _fail(
+        self,
+        job: Obj,
+        decision: next_step.Fail,
+        pods: list[Obj],
+        hardware: health.HardwareFailure | None,
+    ) -> None:
         # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
         ours = await self.ctx.ownership.pods_of(job, pods)
         # a stalled run has no failed pod: its launcher's log shows where it stopped
@@ -461,10 +568,20 @@ class JobController:
             if decision.verdict:
                 verdict_writes.set_validation(status, job, True, decision.reason, decision.message)
 
-        await self._write_state(job, ConditionType.FAILED, decision.reason, decision.message, record)
+        written = await self._write_state(
+            job,
+            ConditionType.FAILED,
+            decision.reason,
+            decision.message,
+            _with_hardware(job, record, hardware),
+        )
+        await self._announce_hardware(job, written, hardware)
 
-    async def _check_node_health(self, job: Obj) -> None:
-        nodes = health.nodes_to_check(self._job_pods(job), lambda name: self.nodes.get("", name))
+    async def _hardware_failure(self, job: Obj, pods: list[Obj]) -> health.HardwareFailure | None:
+        """What node health (``spec.nodeHealthMonitor``) adds to this pass's write, if anything."""
+        if not job["spec"].get("nodeHealthMonitor"):
+            return None
+        nodes = health.nodes_to_check(pods, lambda name: self.nodes.get("", name))
         try:
             # cel-python takes milliseconds a node: the offload pool keeps the loop serving
             verdict = await asyncio.get_running_loop().run_in_executor(
@@ -478,23 +595,17 @@ class JobController:
                 await self.ctx.recorder.warning(
                     job, EventReason.INVALID_NODE_HEALTH_EXPRESSION, health.invalid_expression_message(error)
                 )
-            return
+            return None
         for node, why in verdict.errors.items():
             log.info("node health of %s: %s counts as healthy: %s", job["metadata"]["name"], node, why)
-        update = verdict.update
-        if update is None:
-            return
-        written = await self.ctx.status.set_condition(
-            resources.Job,
-            job,
-            ConditionType.HARDWARE_FAILED,
-            "True",
-            JobReason.HARDWARE_FAILURE_DETECTED,
-            update.message,
-            extra=update.change,
-        )
-        if written is not None and update.first:
-            await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, update.message)
+        return verdict.update
+
+    async def _announce_hardware(
+        self, job: Obj, written: Obj | None, hardware: health.HardwareFailure | None
+    ) -> None:
+        """After the write that recorded it: the first hardware failure's warning."""
+        if written is not None and hardware is not None and hardware.first:
+            await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, hardware.message)
 
     async def _write_state(
         self,
@@ -520,3 +631,46 @@ class JobController:
             settled=settled,
             announce=cond_type != ConditionType.IN_PROGRESS,
         )
+
+
+def _with_hardware(
+    job: Obj, change: StatusChange | None, hardware: health.HardwareFailure | None
+) -> StatusChange | None:
+    """``change`` and, in the same write, the ``HardwareFailed`` condition node health decided."""
+    if hardware is None:
+        return change
+
+    def combined(status: dict[str, Any]) -> None:
+        if change is not None:
+            change(status)
+        hardware.change(status)
+        set_in_status(
+            status,
+            ConditionType.HARDWARE_FAILED,
+            ConditionStatus.TRUE,
+            JobReason.HARDWARE_FAILURE_DETECTED,
+            hardware.message,
+            job["metadata"].get("generation"),
+            now(),
+        )
+
+    return combined
+
+
+def _record_verdict(status: dict[str, Any], job: Obj, verdict: Verdict) -> None:
+    """The verdict's ``ValidationFailed`` condition and the ``failedNodes`` a failing one implies
+    (unless the Job names some already), into ``status``."""
+    nodes = verdicts.failed_nodes({"metadata": job["metadata"], "status": status}, verdict)
+    if nodes is not None:
+        status["failedNodes"] = nodes
+    verdict_writes.set_validation(status, job, verdict.failed, verdict.reason, verdict.message)
+
+
+def _by_deadline(result: Result | None, left: float | None) -> Result | None:
+    """``result``, looking again no later than just past the timeout ``left`` seconds away."""
+    if left is None:
+        return result
+    wake = left + 0.1
+    if result is not None and result.requeue_after is not None:
+        wake = min(wake, result.requeue_after)
+    return Result(requeue_after=wake)

@@ -1,5 +1,7 @@
-"""Following running groups: the timeout, the pod-drain barrier, and carrying out what
-:mod:`nvcre.orchestration.completion` decides for a group whose Job ended or vanished.
+"""Following running groups: the pod-drain barrier, and carrying out what
+:mod:`nvcre.orchestration.completion` decides for a group whose Job ended or vanished. A Job
+times itself out (``timeoutPerJob``) and releases its own workload: the Workflow writes only
+its own status and its own children.
 
 Every decision is written to the Workflow status before anything irreversible follows from it:
 a retry keeps the failed attempt's ``jobRef`` on the now Pending group, and the next launch
@@ -11,11 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import ConditionType, Default, FailureLogReason, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.controllers import indexes
-from nvcre.controllers.children import delete_if_present, get_live
-from nvcre.controllers.job import failure_log
-from nvcre.controllers.status import now
+from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
@@ -27,7 +27,6 @@ from nvcre.orchestration.completion import (
     complete,
     job_failed,
     job_terminal,
-    time_left,
     vanished,
 )
 from nvcre.runtime.controller import Result
@@ -67,30 +66,7 @@ def _job_pods(state: WorkflowState, job: Obj) -> list[Obj]:
     ]
 
 
-async def _time_out(state: WorkflowState, job: Obj) -> Obj:
-    """Fail the Job ``JobTimedOut`` with its launcher's log tail (read before its workload is
-    deleted) as the failure log: how far the run got is the first thing a user asks."""
-    ours = await state.ctx.ownership.pods_of(job, _job_pods(state, job))
-    entry = await failure_log.collect(state.ctx.client, ours, unfinished=FailureLogReason.TIMEOUT)
-
-    def record(status: dict[str, Any]) -> None:
-        status.setdefault("failureLog", entry)
-
-    written = await state.ctx.status.set_exclusive(
-        resources.Job,
-        job,
-        ConditionType.FAILED,
-        WorkflowReason.JOB_TIMED_OUT,
-        "Job exceeded timeoutPerJob",
-        extra=record,
-        unless_terminal=True,
-    )
-    await state.ctx.recorder.warning(job, WorkflowReason.JOB_TIMED_OUT, "Job exceeded timeoutPerJob")
-    return written or job
-
-
 async def follow(state: WorkflowState) -> Result:
-    next_look = Default.REQUEUE_SECONDS
     execution = _execution(state)
     for group in state.groups:
         if group.get("phase") != "Running" or not group.get("jobRef"):
@@ -110,19 +86,10 @@ async def follow(state: WorkflowState) -> Result:
             group.pop("jobRef", None)
             continue
         if not job_terminal(job):
-            left = time_left(execution.get("timeoutPerJob"), job, group.get("startTime"), now())
-            if left is None or left > 0:
-                next_look = min(next_look, left + 0.1) if left is not None else next_look
-                continue
-            job = await _time_out(state, job)
+            continue  # its status changes (a watch event) bring us back
         if job_failed(job):
-            ref = (job.get("status") or {}).get("workloadRef")
-            if ref:  # the Job is kept for the report; its workload goes
-                await delete_if_present(
-                    state.ctx.client, resources.TrainJob, ref["name"], ref.get("namespace") or state.namespace
-                )
             if _pods_active(state, job):
-                continue  # the pod-drain barrier: the group stays Running
+                continue  # the pod-drain barrier (the Job deletes its workload): the group stays Running
         elif verdicts.awaiting_verdict(job):
             continue  # succeeded, but its verdict is not written yet: the group stays Running
         limit = (
@@ -132,4 +99,4 @@ async def follow(state: WorkflowState) -> Result:
         )
         await _carry_out(state, group, complete(group, job, limit))
     await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, state.running_message())
-    return Result(requeue_after=next_look)
+    return Result(requeue_after=Default.REQUEUE_SECONDS)
