@@ -661,3 +661,17 @@ async def test_a_job_past_its_workflows_timeout_fails_itself_and_then_deletes_it
     manager.cache(stored, "MODIFIED")  # its own watch event brings the failed Job back
     await controller.reconcile(KEY)
     assert client.count("delete", "TrainJob") == 1, "deleted once"
+
+
+async def test_a_pass_that_rereads_the_job_live_creates_its_measurements_once() -> None:
+    """The cached Job's workload completed: the pass goes on with the live Job, and does not
+    POST the measurement it has just created again."""
+    client, manager, controller = setup()
+    job = make_job(bandwidthMeasurement={"logProfileRef": "nccl-bandwidth"})
+    trainjob = client.put(make_trainjob(job, "Complete"))
+    manager.cache(trainjob)
+    manager.cache(client.put(with_workload(job, trainjob)))
+    await controller.reconcile(KEY)
+    assert true_condition(client.stored(resources.Job, "j", NS))[0] == "Succeeded"
+    assert client.count("get", "Job") == 1
+    assert client.count("create", "BandwidthMeasurement") == 1

@@ -152,11 +152,12 @@ class JobController:
             return await self._reconcile_live(key)
         return await self._reconcile(copy.deepcopy(view), live=False)
 
-    async def _reconcile_live(self, key: ObjectKey) -> Result | None:
+    async def _reconcile_live(self, key: ObjectKey, *, ensured: bool = False) -> Result | None:
+        """The pass again on the live Job (``ensured``: this pass has ensured the measurements)."""
         job = await get_live(self.ctx.client, resources.Job, key.name, key.namespace)
-        return None if job is None else await self._reconcile(job, live=True)
+        return None if job is None else await self._reconcile(job, live=True, ensured=ensured)
 
-    async def _reconcile(self, job: Obj, *, live: bool) -> Result | None:
+    async def _reconcile(self, job: Obj, *, live: bool, ensured: bool = False) -> Result | None:
         if job["metadata"].get("deletionTimestamp"):
             return await self._delete(job)
         if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
@@ -165,17 +166,18 @@ class JobController:
             if condition_true(job, ConditionType.FAILED):
                 await self._release_workload(job)
                 return None
-            return await self._judge(job)
+            return await self._judge(job, ensured=ensured)
         status = job.get("status") or {}
         left = self._time_left(job)
         if left is not None and left <= 0:
             return await self._time_out(job) if live else await self._reconcile_live(_key(job))
         if not status.get("workloadRef"):
             return _by_deadline(await self._create_workload(job, live=live), left)
-        await self._ensure_measurements(job)
+        if restart.restarting(status) and not live:
+            return await self._reconcile_live(_key(job))
+        if not ensured:
+            await self._ensure_measurements(job)
         if restart.restarting(status):
-            if not live:
-                return await self._reconcile_live(_key(job))
             return _by_deadline(await self._continue_restart(job), left)
         return _by_deadline(await self._follow_workload(job, live=live), left)
 
@@ -403,12 +405,13 @@ class JobController:
 
     # -- the verdict of a succeeded Job ----------------------------------------------------------
 
-    async def _judge(self, job: Obj) -> Result | None:
+    async def _judge(self, job: Obj, *, ensured: bool = False) -> Result | None:
         """Write the ``ValidationFailed`` verdict (and the failedNodes it implies, in the same
         write) once the final measurements allow one; a failed Job is never judged."""
         if not verdicts.awaiting_verdict(job):
             return None
-        await self._ensure_measurements(job)  # e.g. the replacement of an earlier attempt's
+        if not ensured:
+            await self._ensure_measurements(job)  # e.g. the replacement of an earlier attempt's
         decided = verdicts.judge(job, self._bandwidth(job), self._goodput(job), now())
         if decided is None:
             return None
@@ -452,7 +455,7 @@ class JobController:
             job, await self._workload(job), self._goodput(job), pods, now(), self._bandwidth(job)
         )
         if not live and not isinstance(decision, next_step.Progress):
-            return await self._reconcile_live(_key(job))
+            return await self._reconcile_live(_key(job), ensured=True)
         hardware = await self._hardware_failure(job, pods)
         if isinstance(decision, next_step.Restart):
             return await self._restart(job, decision, hardware)
