@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from nvcre.api.v1alpha1.common import SAMPLE_INTERVAL_DESCRIPTION, SampleInterval, TypedLocalObjectReference
+from nvcre.api.v1alpha1.constants import PLURALS, Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 
@@ -92,8 +93,8 @@ class GoodputMeasurementStatus(NvcreModel):
 class GoodputMeasurement(Resource):
     """Goodput of a training Job, computed from its logs."""
 
-    KIND = "GoodputMeasurement"
-    PLURAL = "goodputmeasurements"
+    KIND = Kind.GOODPUT_MEASUREMENT
+    PLURAL = PLURALS[KIND]
 
     spec: GoodputMeasurementSpec
     status: GoodputMeasurementStatus | None = None
@@ -269,8 +270,8 @@ class BandwidthMeasurementStatus(NvcreModel):
 class BandwidthMeasurement(Resource):
     """NCCL bus and algorithm bandwidth per message size, parsed from a Job's logs."""
 
-    KIND = "BandwidthMeasurement"
-    PLURAL = "bandwidthmeasurements"
+    KIND = Kind.BANDWIDTH_MEASUREMENT
+    PLURAL = PLURALS[KIND]
 
     spec: BandwidthMeasurementSpec
     status: BandwidthMeasurementStatus | None = None
