@@ -22,9 +22,10 @@ from nvcre.api.v1alpha1.common import (
     WorkflowReference,
     WorkloadMetadata,
 )
+from nvcre.api.v1alpha1.constants import PLURALS, Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import cel
+from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, cel_config
 
 
 def _quantity(what: str) -> Any:
@@ -45,6 +46,15 @@ def _quantity(what: str) -> Any:
     ]
 
 
+def _requests_within_limits(what: str) -> tuple[str, str]:
+    """The CEL rule (and its message) that a request of ``what`` not exceed its limit, when both are set."""
+    return (
+        f"!has(self.limits) || !has(self.requests) || !has(self.limits.{what}) || !has(self.requests.{what})"
+        f" || quantity(string(self.requests.{what})).compareTo(quantity(string(self.limits.{what}))) <= 0",
+        f"requests.{what} must not exceed limits.{what}",
+    )
+
+
 class CPUMemory(NvcreModel):
     cpu: _quantity("cpu") | None = None  # type: ignore[valid-type]
     memory: _quantity("memory") | None = None  # type: ignore[valid-type]
@@ -53,20 +63,7 @@ class CPUMemory(NvcreModel):
 class CategoryResources(NvcreModel):
     """CPU and memory for training pods; replaces the DGX-class defaults as a whole."""
 
-    model_config = NvcreModel.model_config | {
-        "json_schema_extra": cel(
-            (
-                "!has(self.limits) || !has(self.requests) || !has(self.limits.cpu) || !has(self.requests.cpu)"
-                " || quantity(string(self.requests.cpu)).compareTo(quantity(string(self.limits.cpu))) <= 0",
-                "requests.cpu must not exceed limits.cpu",
-            ),
-            (
-                "!has(self.limits) || !has(self.requests) || !has(self.limits.memory) || !has(self.requests.memory)"
-                " || quantity(string(self.requests.memory)).compareTo(quantity(string(self.limits.memory))) <= 0",
-                "requests.memory must not exceed limits.memory",
-            ),
-        )
-    }
+    model_config = cel_config(_requests_within_limits("cpu"), _requests_within_limits("memory"))
 
     limits: CPUMemory | None = None
     requests: CPUMemory | None = None
@@ -139,9 +136,7 @@ class Category(NvcreModel):
 
 
 class CertificationSpec(CategoryOptions):
-    model_config = CategoryOptions.model_config | {
-        "json_schema_extra": cel(("self == oldSelf", "spec is immutable after creation"))
-    }
+    model_config = IMMUTABLE_SPEC
 
     target: TargetSpec
     categories: list[Category] = Field(min_length=1, max_length=64)
@@ -168,8 +163,8 @@ class CertificationStatus(NvcreModel):
 class Certification(Resource):
     """A suite of catalog categories run against a GPU node pool."""
 
-    KIND = "Certification"
-    PLURAL = "certifications"
+    KIND = Kind.CERTIFICATION
+    PLURAL = PLURALS[KIND]
 
     spec: CertificationSpec
     status: CertificationStatus | None = None

@@ -14,24 +14,12 @@ from nvcre.api.v1alpha1.common import (
     WorkloadReference,
     expression_schema,
 )
+from nvcre.api.v1alpha1.constants import PLURALS, Kind
 from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import TrainJobSpecSchema, cel
+from nvcre.api.v1alpha1.schema import EXACTLY_ONE, TrainJobSpecSchema, cel, cel_config
 from nvcre.api.v1alpha1.trainjob import TrainJobSpec
-
-JOB_SPEC_RULES = cel(
-    (
-        "has(self.workloadMetadata) == has(oldSelf.workloadMetadata)",
-        "workloadMetadata cannot be added or removed after creation",
-    ),
-    (
-        "has(self.nodeHealthMonitor) == has(oldSelf.nodeHealthMonitor)"
-        " && has(self.goodputMeasurement) == has(oldSelf.goodputMeasurement)"
-        " && has(self.bandwidthMeasurement) == has(oldSelf.bandwidthMeasurement)",
-        "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
-    ),
-)
 
 
 def immutable(what: str) -> dict[str, Any]:
@@ -41,7 +29,7 @@ def immutable(what: str) -> dict[str, Any]:
 class WorkloadSpec(NvcreModel):
     """The workload to create; exactly one variant (today only trainJob)."""
 
-    model_config = NvcreModel.model_config | {"json_schema_extra": {"minProperties": 1, "maxProperties": 1}}
+    model_config = EXACTLY_ONE
 
     train_job: Annotated[TrainJobSpec, TrainJobSpecSchema] | None = None
 
@@ -75,7 +63,18 @@ class ExpectedPerformance(NvcreModel):
 
 
 class JobSpec(NvcreModel):
-    model_config = NvcreModel.model_config | {"json_schema_extra": JOB_SPEC_RULES}
+    model_config = cel_config(
+        (
+            "has(self.workloadMetadata) == has(oldSelf.workloadMetadata)",
+            "workloadMetadata cannot be added or removed after creation",
+        ),
+        (
+            "has(self.nodeHealthMonitor) == has(oldSelf.nodeHealthMonitor)"
+            " && has(self.goodputMeasurement) == has(oldSelf.goodputMeasurement)"
+            " && has(self.bandwidthMeasurement) == has(oldSelf.bandwidthMeasurement)",
+            "nodeHealthMonitor, goodputMeasurement, and bandwidthMeasurement cannot be added or removed after creation",
+        ),
+    )
 
     workload: WorkloadSpec = Field(json_schema_extra=immutable("workload"))
     workload_metadata: WorkloadMetadata | None = Field(
@@ -146,8 +145,8 @@ class JobStatus(NvcreModel):
 class Job(Resource):
     """Creates and watches one workload on one node group."""
 
-    KIND = "Job"
-    PLURAL = "jobs"
+    KIND = Kind.JOB
+    PLURAL = PLURALS[KIND]
 
     spec: JobSpec
     status: JobStatus | None = None

@@ -9,9 +9,9 @@ reach a CRD.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
-from pydantic import WithJsonSchema
+from pydantic import ConfigDict, WithJsonSchema
 
 K8S_REF = "x-nvcre-k8s"
 """Names an upstream type (e.g. ``io.k8s.api.core.v1.Container``) the generator inlines."""
@@ -22,6 +22,18 @@ CEL = "x-kubernetes-validations"
 def cel(*rules: tuple[str, str]) -> dict[str, Any]:
     """``json_schema_extra`` carrying CEL rules as ``(rule, message)`` pairs."""
     return {CEL: [{"rule": rule, "message": message} for rule, message in rules]}
+
+
+def cel_config(*rules: tuple[str, str]) -> ConfigDict:
+    """``model_config`` of a model with CEL rules (pydantic merges it into the config inherited)."""
+    return ConfigDict(json_schema_extra=cel(*rules))
+
+
+IMMUTABLE_SPEC: Final = cel_config(("self == oldSelf", "spec is immutable after creation"))
+"""``model_config`` of a kind's spec that cannot change once created."""
+
+EXACTLY_ONE: Final = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+"""``model_config`` of a union of variants: exactly one field is set."""
 
 
 def k8s_type(name: str) -> WithJsonSchema:

@@ -21,10 +21,11 @@ from nvcre.api.v1alpha1.common import (
     WhenSpec,
     WorkloadReference,
 )
+from nvcre.api.v1alpha1.constants import PLURALS, Kind
 from nvcre.api.v1alpha1.job import FailedNode, JobSpec
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel
+from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel, cel_config
 
 GroupPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
 
@@ -92,14 +93,12 @@ class ValidationSpec(NvcreModel):
 
 
 class WorkflowSpec(NvcreModel):
-    model_config = NvcreModel.model_config | {
-        "json_schema_extra": cel(
-            (
-                "has(self.gangScheduler) == has(oldSelf.gangScheduler)",
-                "gangScheduler cannot be added or removed after creation",
-            )
+    model_config = cel_config(
+        (
+            "has(self.gangScheduler) == has(oldSelf.gangScheduler)",
+            "gangScheduler cannot be added or removed after creation",
         )
-    }
+    )
 
     namespace: str | None = None
     job_template: JobTemplate
@@ -344,8 +343,8 @@ class WorkflowStatus(NvcreModel):
 class Workflow(Resource):
     """Runs one category or one WorkloadRun across node groups."""
 
-    KIND = "Workflow"
-    PLURAL = "workflows"
+    KIND = Kind.WORKFLOW
+    PLURAL = PLURALS[KIND]
 
     spec: WorkflowSpec
     status: WorkflowStatus | None = None

@@ -23,18 +23,26 @@ from nvcre.api.v1alpha1.common import (
     WorkflowReference,
     WorkloadMetadata,
 )
+from nvcre.api.v1alpha1.constants import PLURALS, Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import Container, EnvVar, ResourceRequirements, Volume, VolumeMount, cel
+from nvcre.api.v1alpha1.schema import (
+    EXACTLY_ONE,
+    IMMUTABLE_SPEC,
+    Container,
+    EnvVar,
+    ResourceRequirements,
+    Volume,
+    VolumeMount,
+    cel_config,
+)
 
 
 class TorchFramework(NvcreModel):
-    model_config = NvcreModel.model_config | {
-        "json_schema_extra": cel(
-            ("!(has(self.script) && has(self.module))", "script and module are mutually exclusive"),
-            ("has(self.script) || has(self.module)", "either script or module must be set"),
-        )
-    }
+    model_config = cel_config(
+        ("!(has(self.script) && has(self.module))", "script and module are mutually exclusive"),
+        ("has(self.script) || has(self.module)", "either script or module must be set"),
+    )
 
     script: str | None = Field(default=None, min_length=1, description="Script passed to torchrun.")
     module: str | None = Field(default=None, min_length=1, description="Module run with torchrun -m.")
@@ -57,7 +65,7 @@ class ExecFramework(NvcreModel):
 class FrameworkSpec(NvcreModel):
     """Exactly one of torch, mpi or exec."""
 
-    model_config = NvcreModel.model_config | {"json_schema_extra": {"minProperties": 1, "maxProperties": 1}}
+    model_config = EXACTLY_ONE
 
     torch: TorchFramework | None = None
     mpi: MPIFramework | None = None
@@ -67,14 +75,9 @@ class FrameworkSpec(NvcreModel):
 class ConfigSpec(NvcreModel):
     """Files mounted at /config (mode 0755)."""
 
-    model_config = NvcreModel.model_config | {
-        "json_schema_extra": cel(
-            (
-                "!(has(self.inline) && has(self.configMapRef))",
-                "inline and configMapRef are mutually exclusive",
-            )
-        )
-    }
+    model_config = cel_config(
+        ("!(has(self.inline) && has(self.configMapRef))", "inline and configMapRef are mutually exclusive")
+    )
 
     inline: dict[str, str] | None = Field(
         default=None, description="File name to content; creates <run>-config."
@@ -98,9 +101,7 @@ class WorkloadRunOrchestration(NvcreModel):
 
 
 class WorkloadRunSpec(NvcreModel):
-    model_config = NvcreModel.model_config | {
-        "json_schema_extra": cel(("self == oldSelf", "spec is immutable after creation"))
-    }
+    model_config = IMMUTABLE_SPEC
 
     target: TargetSpec | None = None
     image: str = Field(min_length=1)
@@ -140,8 +141,8 @@ class WorkloadRunStatus(NvcreModel):
 class WorkloadRun(Resource):
     """Runs a distributed workload once across GPU nodes."""
 
-    KIND = "WorkloadRun"
-    PLURAL = "workloadruns"
+    KIND = Kind.WORKLOAD_RUN
+    PLURAL = PLURALS[KIND]
 
     spec: WorkloadRunSpec
     status: WorkloadRunStatus | None = None
