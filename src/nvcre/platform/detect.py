@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import EventReason, NodeLabel, WorkflowReason
+from nvcre.api.v1alpha1.constants import EventReason, NodeLabel, WorkflowReason, members
 from nvcre.platform.events import Event
 
 
@@ -28,17 +28,7 @@ class Platform:
     NSCALE: Final = "nscale"
 
 
-PLATFORMS: Final = (
-    Platform.AWS,
-    Platform.GCP,
-    Platform.AZURE,
-    Platform.OCI,
-    Platform.ONPREM,
-    Platform.TOGETHERAI,
-    Platform.MISTRAL,
-    Platform.FORGE,
-    Platform.NSCALE,
-)
+PLATFORMS: Final = members(Platform)
 """Every platform name, in the order CLI messages list them."""
 
 UNKNOWN_ARCHITECTURE: Final = "unknown"

@@ -10,6 +10,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+
+def members(vocabulary: type) -> tuple[str, ...]:
+    """The values a class of constants declares, in its order: a registry that cannot miss one."""
+    return tuple(value for name, value in vars(vocabulary).items() if name.isupper())
+
+
 # --- API group ---------------------------------------------------------------------------------
 
 GROUP: Final = "nvcre.nvidia.com"
@@ -277,23 +283,9 @@ class Reason:
     """Inactive trio members on WorkloadRun."""
 
 
-class CertificationReason:
-    WAITING_FOR_NODES: Final = "WaitingForNodes"
-    WORKFLOW_CREATED: Final = "WorkflowCreated"
-    WORKFLOW_RUNNING: Final = "WorkflowRunning"
-    ALL_WORKFLOWS_SUCCEEDED: Final = "AllWorkflowsSucceeded"
-    CATEGORY_NOT_FOUND: Final = "CategoryNotFound"
-    WORKFLOW_VALIDATION_FAILED: Final = "WorkflowValidationFailed"
-    WORKFLOW_NAME_COLLISION: Final = "WorkflowNameCollision"
-    WORKFLOW_FAILED: Final = "WorkflowFailed"
-    WORKFLOW_SUCCEEDED: Final = "WorkflowSucceeded"
-    WORKFLOW_DELETED: Final = "WorkflowDeleted"
-    BUILD_FAILED: Final = "BuildFailed"
-    THRESHOLD_VIOLATION: Final = "ThresholdViolation"
-    WORKFLOW_CREATION_ERROR: Final = "WorkflowCreationError"
+class WorkflowOwnerReason:
+    """Reasons of the kinds that render a Workflow and mirror its end (WorkloadRun, Certification)."""
 
-
-class WorkloadRunReason:
     WORKFLOW_CREATED: Final = "WorkflowCreated"
     WORKFLOW_SUCCEEDED: Final = "WorkflowSucceeded"
     WORKFLOW_FAILED: Final = "WorkflowFailed"
@@ -303,6 +295,18 @@ class WorkloadRunReason:
     BUILD_FAILED: Final = "BuildFailed"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     """``ValidationFailed=True`` mirrored from the Workflow."""
+
+
+class CertificationReason(WorkflowOwnerReason):
+    WAITING_FOR_NODES: Final = "WaitingForNodes"
+    WORKFLOW_RUNNING: Final = "WorkflowRunning"
+    ALL_WORKFLOWS_SUCCEEDED: Final = "AllWorkflowsSucceeded"
+    CATEGORY_NOT_FOUND: Final = "CategoryNotFound"
+    WORKFLOW_CREATION_ERROR: Final = "WorkflowCreationError"
+
+
+class WorkloadRunReason(WorkflowOwnerReason):
+    """A WorkloadRun has no reasons of its own: it runs one Workflow and mirrors it."""
 
 
 class WorkflowReason:
@@ -384,35 +388,31 @@ class FailedNodeReason:
     WORKLOAD_FAILED: Final = "WorkloadFailed"
 
 
-FAILED_NODE_REASONS: Final = (
-    FailedNodeReason.HARDWARE_FAILURE_DETECTED,
-    FailedNodeReason.THRESHOLD_VIOLATION,
-    FailedNodeReason.WORKLOAD_FAILED,
-)
+FAILED_NODE_REASONS: Final = members(FailedNodeReason)
 
 
 class FailureCause:
     """``cause`` of a failed-node entry: why nvcre failed the node, finer than its ``reason``.
-    Mostly the reason of the Job condition that failed the group."""
+    Mostly the reason of the Job condition that failed the group, which it then names."""
 
-    HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
+    HARDWARE_FAILURE_DETECTED: Final = JobReason.HARDWARE_FAILURE_DETECTED
     """The node-health expression matched the node while the workload ran."""
-    THRESHOLD_VIOLATED: Final = "ThresholdViolated"
+    THRESHOLD_VIOLATED: Final = JobReason.THRESHOLD_VIOLATED
     """A user's threshold was not met."""
     BELOW_EXPECTED: Final = "BelowExpected"
     """No threshold given: the measured value is below the default floor of the expected value."""
-    BANDWIDTH_OUTLIER: Final = "BandwidthOutlier"
-    STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
-    UNEXPECTED_TRANSPORT: Final = "UnexpectedTransport"
-    DATA_CORRUPTION: Final = "DataCorruption"
-    FAILURES_LOGGED: Final = "FailuresLogged"
-    MEASUREMENT_UNAVAILABLE: Final = "MeasurementUnavailable"
-    MEASUREMENT_TIMEOUT: Final = "MeasurementTimeout"
-    UNKNOWN_THRESHOLD_KEY: Final = "UnknownThresholdKey"
-    INVALID_THRESHOLD_EXPRESSION: Final = "InvalidThresholdExpression"
-    WORKLOAD_FAILED: Final = "WorkloadFailed"
-    WORKLOAD_STALLED: Final = "WorkloadStalled"
-    JOB_TIMED_OUT: Final = "JobTimedOut"
+    BANDWIDTH_OUTLIER: Final = JobReason.BANDWIDTH_OUTLIER
+    STEP_TIME_OUTLIER: Final = JobReason.STEP_TIME_OUTLIER
+    UNEXPECTED_TRANSPORT: Final = JobReason.UNEXPECTED_TRANSPORT
+    DATA_CORRUPTION: Final = JobReason.DATA_CORRUPTION
+    FAILURES_LOGGED: Final = JobReason.FAILURES_LOGGED
+    MEASUREMENT_UNAVAILABLE: Final = JobReason.MEASUREMENT_UNAVAILABLE
+    MEASUREMENT_TIMEOUT: Final = JobReason.MEASUREMENT_TIMEOUT
+    UNKNOWN_THRESHOLD_KEY: Final = JobReason.UNKNOWN_THRESHOLD_KEY
+    INVALID_THRESHOLD_EXPRESSION: Final = JobReason.INVALID_THRESHOLD_EXPRESSION
+    WORKLOAD_FAILED: Final = JobReason.WORKLOAD_FAILED
+    WORKLOAD_STALLED: Final = JobReason.WORKLOAD_STALLED
+    JOB_TIMED_OUT: Final = JobReason.JOB_TIMED_OUT
     """Written by the Workflow for a group whose Job exceeded ``timeoutPerJob``."""
     JOB_DELETED: Final = "JobDeleted"
     """Written by the Workflow for a group whose Job was deleted before it finished."""
@@ -434,13 +434,7 @@ class ThresholdKey:
     AVG_STEP_TIME: Final = "avgStepTimeSec"
 
 
-THRESHOLD_KEYS: Final = (
-    ThresholdKey.BUS_BANDWIDTH,
-    ThresholdKey.ALG_BANDWIDTH,
-    ThresholdKey.GOODPUT_RATIO,
-    ThresholdKey.AVG_TFLOPS_PER_GPU,
-    ThresholdKey.AVG_STEP_TIME,
-)
+THRESHOLD_KEYS: Final = members(ThresholdKey)
 """The registry of threshold keys, in the order error messages list them."""
 
 
