@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.common import GangSchedulerSpec
-from nvcre.api.v1alpha1.constants import Default, TrainerKind, WorkflowReason
+from nvcre.api.v1alpha1.constants import TRAINER_GROUP, Default, TrainerKind, WorkflowReason
 
 WORKLOAD_LABELS_PATH: Final = "spec.jobTemplate.spec.workloadMetadata.labels"
 RUNTIME_REF_PATH: Final = "spec.jobTemplate.spec.workload.trainJob.runtimeRef"
-TRAINER_API_GROUP: Final = "trainer.kubeflow.org"
 JOB_TEMPLATE_LABELS: Final = "template.metadata.labels"
 POD_TEMPLATE_LABELS: Final = "template.spec.template.metadata.labels"
 POD_SPEC: Final = "template.spec.template.spec"
@@ -162,7 +161,7 @@ def _find_runtime(spec: Mapping[str, Any], kind: str, name: str) -> Mapping[str,
             continue
         group = str(dependency.get("apiVersion") or "").split("/")[0]
         if (
-            group == TRAINER_API_GROUP
+            group == TRAINER_GROUP
             and dependency.get("kind") == kind
             and _get(dependency, "metadata", "name") == name
         ):
