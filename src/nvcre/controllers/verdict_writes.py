@@ -2,7 +2,8 @@
 ``ValidationFailed`` condition, then its count and event.
 
 Shared by the Job controller (thresholds and data checks) and the Workflow controller (outliers
-against the fleet), so a verdict reads the same whoever reached it.
+against the fleet), so a verdict reads the same whoever reached it; a WorkloadRun's condition,
+mirrored from its Workflow's, is set the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from nvcre.objects import Obj
 
 
 def set_validation(status: dict[str, Any], job: Obj, failed: bool, reason: str, message: str) -> None:
-    """Set the Job's ``ValidationFailed`` condition in ``status`` (in place, inside a status change)."""
+    """Set the ``ValidationFailed`` condition of ``job`` (or any object judged) in ``status`` (in place,
+    inside a status change)."""
     set_in_status(
         status,
         ConditionType.VALIDATION_FAILED,

@@ -32,6 +32,7 @@ from nvcre.controllers import indexes
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import REQUEUE, Context
 from nvcre.controllers.status import conditions_of
+from nvcre.controllers.verdict_writes import set_validation
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
@@ -199,15 +200,13 @@ class WorkloadRunController:
 
         if condition_true(workflow, ConditionType.VALIDATION_FAILED):
             validation = condition_of(workflow, ConditionType.VALIDATION_FAILED) or {}
-            await self.ctx.status.set_condition(
-                resources.WorkloadRun,
-                run,
-                ConditionType.VALIDATION_FAILED,
-                "True",
-                WorkloadRunReason.THRESHOLD_VIOLATION,
-                str(validation.get("message") or ""),
-                extra=mirror,
-            )
+            message = str(validation.get("message") or "")
+
+            def failed_validation(status: dict[str, Any]) -> None:
+                mirror(status)
+                set_validation(status, run, True, WorkloadRunReason.THRESHOLD_VIOLATION, message)
+
+            await self.ctx.status.update(resources.WorkloadRun, run, failed_validation)
         terminal = outcome(workflow)
         if terminal is not None:
             await self._write_state(run, *terminal, mirror)
