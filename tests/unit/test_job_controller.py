@@ -180,6 +180,9 @@ async def test_a_workload_the_server_refuses_fails_the_job_with_the_servers_mess
         "WorkloadCreationError",
         f"Failed to create TrainJob/{WORKLOAD}: {refusal}",
     )
+    assert [(e["type"], e["reason"], e["note"]) for e in client.events] == [
+        ("Warning", "WorkloadCreationError", f"Failed to create TrainJob/{WORKLOAD}: {refusal}")
+    ], "one event, after the write it describes"
 
 
 @pytest.mark.parametrize("code", [429, 500, 503])

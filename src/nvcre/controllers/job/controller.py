@@ -355,10 +355,11 @@ class JobController:
         return any(ref.get("uid") == job["metadata"]["uid"] for ref in owners)
 
     async def _creation_error(self, job: Obj, what: str, error: ApiError) -> NoReturn:
-        """A refused create fails the Job with the server's message; any other error is retried."""
+        """A refused create fails the Job with the server's message (the write's transition
+        event says it); any other error is retried, with a warning: no write records it."""
         message = f"{what}: {server_message(error)}"
-        await self.ctx.recorder.warning(job, JobReason.WORKLOAD_CREATION_ERROR, message)
         if not is_invalid(error):
+            await self.ctx.recorder.warning(job, JobReason.WORKLOAD_CREATION_ERROR, message)
             raise error  # transient: retried with backoff, the Job stays as it is
         await self._write_state(job, ConditionType.FAILED, JobReason.WORKLOAD_CREATION_ERROR, message)
         raise TerminalError(message) from error
