@@ -12,10 +12,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.rbac import CLUSTER_RULES, Rule
 from nvcre.manager.main import LEADER_ELECTION_ID
 
-NAMESPACE = "nvcre"
+NAMESPACE = Default.NAMESPACE
 SERVICE_ACCOUNT = "nvcre-manager"
 CLUSTER_ROLE = "nvcre-manager"
 LEADER_ELECTION_ROLE = "nvcre-leader-election"

@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.constants import JobReason
+from nvcre.api.v1alpha1.constants import Default, JobReason
 
-DEFAULT_FRACTION: Final = 0.9
 MIN_GROUPS: Final = 3
 
 
@@ -49,11 +48,11 @@ def fraction_of(performance: dict[str, object] | None) -> float:
     """``validation.performance.outlierFraction``; 0.9 when unset."""
     value = (performance or {}).get("outlierFraction")
     if value is None:
-        return DEFAULT_FRACTION
+        return Default.OUTLIER_FRACTION
     try:
         return float(str(value))
     except ValueError:
-        return DEFAULT_FRACTION
+        return Default.OUTLIER_FRACTION
 
 
 def shape_of(group: Mapping[str, Any]) -> tuple[int, int]:

@@ -225,6 +225,9 @@ class Default:
     MAX_BYTES: Final = "16G"
     EXPECTED_FLOOR_FRACTION: Final = 0.8
     """A Certification's default floor: this fraction of the expected-performance figure."""
+    OUTLIER_FRACTION: Final = 0.9
+    """A Workflow's ``outlierFraction`` when unset: a group below this fraction of its peers'
+    median bandwidth (or slower than their median step time / this) is an outlier."""
     NUM_ITERATIONS: Final = 100
     NUM_CYCLES: Final = 10
     DIAGNOSE_NUM_ITERATIONS: Final = 5
