@@ -189,12 +189,18 @@ class FakeClient:
             fault.answered.append(call)
             raise fault.errors.pop(0)
 
+    def _existing(self, group: str, call: Call, *, write: bool) -> tuple[Key, Obj]:
+        """Enter ``call`` and return the key and the stored object it names; 404 when none is."""
+        self._enter(call, write=write)
+        key = (group, call.kind, call.namespace, call.name)
+        stored = self.objects.get(key)
+        if stored is None:
+            raise api_error(404, f'{call.kind} "{call.name}" not found')
+        return key, stored
+
     async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
         group, kind, _ = _info(resource)
-        self._enter(Call("get", kind, namespace or "", name), write=False)
-        found = self.objects.get((group, kind, namespace or "", name))
-        if found is None:
-            raise api_error(404, f'{kind} "{name}" not found')
+        _, found = self._existing(group, Call("get", kind, namespace or "", name), write=False)
         return resource.from_dict(copy.deepcopy(found))
 
     async def create(self, obj: Any, *, namespace: str | None = None) -> Any:
@@ -222,11 +228,7 @@ class FakeClient:
         data = obj.to_dict()
         meta = data["metadata"]
         ns, name = meta.get("namespace") or namespace or "", name or meta["name"]
-        self._enter(Call("replace", kind, ns, name, action or ""), write=True)
-        key = (group, kind, ns, name)
-        stored = self.objects.get(key)
-        if stored is None:
-            raise api_error(404, f'{kind} "{name}" not found')
+        key, stored = self._existing(group, Call("replace", kind, ns, name, action or ""), write=True)
         if meta.get("resourceVersion") not in (None, stored["metadata"]["resourceVersion"]):
             raise api_error(
                 409, f'the object has been modified; please apply your changes to {kind} "{name}"'
@@ -263,11 +265,7 @@ class FakeClient:
         if patch_type is not PatchType.MERGE:
             raise NotImplementedError(f"{patch_type} patches")
         group, kind, _ = _info(resource)
-        self._enter(Call("patch", kind, namespace or "", name), write=True)
-        key = (group, kind, namespace or "", name)
-        stored = self.objects.get(key)
-        if stored is None:
-            raise api_error(404, f'{kind} "{name}" not found')
+        key, stored = self._existing(group, Call("patch", kind, namespace or "", name), write=True)
         updated = _merge(copy.deepcopy(stored), obj)
         updated["metadata"]["resourceVersion"] = str(next(self._versions))
         self.objects[key] = updated
@@ -275,11 +273,7 @@ class FakeClient:
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
         group, kind, _ = _info(resource)
-        self._enter(Call("delete", kind, namespace or "", name), write=True)
-        key = (group, kind, namespace or "", name)
-        stored = self.objects.get(key)
-        if stored is None:
-            raise api_error(404, f'{kind} "{name}" not found')
+        key, stored = self._existing(group, Call("delete", kind, namespace or "", name), write=True)
         if stored["metadata"].get("finalizers"):
             stored["metadata"].setdefault("deletionTimestamp", _now())
             stored["metadata"]["resourceVersion"] = str(next(self._versions))
