@@ -61,6 +61,18 @@ def role_templates() -> dict[str, str]:
     }
 
 
+def _sync_file(path: Path, text: str, *, check: bool) -> int:
+    """Make ``path`` hold ``text``, or with ``check`` say that it does not; the exit status."""
+    if path.exists() and path.read_text() == text:
+        return 0
+    if check:
+        print(f"{path}: out of date; run `{COMMAND}`", file=sys.stderr)
+        return 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return 0
+
+
 def sync_chart(chart: Path, *, check: bool) -> int:
     """The chart's generated parts: ``crds/``, ``files/logprofiles/`` and the two role templates."""
     crds = {name: render_crd(manifest) for name, manifest in generate_all().items()}
@@ -69,14 +81,7 @@ def sync_chart(chart: Path, *, check: bool) -> int:
         chart / "files" / "logprofiles", profile_texts(), check=check, command=COMMAND, what="LogProfiles"
     )
     for name, text in role_templates().items():
-        path = chart / "templates" / name
-        if path.exists() and path.read_text() == text:
-            continue
-        if check:
-            print(f"{path}: out of date; run `{COMMAND}`", file=sys.stderr)
-            status = 1
-        else:
-            path.write_text(text)
+        status |= _sync_file(chart / "templates" / name, text, check=check)
     meta = yamlio.load((chart / "Chart.yaml").read_text())
     for key in ("version", "appVersion"):
         if str(meta.get(key)) != __version__:
@@ -123,17 +128,8 @@ def sync_config(rendered: list[dict[str, Any]], config: Path, *, check: bool) ->
     status = 0
     written: set[tuple[str, str]] = set()
     for name, keys in WRITTEN.items():
-        path = config / name
-        text = _dump(objects[k] for k in keys)
         written.update(keys)
-        if path.exists() and path.read_text() == text:
-            continue
-        if check:
-            print(f"{path}: out of date; run `{COMMAND}`", file=sys.stderr)
-            status = 1
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+        status |= _sync_file(config / name, _dump(objects[k] for k in keys), check=check)
     found: set[tuple[str, str]] = set(written)
     for path in sorted(config.rglob("*.yaml")):
         if path.relative_to(config).as_posix() in WRITTEN:
