@@ -387,18 +387,14 @@ class _Parser:
             self._expect("done")
             self._redirections()
             return Loop()
-        if self._is("{"):
+        if self._is("{", "("):  # a group in the current shell, or in a subshell
+            subshell = self._is("(")
+            close = ")" if subshell else "}"
             self.i += 1
-            body = self._list(stop=("}",))
-            self._expect("}")
+            body = self._list(stop=(close,))
+            self._expect(close)
             self._redirections()
-            return Group(body, subshell=False)
-        if self._is("("):
-            self.i += 1
-            body = self._list(stop=(")",))
-            self._expect(")")
-            self._redirections()
-            return Group(body, subshell=True)
+            return Group(body, subshell=subshell)
         if self._is("function"):
             self.i += 1
             name = self._peek()
