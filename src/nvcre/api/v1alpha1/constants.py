@@ -137,8 +137,8 @@ class Annotation:
     RUNTIME_COPY: Final = "nvcre.nvidia.com/runtime-copy"
     """A Workflow's Job -> its Job-scoped TrainingRuntime copy, created after the Job (with the
     Job as owner): the Job controller creates the TrainJob once its cache holds the copy."""
-    JOB_UID: Final = "nvcre.nvidia.com/job-uid"
-    """Older spelling of the measurement's Job UID (now a label); read for compatibility."""
+    JOB_UID: Final = Label.JOB_UID
+    """Where the measurement's Job UID was before it became a label; read for compatibility."""
     DETECTED_GPU_ARCHITECTURE: Final = "nvcrectl.nvidia.com/detected-gpu-architecture"
     DETECTED_PLATFORM: Final = "nvcrectl.nvidia.com/detected-platform"
     """Both only on Workflows rendered offline by ``nvcrectl workloadrun render``."""
@@ -172,13 +172,10 @@ class NodeLabel:
 # --- reserved label keys (enforced by CEL on user input) ---------------------------------------
 
 RESERVED_LABEL_KEYS: Final = frozenset({Label.MANAGED_BY})
-RESERVED_LABELS_MESSAGE: Final = (
-    "labels must not set the controller-owned keys app.kubernetes.io/managed-by "
-    "or any key under the nvcre.nvidia.com/ prefix"
-)
+_CONTROLLER_OWNED_KEYS: Final = f"{Label.MANAGED_BY} or any key under the {RESERVED_LABEL_PREFIX} prefix"
+RESERVED_LABELS_MESSAGE: Final = f"labels must not set the controller-owned keys {_CONTROLLER_OWNED_KEYS}"
 RESERVED_QUEUE_LABEL_KEY_MESSAGE: Final = (
-    "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by "
-    "or any key under the nvcre.nvidia.com/ prefix"
+    f"queueLabelKey must not use the controller-owned key {_CONTROLLER_OWNED_KEYS}"
 )
 
 
