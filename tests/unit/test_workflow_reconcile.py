@@ -9,6 +9,7 @@ tests of the same behaviours are in tests/integration/test_workflow_results.py.
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import json
 from collections.abc import Callable
@@ -16,13 +17,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from lightkube.resources.core_v1 import ConfigMap
+from lightkube.resources.core_v1 import ConfigMap, Node
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Finalizer
 from nvcre.conditions import condition_true
+from nvcre.controllers.workflow import partitioning
 from nvcre.controllers.workflow.controller import WorkflowController
+from nvcre.controllers.workflow.resolving import ResolveKey
+from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.objects import ObjectKey
+from nvcre.render.workflow import resolve_workflow
+from nvcre.testing.builders import override
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.nodes import GpuNodeSpec, gpu_node
 from nvcre.testing.workloads import POOL_LABEL, workflow
@@ -416,3 +422,98 @@ async def test_a_job_just_created_is_not_read_while_the_cache_lags_behind_its_cr
     await h.controller.reconcile(KEY)
     assert h.client.count("get", "Job") == 1
     assert h.groups[0]["phase"] == "Failed"
+
+
+BLOCK = "example.com/block"
+SPREAD = override(
+    {"topology": {"domainCount": {"greaterThan": 1}}},
+    job_template={"metadata": {"labels": {"example.com/spread": "blocks"}}},
+)
+
+
+def _relabel(h: Harness, name: str, **changes: Any) -> None:
+    """Change node ``name`` as its kubelet or an operator would (``labels`` merged, ``status`` set)."""
+    node = h.client.stored(Node, name)
+    assert node is not None
+    node["metadata"]["labels"].update(changes.get("labels") or {})
+    if "status" in changes:
+        node["status"] = {**node.get("status", {}), **changes["status"]}
+    h.client.put(node)
+
+
+async def test_the_overrides_are_resolved_once_per_change_of_what_they_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The passes of a running Workflow (each Job, pod and status event brings one) resolve its
+    overrides once; a node's status changing (a heartbeat) costs no resolution, a label an
+    override reads does, and the next Job sees it: here the second iteration's Job, once the
+    group's nodes span two topology blocks."""
+    resolutions: list[str | None] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        resolutions.append(kwargs.get("platform"))
+        return resolve_workflow(*args, **kwargs)
+
+    monkeypatch.setattr(partitioning, "resolve_workflow", counting)
+    h = Harness(2, 2, iterations=2, topology={"topologyKey": BLOCK})
+    for name in h.nodes:
+        _relabel(h, name, labels={BLOCK: "a"})
+    stored = h.workflow
+    stored["spec"]["overrides"] = [SPREAD]
+    h.client.put(stored)
+
+    await h.drive(running(h, "wf-group-0-iter-1"))
+    partitioned = len(resolutions)
+    for _ in range(5):
+        await h.controller.reconcile(KEY)
+    _relabel(h, h.nodes[0], status={"conditions": [{"type": "Ready", "status": "True"}]})
+    await h.controller.reconcile(KEY)
+    first = h.job("wf-group-0-iter-1")
+    assert first is not None and "example.com/spread" not in first["metadata"]["labels"]
+    assert len(resolutions) == partitioned, "passes that change nothing the overrides read resolve nothing"
+
+    _relabel(h, h.nodes[1], labels={BLOCK: "b"})
+    h.end_job("wf-group-0-iter-1", failed=False)
+    await h.drive(running(h, "wf-group-0-iter-2"))
+    second = h.job("wf-group-0-iter-2")
+    assert second is not None and second["metadata"]["labels"].get("example.com/spread") == "blocks"
+    assert len(resolutions) == partitioned + 1, "a label the overrides read changed: resolved once more"
+
+    h.end_job("wf-group-0-iter-2", failed=False)
+    await h.drive(h.terminal)
+    assert len(h.controller.resolved) == 0, "an ended Workflow's resolution is dropped"
+
+
+async def test_the_resolution_key_holds_what_the_resolution_reads_and_nothing_else() -> None:
+    h = Harness(2, 2)
+    node = h.client.stored(Node, h.nodes[0])
+    assert node is not None
+
+    def key(workflow: dict[str, Any], nodes: list[dict[str, Any]], **detected: str) -> ResolveKey:
+        state = WorkflowState.of(h.controller.ctx, h.controller.caches, workflow)
+        state.orchestration.update(
+            {"detectedPlatform": "aws", "detectedGPUArchitecture": "hopper", **detected}
+        )
+        return ResolveKey.of(state, nodes)
+
+    before = key(h.workflow, [node])
+    heartbeat = copy.deepcopy(node)
+    heartbeat["metadata"]["resourceVersion"] = "999"
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    heartbeat["status"]["allocatable"] = {"nvidia.com/gpu": "4"}
+    assert key(h.workflow, [heartbeat]) == before
+
+    relabelled = copy.deepcopy(node)
+    relabelled["metadata"]["labels"][BLOCK] = "b"
+    moved = copy.deepcopy(node)
+    moved["spec"]["providerID"] = "gce://p/z/n"
+    edited = h.workflow
+    edited["metadata"]["generation"] = int(edited["metadata"].get("generation") or 1) + 1
+    assert key(h.workflow, [relabelled]) != before
+    assert key(h.workflow, [moved]) != before
+    assert key(h.workflow, []) != before, "a node gone from the cache"
+    assert key(edited, [node]) != before, "the spec changed"
+    assert key(h.workflow, [node], detectedPlatform="gcp") != before
+    assert key(h.workflow, [node], detectedGPUArchitecture="blackwell") != before
+    node["metadata"]["labels"][BLOCK] = "c"  # an informer that updates its dict in place
+    assert key(h.workflow, [node]) != before

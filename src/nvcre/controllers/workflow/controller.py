@@ -23,7 +23,8 @@ from nvcre.controllers.workflow.diagnosing import check_deadline, round_complete
 from nvcre.controllers.workflow.finishing import iteration_complete
 from nvcre.controllers.workflow.following import follow
 from nvcre.controllers.workflow.launching import launch
-from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition, resolve
+from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition
+from nvcre.controllers.workflow.resolving import ResolvedSpecs
 from nvcre.controllers.workflow.state import Caches, WorkflowState
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.dependencies import creation_order, job_scoped
@@ -41,6 +42,7 @@ class WorkflowController:
         self.workflows = manager.informer(resources.Workflow)
         pods = indexes.pods(manager)
         self.caches = Caches(jobs=manager.informer(resources.Job), nodes=indexes.nodes(manager), pods=pods)
+        self.resolved = ResolvedSpecs()
         self.caches.jobs.add_handler(self._job_seen)  # first: before its event wakes the Workflow
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
@@ -66,19 +68,25 @@ class WorkflowController:
     async def reconcile(self, key: ObjectKey) -> Result | None:
         workflow = await get_live(self.ctx.client, resources.Workflow, key.name, key.namespace)
         if workflow is None:
+            self.resolved.forget(key)
             return None
         state = WorkflowState.of(self.ctx, self.caches, workflow)
         if workflow["metadata"].get("deletionTimestamp"):
+            self.resolved.forget(key)
             return await self._delete(state)
         if await ensure_finalizer(self.ctx.client, resources.Workflow, workflow, Finalizer.WORKFLOW):
             return None
         if is_terminal(conditions_of(workflow)):
+            self.resolved.forget(key)
             return None
         try:
             return await self._step(state)
         except Failure as failure:
             await state.record(ConditionType.FAILED, failure.reason, failure.message)
             return None
+        finally:
+            if is_terminal(conditions_of(state.workflow)):
+                self.resolved.forget(key)
 
     async def _step(self, state: WorkflowState) -> Result | None:
         if not state.orchestration.get("totalGroups"):
@@ -88,7 +96,7 @@ class WorkflowController:
             for n in (self.caches.nodes.get("", name) for g in state.groups for name in g.get("nodes") or ())
             if n
         ]
-        resolved = resolve(state, nodes, cached=True)
+        resolved = self.resolved.get(state, nodes)
         self._check_checkpoint(resolved.spec)
         try:
             await self._ensure_workflow_dependencies(state, resolved.spec)
