@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.models.core_v1 import Taint
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
@@ -265,6 +265,7 @@ def test_dependencies_lifecycle(kube: Client, namespace: str, gpu_nodes: Any, ma
             ),
             30,
             what=f"{runtime} owned by its Job",
+            ignore=(ApiError,),  # created right after its Job: not there yet
         )
         assert copy["metadata"]["labels"]["nvcre.nvidia.com/workflow"] == "deps"
         assert copy["metadata"]["annotations"]["nvcre.nvidia.com/workflow-uid"] == uid
