@@ -6,19 +6,17 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
 
 from nvcre.api.v1alpha1.constants import Reason
-from nvcre.api.v1alpha1.meta import Condition, ConditionStatusValue
+from nvcre.api.v1alpha1.meta import Condition
 from nvcre.conditions import (
     event_for_transition,
     from_status,
     is_terminal,
     set_exclusive,
-    set_in_status,
     to_status,
 )
 from nvcre.controllers.events import Recorder
@@ -175,25 +173,3 @@ class StatusWriter:
             for target, type_, event_reason, note in events:
                 await self.recorder.emit(target, type_, event_reason, note)
         return written
-
-    async def set_condition(
-        self,
-        resource: type[lkr.Resource],
-        obj: Obj,
-        cond_type: str,
-        status_value: ConditionStatusValue,
-        reason: str,
-        message: str,
-        *,
-        extra: StatusChange | None = None,
-    ) -> Obj | None:
-        """Set an additive condition (HardwareFailed, ValidationFailed)."""
-
-        def change(status: dict[str, Any]) -> None:
-            if extra is not None:
-                extra(status)
-            set_in_status(
-                status, cond_type, status_value, reason, message, obj["metadata"].get("generation"), now()
-            )
-
-        return await self.update(resource, obj, change)
