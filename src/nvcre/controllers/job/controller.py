@@ -466,15 +466,15 @@ class JobController:
         if isinstance(decision, next_step.Succeed):
             return await self._succeed(job, decision, hardware)
         # Still open: the same step as last time writes nothing (a newer Job is an event away).
-        written = await self._write_state(
+        await self._write_state(
             job,
             ConditionType.IN_PROGRESS,
             decision.reason,
             decision.message,
-            _with_hardware(job, decision.change, hardware),
+            decision.change,
             settled=True,
+            hardware=hardware,
         )
-        await self._announce_hardware(job, written, hardware)
         return Result(requeue_after=decision.requeue)
 
     async def _succeed(
@@ -505,13 +505,13 @@ class JobController:
             ConditionType.SUCCEEDED,
             JobReason.WORKLOAD_COMPLETED,
             decision.message,
-            _with_hardware(job, record, hardware),
+            record,
+            hardware=hardware,
         )
         if written is None:
             return None
         if verdict is not None:
             await verdict_writes.announce(self.ctx, job, verdict.failed, verdict.reason, verdict.message)
-        await self._announce_hardware(job, written, hardware)
         if isinstance(decided, verdicts.Wait):
             return Result(requeue_after=decided.seconds)
         return None
@@ -525,14 +525,14 @@ class JobController:
             ConditionType.IN_PROGRESS,
             JobReason.WORKLOAD_RESTARTING,
             decision.message,
-            _with_hardware(job, restart.record(decision.workload_uid), hardware),
+            restart.record(decision.workload_uid),
+            hardware=hardware,
         )
         if written is None:
             return None  # terminal meanwhile, or gone
         counted = int((job.get("status") or {}).get("restartCount") or 0) + 1
         if written["status"].get("restartCount") == counted:  # this pass recorded it
             await self.ctx.recorder.normal(job, JobReason.WORKLOAD_RESTARTING, decision.message)
-        await self._announce_hardware(job, written, hardware)
         return await self._continue_restart(written)
 
     async def _continue_restart(self, job: Obj) -> Result | None:
@@ -572,14 +572,9 @@ class JobController:
             if decision.verdict:
                 verdict_writes.set_validation(status, job, True, decision.reason, decision.message)
 
-        written = await self._write_state(
-            job,
-            ConditionType.FAILED,
-            decision.reason,
-            decision.message,
-            _with_hardware(job, record, hardware),
+        await self._write_state(
+            job, ConditionType.FAILED, decision.reason, decision.message, record, hardware=hardware
         )
-        await self._announce_hardware(job, written, hardware)
 
     async def _hardware_failure(self, job: Obj, pods: list[Obj]) -> health.HardwareFailure | None:
         """What node health (``spec.nodeHealthMonitor``) adds to this pass's write, if anything."""
@@ -604,13 +599,6 @@ class JobController:
             log.info("node health of %s: %s counts as healthy: %s", job["metadata"]["name"], node, why)
         return verdict.update
 
-    async def _announce_hardware(
-        self, job: Obj, written: Obj | None, hardware: health.HardwareFailure | None
-    ) -> None:
-        """After the write that recorded it: the first hardware failure's warning."""
-        if written is not None and hardware is not None and hardware.first:
-            await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, hardware.message)
-
     async def _write_state(
         self,
         job: Obj,
@@ -620,21 +608,26 @@ class JobController:
         extra: StatusChange | None = None,
         *,
         settled: bool = False,
+        hardware: health.HardwareFailure | None = None,
     ) -> Obj | None:
-        """Make ``cond_type`` the Job's one True state, with ``extra`` in the same write. No event
-        for the first InProgress (one request per Job of a fan-out, saying what the condition
-        says; the Workflow announces the launch once); Failed and Succeeded keep theirs."""
-        return await self.ctx.status.set_exclusive(
+        """Make ``cond_type`` the Job's one True state, with ``extra`` and what node health found
+        (``hardware``) in the same write. No event for the first InProgress (one request per Job
+        of a fan-out, saying what the condition says; the Workflow announces the launch once);
+        Failed and Succeeded keep theirs; the first hardware failure's warning follows the write."""
+        written = await self.ctx.status.set_exclusive(
             resources.Job,
             job,
             cond_type,
             reason,
             message,
-            extra=extra,
+            extra=_with_hardware(job, extra, hardware),
             unless_terminal=True,
             settled=settled,
             announce=cond_type != ConditionType.IN_PROGRESS,
         )
+        if written is not None and hardware is not None and hardware.first:
+            await self.ctx.recorder.warning(job, JobReason.HARDWARE_FAILURE_DETECTED, hardware.message)
+        return written
 
 
 def _with_hardware(
