@@ -2,16 +2,20 @@
 
 What belongs to a run is found the way nvcre links it: Workflows by the certification /
 workload-run label, Jobs by the workflow label, measurements by the job label, node-result
-ConfigMaps by the Workflow's status refs. The report itself is built by :mod:`nvcre.report`.
+ConfigMaps by the Workflow's status refs; each kind in one list (a few when a run has many Jobs)
+that the label selects, never a whole namespace. A caller that has just read the run, its
+Workflows and their Jobs (``--wait``'s last poll) hands them over as :class:`Held`, and only the
+rest is read. The report itself is built by :mod:`nvcre.report`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -19,6 +23,7 @@ from nvcre.api.v1alpha1 import KINDS
 from nvcre.api.v1alpha1.constants import Kind, Label
 from nvcre.cli.common import UserError
 from nvcre.cli.connection import api_error, read
+from nvcre.naming import MAX_K8S_NAME_LEN
 from nvcre.report.build import (
     CertificationObjects,
     WorkflowObjects,
@@ -34,6 +39,20 @@ if TYPE_CHECKING:
     from lightkube import Client
 
 Obj = dict[str, Any]
+
+NAMES_PER_SELECTOR: Final = 50
+"""Label values per ``in`` selector: a run of many Jobs lists its measurements in a few
+requests, each URL a few kilobytes (well within what proxies in front of an API server take)."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the caller read of a run a moment ago: the run, its Workflows (by the run's label)
+    and their Jobs (by the Workflow label), as plain dicts."""
+
+    run: Obj
+    workflows: list[Obj]
+    jobs: list[Obj]
 
 
 def _resource(kind: str) -> Any:
@@ -53,6 +72,25 @@ def _list(kube: Client, kind: str, namespace: str, labels: dict[str, Any]) -> li
         raise UserError(f"cannot list {KINDS[kind].PLURAL} in {namespace}: {api_error(error)}") from error
 
 
+def label_values(names: Iterable[str]) -> list[str]:
+    """The distinct ``names`` that can be label values, sorted: an object whose name is longer
+    than a label value can be is named by no label (the API server refuses it), and one such
+    value would make it refuse the whole selector."""
+    return sorted({n for n in names if n and len(n) <= MAX_K8S_NAME_LEN})
+
+
+def list_labelled(kube: Client, kind: str, namespace: str, key: str, values: Iterable[str]) -> list[Obj]:
+    """The objects of ``kind`` whose label ``key`` is one of ``values``, in name order, read in
+    lists of :data:`NAMES_PER_SELECTOR` values each; nothing is read without a value."""
+    chosen = label_values(values)
+    found: list[Obj] = []
+    for start in range(0, len(chosen), NAMES_PER_SELECTOR):
+        found.extend(_list(kube, kind, namespace, {key: chosen[start : start + NAMES_PER_SELECTOR]}))
+    if len(chosen) > NAMES_PER_SELECTOR:  # in name order, as one list returns them
+        found.sort(key=lambda obj: str((obj.get("metadata") or {}).get("name") or ""))
+    return found
+
+
 def _plain(item: Any) -> Obj:
     data: Obj = item.to_dict() if hasattr(item, "to_dict") else dict(item)
     return data
@@ -67,55 +105,82 @@ def _config_map(kube: Client, ref: Any, namespace: str) -> Obj | None:
     return read(kube, ConfigMap, name, namespace, f"configmap {namespace}/{name}")
 
 
-def _workflow_objects(kube: Client, workflow: Obj) -> WorkflowObjects:
-    meta = workflow.get("metadata") or {}
-    namespace = str(meta.get("namespace"))
-    jobs = _list(kube, Kind.JOB, namespace, {Label.WORKFLOW: str(meta.get("name"))})
-    names = {str(j["metadata"]["name"]) for j in jobs}
-
-    def measurements(kind: str) -> list[Obj]:
-        found = _list(kube, kind, namespace, {}) if jobs else []
-        return [m for m in found if ((m.get("metadata") or {}).get("labels") or {}).get(Label.JOB) in names]
-
-    status = workflow.get("status") or {}
-    return WorkflowObjects(
-        workflow=workflow,
-        jobs=jobs,
-        bandwidths=measurements(Kind.BANDWIDTH_MEASUREMENT),
-        goodputs=measurements(Kind.GOODPUT_MEASUREMENT),
-        failed_nodes=_config_map(kube, status.get("failedNodesRef"), namespace),
-        succeeded_nodes=_config_map(kube, status.get("succeededNodesRef"), namespace),
-    )
+def _label(obj: Obj, key: str) -> Any:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(key)
 
 
-def read_certification_report(kube: Client, name: str, namespace: str) -> Report:
+def _workflow_objects(
+    kube: Client, namespace: str, workflows: list[Obj], held_jobs: list[Obj] | None
+) -> list[WorkflowObjects]:
+    """Each Workflow's Jobs (those held, else one list for all the Workflows), their
+    measurements (one list per kind for all the Jobs) and its node-result ConfigMaps."""
+    names = [str((w.get("metadata") or {}).get("name")) for w in workflows]
+    if held_jobs is None:
+        jobs = list_labelled(kube, Kind.JOB, namespace, Label.WORKFLOW, names)
+    else:
+        jobs = [j for j in held_jobs if _label(j, Label.WORKFLOW) in names]
+    job_names = [str(j["metadata"]["name"]) for j in jobs]
+    bandwidths = list_labelled(kube, Kind.BANDWIDTH_MEASUREMENT, namespace, Label.JOB, job_names)
+    goodputs = list_labelled(kube, Kind.GOODPUT_MEASUREMENT, namespace, Label.JOB, job_names)
+    out = []
+    for workflow, name in zip(workflows, names, strict=True):
+        own = [j for j in jobs if _label(j, Label.WORKFLOW) == name]
+        own_names = {str(j["metadata"]["name"]) for j in own}
+        status = workflow.get("status") or {}
+        out.append(
+            WorkflowObjects(
+                workflow=workflow,
+                jobs=own,
+                bandwidths=[m for m in bandwidths if _label(m, Label.JOB) in own_names],
+                goodputs=[m for m in goodputs if _label(m, Label.JOB) in own_names],
+                failed_nodes=_config_map(kube, status.get("failedNodesRef"), namespace),
+                succeeded_nodes=_config_map(kube, status.get("succeededNodesRef"), namespace),
+            )
+        )
+    return out
+
+
+def read_certification_report(kube: Client, name: str, namespace: str, held: Held | None = None) -> Report:
     """The report of Certification ``name``; ``UserError`` when it does not exist."""
-    cert = _get(kube, Kind.CERTIFICATION, name, namespace)
+    cert = held.run if held is not None else _get(kube, Kind.CERTIFICATION, name, namespace)
     if cert is None:
         raise UserError(f'certification "{name}" not found in namespace "{namespace}"')
-    workflows = _list(kube, Kind.WORKFLOW, namespace, {Label.CERTIFICATION: name})
+    workflows = (
+        held.workflows
+        if held is not None
+        else _list(kube, Kind.WORKFLOW, namespace, {Label.CERTIFICATION: name})
+    )
     return certification_report(
         CertificationObjects(
             certification=cert,
-            workflows=[_workflow_objects(kube, w) for w in workflows],
+            workflows=_workflow_objects(kube, namespace, workflows, held.jobs if held is not None else None),
             now=datetime.now(UTC),
         )
     )
 
 
-def read_workloadrun_report(kube: Client, name: str, namespace: str) -> Report:
+def read_workloadrun_report(kube: Client, name: str, namespace: str, held: Held | None = None) -> Report:
     """The report of WorkloadRun ``name``; ``UserError`` when it does not exist."""
-    run = _get(kube, Kind.WORKLOAD_RUN, name, namespace)
+    run = held.run if held is not None else _get(kube, Kind.WORKLOAD_RUN, name, namespace)
     if run is None:
         raise UserError(f'workloadrun "{name}" not found in namespace "{namespace}"')
-    workflows = _list(kube, Kind.WORKFLOW, namespace, {Label.WORKLOAD_RUN: name})
+    workflows = (
+        held.workflows
+        if held is not None
+        else _list(kube, Kind.WORKFLOW, namespace, {Label.WORKLOAD_RUN: name})
+    )
     workflow = next(
         (w for w in workflows if w["metadata"]["name"] == name), workflows[0] if workflows else None
+    )
+    objects = (
+        _workflow_objects(kube, namespace, [workflow], held.jobs if held is not None else None)
+        if workflow
+        else []
     )
     return workloadrun_report(
         WorkloadRunObjects(
             workloadrun=run,
-            workflow=_workflow_objects(kube, workflow) if workflow else None,
+            workflow=objects[0] if objects else None,
             now=datetime.now(UTC),
         )
     )

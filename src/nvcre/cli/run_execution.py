@@ -1,9 +1,11 @@
 """The shell of ``workloadrun run`` and ``certification run`` (cli.md 4.2, 5.1).
 
 Create the namespace, the workload pull Secret and the run; with ``--wait`` follow it (a poll
-every second of the run, its Workflows and their Jobs, turned into a
-:class:`~nvcre.orchestration.progress.Snapshot` and shown live, or as ``[watch]`` lines), then
-print the report, write the results files, clean up what the run created when asked.
+every second of the run, its Workflows and their Jobs, each selected by the label nvcre puts on
+it, turned into a :class:`~nvcre.orchestration.progress.Snapshot` and shown live, or as
+``[watch]`` lines), then print the report (built from the poll that saw the run end, plus its
+measurements and node-result ConfigMaps), write the results files, clean up what the run
+created when asked.
 
 The registry password lives in one :class:`Registry` (not in its repr), goes to the API server
 only inside the Secret's data, and is scrubbed from any error message.
@@ -244,16 +246,34 @@ def create_run(kube: Client, kind: RunKind, document: dict[str, Any]) -> Any:
         raise UserError(f"create {kind.name.lower()}: {connection.api_error(error)}") from None
 
 
-def read_snapshot(kube: Client, kind: RunKind, name: str, namespace: str) -> Snapshot:
-    """One read of the run, its Workflows and their Jobs."""
+@dataclass(frozen=True)
+class Poll:
+    """One read of the run, its Workflows (by the run's label) and their Jobs (by the Workflow
+    label), and the progress they show."""
+
+    run: dict[str, Any]
+    workflows: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+    snapshot: Snapshot
+
+
+def read_poll(kube: Client, kind: RunKind, name: str, namespace: str) -> Poll:
+    """One read of the run, its Workflows and their Jobs: three requests, none of them listing
+    what else the namespace holds."""
     from nvcre import resources
+    from nvcre.cli.report_io import label_values
 
     run = kube.get(kind.resource, name, namespace=namespace).to_dict()
     workflows = [
         w.to_dict() for w in kube.list(resources.Workflow, namespace=namespace, labels={kind.label: name})
     ]
-    jobs = [j.to_dict() for j in kube.list(resources.Job, namespace=namespace)] if workflows else []
-    return kind.snapshot(run, workflows, jobs)
+    names = label_values(str(w["metadata"]["name"]) for w in workflows)
+    jobs = (
+        [j.to_dict() for j in kube.list(resources.Job, namespace=namespace, labels={Label.WORKFLOW: names})]
+        if names
+        else []
+    )
+    return Poll(run, workflows, jobs, kind.snapshot(run, workflows, jobs))
 
 
 class View:
@@ -346,6 +366,8 @@ class Outcome:
     snapshot: Snapshot | None
     elapsed: float
     timed_out: bool = False
+    ended: Poll | None = None
+    """The read that saw the run end (the report is built from it)."""
 
 
 def follow(kube: Client, kind: RunKind, name: str, namespace: str, timeout: float, live: bool) -> Outcome:
@@ -357,16 +379,17 @@ def follow(kube: Client, kind: RunKind, name: str, namespace: str, timeout: floa
         while True:
             elapsed = time.monotonic() - start
             try:
-                snapshot = read_snapshot(kube, kind, name, namespace)
+                poll = read_poll(kube, kind, name, namespace)
             except Exception as error:  # a blip of the API server: keep waiting, say so once
                 if view.last is None:
                     view.waiting(elapsed)
                 else:
                     note(f"[watch] Warning: {connection.api_error(error)}")
             else:
+                snapshot = poll.snapshot
                 if snapshot.terminal:
                     view.done(snapshot, elapsed)
-                    return Outcome(snapshot, elapsed)
+                    return Outcome(snapshot, elapsed, ended=poll)
                 view.show(snapshot, elapsed)
             if elapsed >= timeout:
                 return Outcome(snapshot, elapsed, timed_out=True)
@@ -540,8 +563,10 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
         if kind.name == "WorkloadRun"
         else report_io.read_certification_report
     )
+    ended = outcome.ended
+    held = report_io.Held(ended.run, ended.workflows, ended.jobs) if ended is not None else None
     try:
-        report = read(kube, name, namespace)
+        report = read(kube, name, namespace, held)
     except Exception as error:
         note(
             f'Warning: could not retrieve {kind.name} "{name}"; report unavailable: '
