@@ -55,7 +55,14 @@ async def discover_and_partition(state: WorkflowState) -> Result:
     """Decide the groups of the whole run, once; raises :class:`Failure` when it cannot run.
 
     Its events (exclusions, applied overrides) go out after the status write that records the
-    groups (or the failure), once: a conflict makes the whole decision again."""
+    groups (or the failure), once: a conflict makes the whole decision again.
+
+    The nodes are examined here even when a Certification rendered this Workflow from the same
+    node cache a moment before: what it saw is recorded nowhere the Workflow can read (a
+    controller writes only its own object's status), a node may have been cordoned or relabelled
+    since, and a Workflow a user or a WorkloadRun created has no such render. Checking that the
+    cache did not change would cost what the examination does; it runs once per Workflow, and
+    its detection is stored in the status for every later pass (see ``resolving``)."""
     orchestration_spec = state.spec.get("orchestration") or {}
     found = discover(state.caches.nodes.items(), orchestration_spec.get("target"))
     if not found.nodes:
