@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def helm() -> Helm:
-    return Helm(str(binaries.ensure([binaries.HELM]).helm))
+    return Helm(str(binaries.ensure([binaries.HELM]).path(binaries.HELM)))
 
 
 @pytest.fixture

@@ -48,9 +48,7 @@ def nvcrectl(*args: str | Path, env: dict[str, str] | None = None) -> subprocess
 
 
 def kubectl() -> Path:
-    path = binaries.ensure([binaries.KUBECTL]).kubectl
-    assert path is not None
-    return path
+    return binaries.ensure([binaries.KUBECTL]).path(binaries.KUBECTL)
 
 
 def ready_nodes(kube: Client, gpu_nodes: Any, pool: str, gpus: list[int]) -> list[str]:

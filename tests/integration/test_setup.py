@@ -62,7 +62,7 @@ class Setup:
 
 @pytest.fixture(scope="module")
 def setup_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    helm = binaries.ensure([binaries.HELM]).helm
+    helm = binaries.ensure([binaries.HELM]).path(binaries.HELM)
     work = tmp_path_factory.mktemp("setup")
     log = work / "helm-calls.jsonl"
     wrapper = work / "helm"

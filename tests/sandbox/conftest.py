@@ -32,7 +32,7 @@ def empty_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmptyClu
         env = {
             **os.environ,
             "KUBECONFIG": str(cluster.control_plane.kubeconfig_path),
-            "NVCRE_HELM": str(binaries.helm),
+            "NVCRE_HELM": str(binaries.path(bins.HELM)),
             "HELM_CACHE_HOME": str(work / "cache"),
             "HELM_CONFIG_HOME": str(work / "config"),
             "HELM_DATA_HOME": str(work / "data"),

@@ -8,7 +8,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
@@ -19,6 +18,7 @@ from nvcre.sandbox.styles import parse_log_style
 from nvcre.sandbox.supervisor import Options, startup_timeout, write_options
 from nvcre.testing import binaries as bins
 from nvcre.testing.nodes import gpu_node_names, platform_node_spec
+from nvcre.testing.processes import log_tail
 
 
 class SandboxError(RuntimeError):
@@ -66,7 +66,7 @@ def up(
                 record.startup_seconds = round(time.monotonic() - t0, 1)
                 return record
             if supervisor.poll() is not None or (record is not None and record.error):
-                detail = record.error if record and record.error else _tail(state.log_path)
+                detail = record.error if record and record.error else log_tail(state.log_path, 20)
                 raise SandboxError(f"the sandbox did not start: {detail}\n(log: {state.log_path})")
             if time.monotonic() - t0 > timeout:
                 raise SandboxError(f"the sandbox was not ready after {timeout:.0f}s (log: {state.log_path})")
@@ -95,13 +95,6 @@ def check_options(options: Options) -> None:
         unknown = [n for n in (fault.node, fault.peer) if n is not None and n not in names]
         if unknown and fault.peer is None:
             raise SandboxError(f"fault {fault} names no sandbox node (nodes: {options.prefix}-000 ...)")
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 @dataclass(frozen=True)

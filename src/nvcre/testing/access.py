@@ -8,7 +8,6 @@ and writes a kubeconfig that authenticates with it — the identity an in-cluste
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ServiceAccount
 
 from nvcre import yamlio
-from nvcre.testing.controlplane import CONTEXT, FIELD_MANAGER, ControlPlane
+from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
 
 
 def load_manifests(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -55,23 +54,7 @@ def service_account_token(client: Client, namespace: str, name: str, *, seconds:
 
 def token_kubeconfig(control_plane: ControlPlane, token: str, user: str) -> dict[str, Any]:
     """A kubeconfig for the control plane that authenticates with a bearer ``token``."""
-    assert control_plane.certs is not None
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": CONTEXT,
-                "cluster": {
-                    "server": control_plane.server,
-                    "certificate-authority-data": base64.b64encode(control_plane.certs.ca.cert_pem).decode(),
-                },
-            }
-        ],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user}}],
-        "current-context": CONTEXT,
-    }
+    return control_plane.kubeconfig_as(user, {"token": token})
 
 
 def service_account_kubeconfig(control_plane: ControlPlane, namespace: str, name: str, path: Path) -> Path:

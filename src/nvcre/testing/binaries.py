@@ -160,30 +160,6 @@ class Binaries:
                 f"{name} was not resolved; build it with 'python -m nvcre.testing build'"
             ) from None
 
-    @property
-    def etcd(self) -> Path:
-        return self.path(ETCD)
-
-    @property
-    def kube_apiserver(self) -> Path:
-        return self.path(KUBE_APISERVER)
-
-    @property
-    def kwok(self) -> Path:
-        return self.path(KWOK)
-
-    @property
-    def kubectl(self) -> Path | None:
-        return self.paths.get(KUBECTL)
-
-    @property
-    def toxiproxy(self) -> Path:
-        return self.path(TOXIPROXY)
-
-    @property
-    def helm(self) -> Path:
-        return self.path(HELM)
-
 
 # ---------------------------------------------------------------------------------------------
 # locations

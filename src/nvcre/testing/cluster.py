@@ -29,10 +29,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import functools
 import os
 import ssl
 import time
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +54,15 @@ from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
 from nvcre.testing.kwok import Kwok, node_monitor_grace_seconds
-from nvcre.testing.processes import Process, Service, StartupError, free_port, wait_until
+from nvcre.testing.processes import (
+    Process,
+    RunsAsProcess,
+    Service,
+    StartupError,
+    free_port,
+    http_ok,
+    wait_until,
+)
 from nvcre.workload import trainjob
 
 #: Scheduler names nvcre renders (gang-scheduled workloads name kai-scheduler or runai-scheduler).
@@ -211,7 +219,7 @@ def trainer_configuration(*, webhook_port: int, probe_port: int) -> dict[str, An
 
 
 @dataclass
-class Component:
+class Component(RunsAsProcess):
     """One process of the chain: how to run it and how to tell it is ready."""
 
     name: str
@@ -225,19 +233,6 @@ class Component:
     def start(self, timeout: float) -> None:
         self.process = Process(self.name, self.argv, self.log_path, env=self.env).start()
         wait_until(self.ready, timeout=timeout, what=f"{self.name} {self.what}", process=self.process)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.running()
-
-
-def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
-    with urllib.request.urlopen(url, timeout=2, context=context) as response:
-        return bool(response.status == 200)
 
 
 def _rejected_by_webhook(create: Callable[[], object], message: str) -> bool:
@@ -295,7 +290,7 @@ class WorkloadChain(Service):
         certs = self.control_plane.certs
         assert certs is not None
         context = ssl.create_default_context(cafile=str(certs.ca_cert))
-        return lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", context)
+        return lambda: http_ok(f"https://127.0.0.1:{port}/healthz", context)
 
     def _kube_component(self, name: str, binary: Path, args: list[str]) -> Component:
         """kube-controller-manager and kube-scheduler serve /healthz with the apiserver's cert."""
@@ -350,17 +345,27 @@ class WorkloadChain(Service):
     def _webhook_component(
         self,
         name: str,
-        argv: list[str],
+        configuration: Callable[..., dict[str, Any]],
+        args: list[str],
         *,
-        probe_port: int,
-        webhook_port: int,
         manifests: Path,
         ca: CertificateAuthority,
         probe: Callable[[Client], bool],
         env: dict[str, str] | None = None,
     ) -> Component:
-        """A controller with webhooks: ready when /readyz passes, its webhook configurations are
-        registered and a dry-run request is denied by its validating webhook."""
+        """A controller with webhooks, run with a kubeconfig of its own and its Configuration
+        (``configuration(webhook_port=..., probe_port=...)``, on two free loopback ports) before
+        ``args``: ready when /readyz passes, its webhook configurations are registered and a
+        dry-run request is denied by its validating webhook."""
+        probe_port, webhook_port = free_port(), free_port()
+        config = self.workdir / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(configuration(webhook_port=webhook_port, probe_port=probe_port)))
+        argv = [
+            str(self.binaries.path(name)),
+            f"--kubeconfig={self._kubeconfig(name)}",
+            f"--config={config}",
+            *args,
+        ]
         webhooks = loopback_webhooks(
             kustomized_webhooks(manifests),
             port=webhook_port,
@@ -371,7 +376,7 @@ class WorkloadChain(Service):
 
         def ready() -> bool:
             nonlocal registered
-            if not _http_ok(f"http://127.0.0.1:{probe_port}/readyz"):
+            if not http_ok(f"http://127.0.0.1:{probe_port}/readyz"):
                 return False
             with self.control_plane.client() as client:
                 if not registered:
@@ -382,55 +387,23 @@ class WorkloadChain(Service):
         return Component(name, argv, self.workdir / f"{name}.log", ready, "/readyz and webhooks", env=env)
 
     def _jobset(self, ca: CertificateAuthority) -> Component:
-        name = bins.JOBSET
-        probe_port, webhook_port = free_port(), free_port()
-        config = self.workdir / f"{name}.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                jobset_configuration(
-                    webhook_port=webhook_port,
-                    cert_dir=self._write_serving_cert(ca, self.workdir / name / "serving-certs"),
-                    probe_port=probe_port,
-                )
-            )
-        )
-        argv = [
-            str(self.binaries.path(name)),
-            f"--kubeconfig={self._kubeconfig(name)}",
-            f"--config={config}",
-            "--metrics-bind-address=0",
-            "--leader-elect=false",
-            "--zap-devel=false",
-        ]
+        cert_dir = self._write_serving_cert(ca, self.workdir / bins.JOBSET / "serving-certs")
         return self._webhook_component(
-            name,
-            argv,
-            probe_port=probe_port,
-            webhook_port=webhook_port,
+            bins.JOBSET,
+            functools.partial(jobset_configuration, cert_dir=cert_dir),
+            ["--metrics-bind-address=0", "--leader-elect=false", "--zap-devel=false"],
             manifests=self.binaries.jobset_webhooks,
             ca=ca,
             probe=_jobset_webhook_answers,
         )
 
     def _trainer(self, ca: CertificateAuthority) -> Component:
-        name = bins.TRAINER
-        probe_port, webhook_port = free_port(), free_port()
-        tmpdir = self.workdir / name
+        tmpdir = self.workdir / bins.TRAINER
         self._write_serving_cert(ca, tmpdir / "k8s-webhook-server" / "serving-certs")
-        config = self.workdir / f"{name}.yaml"
-        config.write_text(
-            yaml.safe_dump(trainer_configuration(webhook_port=webhook_port, probe_port=probe_port))
-        )
-        argv = [
-            str(self.binaries.path(name)),
-            f"--kubeconfig={self._kubeconfig(name)}",
-            f"--config={config}",
-        ]
         return self._webhook_component(
-            name,
-            argv,
-            probe_port=probe_port,
-            webhook_port=webhook_port,
+            bins.TRAINER,
+            trainer_configuration,
+            [],
             manifests=self.binaries.trainer_webhooks,
             ca=ca,
             probe=_trainer_webhook_answers,

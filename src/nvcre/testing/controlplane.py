@@ -58,6 +58,10 @@ CONTEXT = "nvcre-test"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 
 
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 def default_crd_dir() -> Path:
     """The repository's generated CRDs (``config/crd``); may not exist yet."""
     try:
@@ -163,9 +167,9 @@ class ControlPlane(Service):
         self.certs = write_cert_dir(self.workdir / "pki")
         self.timings["certs"] = time.monotonic() - t0
 
-        self._start_etcd(binaries.etcd)
+        self._start_etcd(binaries.path(bins.ETCD))
         self.timings["etcd"] = time.monotonic() - t0
-        self._start_apiserver(binaries.kube_apiserver)
+        self._start_apiserver(binaries.path(bins.KUBE_APISERVER))
         self.timings["apiserver"] = time.monotonic() - t0
 
         files = crd_files(self.crd_paths)
@@ -273,22 +277,14 @@ class ControlPlane(Service):
         """Stop kube-apiserver (SIGTERM, or SIGKILL with ``kill``) and start the same command
         again; wait for ``/readyz``."""
         assert self.apiserver is not None
-        if kill:
-            self.apiserver.kill()
-        else:
-            self.apiserver.stop()
-        self.apiserver.start()
+        self.apiserver.restart(kill=kill)
         self._wait_apiserver_ready()
 
     def restart_etcd(self, *, kill: bool = False) -> None:
         """Stop etcd (SIGTERM, or SIGKILL with ``kill``) and start it again on the same data
         directory and ports; wait until kube-apiserver, which reconnects by itself, is ready."""
         assert self.etcd is not None
-        if kill:
-            self.etcd.kill()
-        else:
-            self.etcd.stop()
-        self.etcd.start()
+        self.etcd.restart(kill=kill)
         wait_until(self._etcd_healthy, timeout=self.start_timeout, what="etcd /health", process=self.etcd)
         self._wait_apiserver_ready()
 
@@ -311,10 +307,13 @@ class ControlPlane(Service):
         (:data:`~nvcre.testing.certs.MANAGER_USER`); both are in ``system:masters``."""
         assert self.certs is not None
         pair: KeyPair = {ADMIN_USER: self.certs.admin, MANAGER_USER: self.certs.manager}[user]
+        credentials = {"client-certificate-data": _b64(pair.cert_pem), "client-key-data": _b64(pair.key_pem)}
+        return self.kubeconfig_as(user, credentials)
 
-        def b64(data: bytes) -> str:
-            return base64.b64encode(data).decode()
-
+    def kubeconfig_as(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
+        """A kubeconfig for this control plane (its CA embedded) in which ``user`` authenticates
+        with ``credentials``: a kubeconfig ``user`` entry (client certificate and key, a token)."""
+        assert self.certs is not None
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -323,19 +322,11 @@ class ControlPlane(Service):
                     "name": CONTEXT,
                     "cluster": {
                         "server": self.server,
-                        "certificate-authority-data": b64(self.certs.ca.cert_pem),
+                        "certificate-authority-data": _b64(self.certs.ca.cert_pem),
                     },
                 }
             ],
-            "users": [
-                {
-                    "name": user,
-                    "user": {
-                        "client-certificate-data": b64(pair.cert_pem),
-                        "client-key-data": b64(pair.key_pem),
-                    },
-                }
-            ],
+            "users": [{"name": user, "user": credentials}],
             "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user}}],
             "current-context": CONTEXT,
         }

@@ -20,7 +20,6 @@ import datetime
 import math
 import ssl
 import tempfile
-import urllib.request
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -31,8 +30,9 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 
 from nvcre import yamlio
+from nvcre.testing import binaries as bins
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
-from nvcre.testing.processes import Process, Service, free_port, wait_until
+from nvcre.testing.processes import Process, RunsAsProcess, Service, free_port, http_ok, wait_until
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_ANNOTATION_VALUE = "fake"
@@ -130,7 +130,7 @@ def cri_log_lines(
     return "".join(out)
 
 
-class Kwok(Service):
+class Kwok(RunsAsProcess, Service):
     """A kwok process bound to one control plane. Use as a context manager or start()/stop()."""
 
     def __init__(
@@ -169,7 +169,7 @@ class Kwok(Service):
         self.process = Process(
             "kwok",
             [
-                str(cp.binaries.kwok),
+                str(cp.binaries.path(bins.KWOK)),
                 f"--config={config}",
                 f"--kubeconfig={cp.kubeconfig_path}",
                 f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
@@ -187,25 +187,13 @@ class Kwok(Service):
             self.workdir / "kwok.log",
         ).start()
         context = ssl.create_default_context(cafile=str(cp.certs.ca_cert))
+        url = f"https://127.0.0.1:{self.port}/healthz"
         wait_until(
-            lambda: self._healthy(context),
+            lambda: http_ok(url, context),
             timeout=self.start_timeout,
-            what=f"kwok https://127.0.0.1:{self.port}/healthz",
+            what=f"kwok {url}",
             process=self.process,
         )
-
-    def _healthy(self, context: ssl.SSLContext) -> bool:
-        url = f"https://127.0.0.1:{self.port}/healthz"
-        with urllib.request.urlopen(url, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.running()
 
     def write_pod_logs(
         self,
@@ -218,33 +206,22 @@ class Kwok(Service):
         stream: str = "stdout",
         append: bool = False,
     ) -> Path:
-        """:func:`write_pod_logs` into this kwok's log directory."""
-        return write_pod_logs(
-            client, self.logs_dir, namespace, pod, lines, container=container, stream=stream, append=append
+        """Write ``lines`` as the logs of ``pod``/``container`` in this kwok's log directory and point
+        kwok at them (``append``: after what is there, dated after its last entry).
+
+        After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
+        ``log`` subresource return the lines (without the CRI prefix).
+        """
+        path = _log_path(self.logs_dir, namespace, pod, container)
+        start = after_last_entry(path.read_text()) if append and path.exists() else None
+        text = cri_log_lines(lines, stream=stream, start=start)
+        return register_pod_log(
+            client, self.logs_dir, namespace, pod, text, container=container, append=append
         )
 
 
-def write_pod_logs(
-    client: Client,
-    logs_dir: Path,
-    namespace: str,
-    pod: str,
-    lines: Iterable[str],
-    *,
-    container: str = "node",
-    stream: str = "stdout",
-    append: bool = False,
-) -> Path:
-    """Write ``lines`` as the logs of ``pod``/``container`` under ``logs_dir`` and point kwok at them
-    (``append``: after what is there, dated after its last entry).
-
-    After kwok has seen the ``Logs`` object (a moment later), ``kubectl logs`` and the pod
-    ``log`` subresource return the lines (without the CRI prefix).
-    """
-    path = logs_dir / f"{namespace}_{pod}_{container}.log"
-    start = after_last_entry(path.read_text()) if append and path.exists() else None
-    text = cri_log_lines(lines, stream=stream, start=start)
-    return register_pod_log(client, logs_dir, namespace, pod, text, container=container, append=append)
+def _log_path(logs_dir: Path, namespace: str, pod: str, container: str) -> Path:
+    return logs_dir / f"{namespace}_{pod}_{container}.log"
 
 
 def register_pod_log(
@@ -259,7 +236,7 @@ def register_pod_log(
 ) -> Path:
     """Write ``cri_text`` (CRI log lines) as ``pod``/``container``'s log file and apply the kwok
     ``Logs`` object naming every log file of the pod."""
-    path = logs_dir / f"{namespace}_{pod}_{container}.log"
+    path = _log_path(logs_dir, namespace, pod, container)
     with open(path, "a" if append else "w") as out:
         out.write(cri_text)
     prefix = f"{namespace}_{pod}_"
@@ -284,5 +261,4 @@ __all__ = [
     "cri_log_lines",
     "register_pod_log",
     "stage_documents",
-    "write_pod_logs",
 ]

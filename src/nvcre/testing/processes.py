@@ -8,10 +8,12 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -72,6 +74,15 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of the log at ``path``, ``(no log)`` when it cannot be read."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
 class Process:
     """One binary running in its own session, output appended to ``log_path``."""
 
@@ -110,11 +121,7 @@ class Process:
         return self._popen.poll() if self._popen else None
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it; reap the child.
@@ -142,6 +149,29 @@ class Process:
             signal_group(popen.pid, signal.SIGKILL)
             popen.wait(timeout=10)
 
+    def restart(self, *, kill: bool = False) -> Process:
+        """Stop the process (SIGTERM, or SIGKILL with ``kill``) and start the same command again."""
+        if kill:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+
+class RunsAsProcess:
+    """Something that runs as one :class:`Process`, ``None`` until it starts: stopping it stops
+    that process, and it is running while that process is."""
+
+    process: Process | None = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
 
 def signal_group(pgid: int, signum: int) -> bool:
     """Send ``signum`` to process group ``pgid``; False when the group no longer exists."""
@@ -152,6 +182,12 @@ def signal_group(pgid: int, signum: int) -> bool:
     except PermissionError:  # a reused id owned by someone else: not ours
         return False
     return True
+
+
+def http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    """True when a GET of ``url`` answers 200 (a health or readiness endpoint)."""
+    with urllib.request.urlopen(url, timeout=2, context=context) as response:
+        return bool(response.status == 200)
 
 
 class StartupError(RuntimeError):

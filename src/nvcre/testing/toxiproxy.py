@@ -23,12 +23,12 @@ import yaml
 from nvcre import yamlio
 from nvcre.testing import binaries as bins
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.processes import Process, free_port, wait_until
+from nvcre.testing.processes import Process, RunsAsProcess, free_port, wait_until
 
 PROXY = "apiserver"
 
 
-class FaultProxy:
+class FaultProxy(RunsAsProcess):
     """toxiproxy-server with one proxy, ``apiserver``, in front of the control plane."""
 
     def __init__(self, control_plane: ControlPlane, workdir: Path, *, seed: int) -> None:
@@ -45,7 +45,7 @@ class FaultProxy:
         return f"https://127.0.0.1:{self.listen_port}"
 
     def start(self) -> FaultProxy:
-        binary = bins.ensure([bins.TOXIPROXY]).toxiproxy
+        binary = bins.ensure([bins.TOXIPROXY]).path(bins.TOXIPROXY)
         self.api_port, self.listen_port = free_port(), free_port()
         argv = [str(binary), "-host=127.0.0.1", f"-port={self.api_port}", f"-seed={self.seed}"]
         self.process = Process("toxiproxy-server", argv, self.workdir / "toxiproxy.log").start()
@@ -62,10 +62,6 @@ class FaultProxy:
             {"name": PROXY, "listen": f"127.0.0.1:{self.listen_port}", "upstream": upstream, "enabled": True},
         )
         return self
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
