@@ -17,7 +17,6 @@ import pytest
 from lightkube.resources.core_v1 import Pod
 
 from nvcre import resources
-from nvcre.controllers.measurement import bandwidth as module
 from nvcre.controllers.measurement.bandwidth import Bandwidth
 from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.controllers.podlogs import LogsError
@@ -25,6 +24,7 @@ from nvcre.decide.job.measurements import wanted
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.objects import ObjectKey
 from nvcre.runtime.writes import Conflict
+from nvcre.testing.clock import FakeClock
 from nvcre.testing.fakeclient import FakeClient, Stopped, api_error, context
 from nvcre.testing.nccl_cases import status_row
 from nvcre.testing.workloads import create_chain, training_runtime, workflow
@@ -47,12 +47,14 @@ def stamped(lines: list[str], start: datetime = T0) -> list[str]:
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        """``clock``: the controller's time, when the test sets it (else the machine's)."""
+        self.clock = clock
         self.client = FakeClient()
         self.logs: dict[str, list[str]] = {}
         self.break_after: int | None = None
         self.controller = MeasurementController(
-            context(self.client, follow=True), Bandwidth(), logs=self.read
+            context(self.client, follow=True, clock=self.clock), Bandwidth(), logs=self.read
         )
         doc = workflow(
             "wf",
@@ -224,10 +226,9 @@ async def test_garbage_and_a_broken_stream_never_raise() -> None:
     )
 
 
-async def test_an_unreadable_final_log_waits_then_completes_as_logs_unavailable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    h = Harness()
+async def test_an_unreadable_final_log_waits_then_completes_as_logs_unavailable() -> None:
+    clock = FakeClock(T0)
+    h = Harness(clock)
     h.write_log(
         stamped(
             [
@@ -239,18 +240,16 @@ async def test_an_unreadable_final_log_waits_then_completes_as_logs_unavailable(
     h.break_after = 1  # every read breaks after one line
     h.set_pod_phase("Succeeded")
     h.finish_job()
-    clock = [T0]
-    monkeypatch.setattr(module, "now", lambda: clock[0])
     await h.reconcile()
     measuring = next(c for c in h.bm()["status"]["conditions"] if c["type"] == "Measuring")
     assert (measuring["reason"], measuring["message"]) == (
         "FinalReadPending",
         "Job succeeded; waiting to read its complete log",
     )
-    clock[0] = T0 + timedelta(minutes=5)
+    clock.step(5 * 60)
     await h.reconcile()
     assert h.complete() is None, "within max(measurementTimeout 5m, 2m)"
-    clock[0] = T0 + timedelta(minutes=5, seconds=1)
+    clock.step(1)
     await h.reconcile()
     reason, message = h.complete() or ("", "")
     assert reason == "LogsUnavailable"

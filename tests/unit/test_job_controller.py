@@ -21,6 +21,7 @@ from nvcre.decide.job import measurements
 from nvcre.objects import ObjectKey
 from nvcre.orchestration.placement import node_affinity
 from nvcre.runtime.controller import TerminalError
+from nvcre.testing.clock import FakeClock
 from nvcre.testing.fakeclient import FakeClient, FakeManager, api_error, context
 from nvcre.testing.workloads import create_chain, pods_of, training_runtime, workflow
 from nvcre.workload.trainjob import RUNTIME_NOT_FOUND, build, place
@@ -357,7 +358,7 @@ async def test_node_health_fills_in_defaults_and_looks_only_at_running_and_pendi
 
 async def test_a_hardware_failure_goes_out_in_the_same_write_as_the_state_its_pass_decides() -> None:
     """WorkloadCreated -> WorkloadRunning and HardwareFailed on the pod's node: one status write,
-    and the warning after it."""
+    and the warning after it; then the Job deletes its workload."""
     client, manager, controller = setup()
     job = make_job("broken", nodeHealthMonitor={"cel": {"expression": "node.spec.unschedulable == true"}})
     trainjob = client.put(make_trainjob(job))
@@ -383,6 +384,11 @@ async def test_a_hardware_failure_goes_out_in_the_same_write_as_the_state_its_pa
     assert [(e["reason"], e["note"]) for e in client.events] == [
         ("HardwareFailureDetected", "Hardware failure detected on node(s): [broken]")
     ]
+    # A hardware failure ends the group: the Job's own watch event brings it back, and its
+    # workload goes (the Workflow waits for its pods to end).
+    manager.cache(stored, "MODIFIED")
+    await controller.reconcile(KEY)
+    assert client.stored(resources.TrainJob, WORKLOAD, NS) is None
 
 
 @pytest.mark.parametrize(
@@ -621,7 +627,8 @@ async def test_a_job_past_its_workflows_timeout_fails_itself_and_then_deletes_it
         return "step 40\n", False
 
     client = FakeClient()
-    ctx = context(client)
+    clock = FakeClock(datetime(2026, 1, 1, 0, 0, 50, tzinfo=UTC))
+    ctx = context(client, clock=clock)
     controller = JobController(ctx, tail_reader=tail)
     manager = ctx.manager
     assert isinstance(manager, FakeManager)
@@ -646,6 +653,10 @@ async def test_a_job_past_its_workflows_timeout_fails_itself_and_then_deletes_it
     manager.cache(client.put(running))
     (pod,) = create_chain(client.put, trainjob, training_runtime("rt"))
     manager.cache(client.put({**pod, "status": {"phase": "Running"}}))
+    result = await controller.reconcile(KEY)  # 50 s of the minute have run
+    assert true_condition(client.stored(resources.Job, "j", NS)) == RUNNING
+    assert result is not None and result.requeue_after == pytest.approx(10.1), "woken just after its deadline"
+    clock.step(10)
     await controller.reconcile(KEY)
     stored = client.stored(resources.Job, "j", NS)
     assert true_condition(stored) == ("Failed", "JobTimedOut", "Job exceeded timeoutPerJob")

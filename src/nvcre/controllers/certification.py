@@ -47,7 +47,7 @@ from nvcre.controllers.children import (
 )
 from nvcre.controllers.context import IMMEDIATE, REQUEUE, Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
-from nvcre.controllers.status import conditions_of, now
+from nvcre.controllers.status import conditions_of
 from nvcre.decide import certification as sequencing
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import discover
@@ -143,7 +143,7 @@ class CertificationController:
                     CertificationReason.WORKFLOW_VALIDATION_FAILED,
                     validation,
                     generation,
-                    now(),
+                    self.ctx.clock.now(),
                 )
 
         # At the version the decision was made from: if the Certification changed meanwhile the
@@ -187,7 +187,7 @@ class CertificationController:
             )
             return None
         except (BuildError, ValidationError, ValueError) as error:
-            remaining = self.node_discovery_timeout - sequencing.age(cert, now())
+            remaining = self.node_discovery_timeout - sequencing.age(cert, self.ctx.clock.now())
             if isinstance(error, NoNodesMatch) and remaining > 0:
                 await self._write_state(
                     cert,

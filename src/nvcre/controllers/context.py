@@ -1,9 +1,9 @@
 """What every controller shares: the client, the informers' caches, events, status writes, the
-ownership chains of workload pods, and the usual requeues."""
+ownership chains of workload pods, the clock, and the usual requeues."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lightkube import AsyncClient
 
@@ -11,6 +11,7 @@ from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.events import Recorder
 from nvcre.controllers.ownership import Ownership
 from nvcre.controllers.status import StatusWriter
+from nvcre.runtime.clock import Clock, SystemClock
 from nvcre.runtime.controller import Result
 from nvcre.runtime.manager import Manager
 
@@ -27,9 +28,13 @@ class Context:
     recorder: Recorder
     status: StatusWriter
     ownership: Ownership
+    clock: Clock = field(default_factory=SystemClock)
+    """Every time a controller writes or measures a duration against (the status writer's too)."""
 
     @classmethod
-    def for_manager(cls, manager: Manager) -> Context:
+    def for_manager(cls, manager: Manager, clock: Clock | None = None) -> Context:
+        clock = clock or SystemClock()
         recorder = Recorder(manager.client)
         client = manager.client
-        return cls(client, manager, recorder, StatusWriter(client, recorder), Ownership(client))
+        status = StatusWriter(client, recorder, clock)
+        return cls(client, manager, recorder, status, Ownership(client), clock)

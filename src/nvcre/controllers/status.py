@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from lightkube import AsyncClient
 from lightkube.core import resource as lkr
@@ -21,11 +20,8 @@ from nvcre.conditions import (
 )
 from nvcre.controllers.events import Recorder
 from nvcre.objects import Obj, StatusChange, resource_version
+from nvcre.runtime.clock import Clock
 from nvcre.runtime.writes import update_with_retry
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 def conditions_of(obj: Obj) -> list[Condition]:
@@ -40,9 +36,10 @@ class StatusWriter:
     MAX_LATEST = 5_000
     """Whole objects as written, each until the cache has caught up with it (usually a moment)."""
 
-    def __init__(self, client: AsyncClient, recorder: Recorder) -> None:
+    def __init__(self, client: AsyncClient, recorder: Recorder, clock: Clock) -> None:
         self.client = client
         self.recorder = recorder
+        self.clock = clock
         self._written: dict[tuple[str, str, str], int] = {}
         self._latest: dict[tuple[str, str, str], Obj] = {}
 
@@ -159,7 +156,7 @@ class StatusWriter:
                 reason,
                 message,
                 live["metadata"].get("generation"),
-                now(),
+                self.clock.now(),
                 inactive_reason,
             )
             to_status(status, after)

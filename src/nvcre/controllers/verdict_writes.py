@@ -8,19 +8,21 @@ mirrored from its Workflow's, is set the same way.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType
 from nvcre.conditions import set_in_status
 from nvcre.controllers import metrics
 from nvcre.controllers.context import Context
-from nvcre.controllers.status import now
 from nvcre.objects import Obj
 
 
-def set_validation(status: dict[str, Any], job: Obj, failed: bool, reason: str, message: str) -> None:
+def set_validation(
+    status: dict[str, Any], job: Obj, failed: bool, reason: str, message: str, *, at: datetime
+) -> None:
     """Set the ``ValidationFailed`` condition of ``job`` (or any object judged) in ``status`` (in place,
-    inside a status change)."""
+    inside a status change), as of ``at``."""
     set_in_status(
         status,
         ConditionType.VALIDATION_FAILED,
@@ -28,7 +30,7 @@ def set_validation(status: dict[str, Any], job: Obj, failed: bool, reason: str, 
         reason,
         message,
         job["metadata"].get("generation"),
-        now(),
+        at,
     )
 
 

@@ -204,7 +204,9 @@ class WorkloadRunController:
 
             def failed_validation(status: dict[str, Any]) -> None:
                 mirror(status)
-                set_validation(status, run, True, WorkloadRunReason.THRESHOLD_VIOLATION, message)
+                set_validation(
+                    status, run, True, WorkloadRunReason.THRESHOLD_VIOLATION, message, at=self.ctx.clock.now()
+                )
 
             await self.ctx.status.update(resources.WorkloadRun, run, failed_validation)
         terminal = outcome(workflow)

@@ -41,6 +41,7 @@ from nvcre.controllers.events import Recorder
 from nvcre.controllers.ownership import Ownership
 from nvcre.controllers.status import StatusWriter
 from nvcre.objects import Obj
+from nvcre.runtime.clock import Clock, SystemClock
 from nvcre.runtime.informer import Informer
 
 Key = tuple[str, str, str, str]
@@ -356,10 +357,11 @@ class FakeManager:
         informer._apply(event, copy.deepcopy(obj))
 
 
-def context(client: FakeClient, *, follow: bool = False) -> Context:
+def context(client: FakeClient, *, follow: bool = False, clock: Clock | None = None) -> Context:
     """A controller :class:`~nvcre.controllers.context.Context` over ``client`` and a
-    :class:`FakeManager` (``follow`` as there)."""
+    :class:`FakeManager` (``follow`` as there), on ``clock`` (the machine's by default)."""
+    clock = clock or SystemClock()
     recorder = Recorder(client)  # type: ignore[arg-type]
     manager = FakeManager(client, follow=follow)
-    status = StatusWriter(client, recorder)  # type: ignore[arg-type]
-    return Context(client, manager, recorder, status, Ownership(client))  # type: ignore[arg-type]
+    status = StatusWriter(client, recorder, clock)  # type: ignore[arg-type]
+    return Context(client, manager, recorder, status, Ownership(client), clock)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import time
+from datetime import datetime
 from typing import Any, NoReturn
 
 from lightkube import ApiError
@@ -28,7 +28,7 @@ from nvcre.api.v1alpha1.constants import (
     TrainerKind,
 )
 from nvcre.cel import CELError
-from nvcre.conditions import condition_true, is_terminal, set_exclusive, set_in_status, to_status
+from nvcre.conditions import is_terminal, set_exclusive, set_in_status, to_status
 from nvcre.controllers import indexes, verdict_writes
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -44,7 +44,7 @@ from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.podlogs import read_tail
-from nvcre.controllers.status import conditions_of, now
+from nvcre.controllers.status import conditions_of
 from nvcre.decide.job import deletion, health, measurements, next_step, restart
 from nvcre.measure import verdicts
 from nvcre.measure.thresholds import Verdict
@@ -162,10 +162,9 @@ class JobController:
             return await self._delete(job)
         if await ensure_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB):
             return None
+        if completion.job_failed(job):  # Failed, a hardware failure or a failing verdict
+            await self._release_workload(job)
         if is_terminal(conditions_of(job)):
-            if condition_true(job, ConditionType.FAILED):
-                await self._release_workload(job)
-                return None
             return await self._judge(job, ensured=ensured)
         status = job.get("status") or {}
         left = self._time_left(job)
@@ -193,7 +192,7 @@ class JobController:
             return None
         execution = ((workflow.get("spec") or {}).get("orchestration") or {}).get("execution") or {}
         created = job["metadata"].get("creationTimestamp")
-        return completion.time_left(execution.get("timeoutPerJob"), job, created, now())
+        return completion.time_left(execution.get("timeoutPerJob"), job, created, self.ctx.clock.now())
 
     async def _time_out(self, job: Obj) -> Result | None:
         """Fail the Job ``JobTimedOut`` with its launcher's log tail (read before its workload is
@@ -215,13 +214,14 @@ class JobController:
 
     async def _delete(self, job: Obj) -> Result | None:
         await self._delete_workload(job)
-        if not deletion.may_release(job, self._job_pods(job), now()):
+        if not deletion.may_release(job, self._job_pods(job), self.ctx.clock.now()):
             return REQUEUE
         await remove_finalizer(self.ctx.client, resources.Job, job, Finalizer.JOB)
         return None
 
     async def _release_workload(self, job: Obj) -> None:
-        """A failed Job is kept for the report; its workload goes (its pods with it). Deleted
+        """A failed Job is kept for the report; its workload goes (its pods with it), also while
+        its trio still says InProgress after a hardware failure, which ends its group. Deleted
         once: a workload the cache shows going, or gone, is left alone."""
         ref = (job.get("status") or {}).get("workloadRef")
         if not ref:
@@ -342,7 +342,9 @@ class JobController:
         if adopted:
             return JobReason.WORKLOAD_ADOPTED, f"Workload TrainJob/{name} adopted", None
         with_ref = {**job, "status": {**(job.get("status") or {}), "workloadRef": ref}}
-        decision = next_step.follow(with_ref, workload, self._goodput(job), self._job_pods(job), now())
+        decision = next_step.follow(
+            with_ref, workload, self._goodput(job), self._job_pods(job), self.ctx.clock.now()
+        )
         if isinstance(decision, next_step.Progress) and decision.reason == JobReason.WORKLOAD_RUNNING:
             return decision.reason, decision.message, decision.change
         return JobReason.WORKLOAD_CREATED, f"Workload TrainJob/{name} created and is starting", None
@@ -413,7 +415,7 @@ class JobController:
             return None
         if not ensured:
             await self._ensure_measurements(job)  # e.g. the replacement of an earlier attempt's
-        decided = verdicts.judge(job, self._bandwidth(job), self._goodput(job), now())
+        decided = verdicts.judge(job, self._bandwidth(job), self._goodput(job), self.ctx.clock.now())
         if decided is None:
             return None
         if isinstance(decided, verdicts.Wait):
@@ -425,7 +427,7 @@ class JobController:
             live = {"metadata": job["metadata"], "spec": job["spec"], "status": status}
             if not verdicts.awaiting_verdict(live):
                 return  # judged meanwhile (or no longer succeeded): the first verdict stands
-            _record_verdict(status, job, decided)
+            _record_verdict(status, job, decided, self.ctx.clock.now())
             wrote.append(True)
 
         written = await self.ctx.status.update(resources.Job, job, record)
@@ -434,7 +436,7 @@ class JobController:
         return None
 
     def _created_now(self, uid: str) -> None:
-        moment = time.monotonic()
+        moment = self.ctx.clock.monotonic()
         self.created = {u: t for u, t in self.created.items() if moment - t < CACHE_GRACE_SECONDS}
         self.created[uid] = moment
 
@@ -445,7 +447,7 @@ class JobController:
         if self.trainjobs.get(ref.get("namespace") or job["metadata"]["namespace"], ref["name"]) is not None:
             return None
         made = self.created.get(str(ref.get("uid") or ""))
-        left = CACHE_GRACE_SECONDS - (time.monotonic() - made) if made is not None else 0.0
+        left = CACHE_GRACE_SECONDS - (self.ctx.clock.monotonic() - made) if made is not None else 0.0
         return left if left > 0 else None
 
     async def _follow_workload(self, job: Obj, *, live: bool) -> Result | None:
@@ -453,7 +455,12 @@ class JobController:
             return Result(requeue_after=left)
         pods = self._job_pods(job)
         decision = next_step.follow(
-            job, await self._workload(job), self._goodput(job), pods, now(), self._bandwidth(job)
+            job,
+            await self._workload(job),
+            self._goodput(job),
+            pods,
+            self.ctx.clock.now(),
+            self._bandwidth(job),
         )
         if not live and not isinstance(decision, next_step.Progress):
             return await self._reconcile_live(_key(job), ensured=True)
@@ -482,7 +489,7 @@ class JobController:
     ) -> Result | None:
         """Write Succeeded and, when the measurements already allow one, the verdict in the same
         write; else the verdict is judged on later passes (:meth:`_judge`)."""
-        moment = now()
+        moment = self.ctx.clock.now()
         succeeded = {**job, "status": copy.deepcopy(job.get("status") or {})}
         after, _ = set_exclusive(
             conditions_of(succeeded),
@@ -498,7 +505,7 @@ class JobController:
 
         def record(status: dict[str, Any]) -> None:
             if verdict is not None:
-                _record_verdict(status, job, verdict)
+                _record_verdict(status, job, verdict, moment)
 
         written = await self._write_state(
             job,
@@ -546,7 +553,9 @@ class JobController:
             return Result(requeue_after=restart.requeue_after(job["spec"]))  # its deletion wakes us
         goodput = self._goodput(job)
         if goodput is not None:
-            await self.ctx.status.update(resources.GoodputMeasurement, goodput, restart.reset_goodput(now()))
+            await self.ctx.status.update(
+                resources.GoodputMeasurement, goodput, restart.reset_goodput(self.ctx.clock.now())
+            )
         return await self._create_workload(job)
 
     async def _fail(
@@ -570,7 +579,9 @@ class JobController:
                 cause = decision.cause or decision.reason
                 status["failedNodes"] = failednodes.entries(group_nodes, cause, decision.message)
             if decision.verdict:
-                verdict_writes.set_validation(status, job, True, decision.reason, decision.message)
+                verdict_writes.set_validation(
+                    status, job, True, decision.reason, decision.message, at=self.ctx.clock.now()
+                )
 
         await self._write_state(
             job, ConditionType.FAILED, decision.reason, decision.message, record, hardware=hardware
@@ -620,7 +631,7 @@ class JobController:
             cond_type,
             reason,
             message,
-            extra=_with_hardware(job, extra, hardware),
+            extra=_with_hardware(job, extra, hardware, self.ctx.clock.now()),
             unless_terminal=True,
             settled=settled,
             announce=cond_type != ConditionType.IN_PROGRESS,
@@ -631,9 +642,10 @@ class JobController:
 
 
 def _with_hardware(
-    job: Obj, change: StatusChange | None, hardware: health.HardwareFailure | None
+    job: Obj, change: StatusChange | None, hardware: health.HardwareFailure | None, at: datetime
 ) -> StatusChange | None:
-    """``change`` and, in the same write, the ``HardwareFailed`` condition node health decided."""
+    """``change`` and, in the same write, the ``HardwareFailed`` condition node health decided
+    (as of ``at``)."""
     if hardware is None:
         return change
 
@@ -648,19 +660,19 @@ def _with_hardware(
             JobReason.HARDWARE_FAILURE_DETECTED,
             hardware.message,
             job["metadata"].get("generation"),
-            now(),
+            at,
         )
 
     return combined
 
 
-def _record_verdict(status: dict[str, Any], job: Obj, verdict: Verdict) -> None:
-    """The verdict's ``ValidationFailed`` condition and the ``failedNodes`` a failing one implies
-    (unless the Job names some already), into ``status``."""
+def _record_verdict(status: dict[str, Any], job: Obj, verdict: Verdict, at: datetime) -> None:
+    """The verdict's ``ValidationFailed`` condition (as of ``at``) and the ``failedNodes`` a
+    failing one implies (unless the Job names some already), into ``status``."""
     nodes = verdicts.failed_nodes({"metadata": job["metadata"], "status": status}, verdict)
     if nodes is not None:
         status["failedNodes"] = nodes
-    verdict_writes.set_validation(status, job, verdict.failed, verdict.reason, verdict.message)
+    verdict_writes.set_validation(status, job, verdict.failed, verdict.reason, verdict.message, at=at)
 
 
 def _by_deadline(result: Result | None, left: float | None) -> Result | None:

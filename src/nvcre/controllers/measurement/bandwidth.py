@@ -34,7 +34,6 @@ from nvcre.controllers.podlogs import (
     pod_phase,
     since,
 )
-from nvcre.controllers.status import now
 from nvcre.measure.nccl import Aggregate, Parser, final_reason, progress, transitions
 from nvcre.measure.profile import CompiledProfile
 from nvcre.naming import bandwidth_measurement_name
@@ -82,7 +81,9 @@ class Bandwidth:
     async def without_profile(
         self, shell: Shell, obj: Obj, missing: ProfileMissing, interval: float
     ) -> Stop | None:
-        change = transitions.waiting(MeasurementReason.LOG_PROFILE_NOT_FOUND, missing.message, now())
+        change = transitions.waiting(
+            MeasurementReason.LOG_PROFILE_NOT_FOUND, missing.message, shell.ctx.clock.now()
+        )
         await _write(shell, obj, change)
         return Stop(Result(requeue_after=interval))
 
@@ -188,10 +189,14 @@ async def _final_read_failed(
     grace = transitions.grace_seconds(job)
     if started is None:  # record when the wait began before waiting
         await _write(
-            shell, bm, transitions.waiting(MeasurementReason.FINAL_READ_PENDING, transitions.PENDING, now())
+            shell,
+            bm,
+            transitions.waiting(
+                MeasurementReason.FINAL_READ_PENDING, transitions.PENDING, shell.ctx.clock.now()
+            ),
         )
         return Result(requeue_after=transitions.FINAL_READ_RETRY_SECONDS)
-    if (now() - started).total_seconds() <= grace:
+    if (shell.ctx.clock.now() - started).total_seconds() <= grace:
         log.info("%s: final read pending: %s", bm["metadata"]["name"], error)
         return Result(requeue_after=transitions.FINAL_READ_RETRY_SECONDS)
     message = transitions.unreadable_message(grace, error)
@@ -223,7 +228,9 @@ async def _sample(shell: Shell, bm: Obj, job: Obj, profile: CompiledProfile) -> 
     aggregate = sample.aggregate if sample is not None else None
     rows = sample.rows if sample is not None and read else None
     written = await _write(
-        shell, bm, transitions.running(aggregate, cursor_out, now(), parser.state(), rows=rows)
+        shell,
+        bm,
+        transitions.running(aggregate, cursor_out, shell.ctx.clock.now(), parser.state(), rows=rows),
     )
     if written is not None:
         metrics.observe(written, job, transitions.stored_results(written.get("status") or {}), final=False)
@@ -249,7 +256,7 @@ async def _finish(
     finished_at: str | None = None,
 ) -> None:
     """The single terminal write (a no-op when already Complete), then its event."""
-    moment = now()
+    moment = shell.ctx.clock.now()
     change = transitions.complete(reason, message, finished_at or format_time(moment), final, moment)
     written = await _write(shell, bm, change)
     if written is None or _complete_reason(written) != reason:

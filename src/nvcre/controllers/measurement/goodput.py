@@ -13,7 +13,6 @@ interruption, and the next run's pods are read from their start.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -24,7 +23,6 @@ from nvcre.conditions import condition_true
 from nvcre.controllers import podlogs
 from nvcre.controllers.goodput import metrics, reading
 from nvcre.controllers.measurement.kind import Measuring, ProfileMissing, Shell, Stop
-from nvcre.controllers.status import now
 from nvcre.measure.goodput import GoodputParser, Window, interrupt, restart_seen
 from nvcre.measure.goodput.sampling import (
     INTERRUPTED_BY_RESTART,
@@ -89,7 +87,7 @@ class Goodput:
         """The terminal freeze (3.5): one last read up to the Job's end, then one status write."""
         key, obj, profile = m.key, m.obj, m.profile
         outcome: Outcome = ended[0]  # type: ignore[assignment]
-        anchor = parse_time(ended[1]) if ended[1] else now()
+        anchor = parse_time(ended[1]) if ended[1] else shell.ctx.clock.now()
         status = dict(obj.get("status") or {})
         window: Window | None = None
         terminated: datetime | None = None
@@ -128,26 +126,32 @@ class Goodput:
         if isinstance(profile, ProfileMissing):
             message = profile.message
             await _write(
-                shell, m.obj, lambda live: profile_missing(live, message, now=now(), generation=_gen(m.obj))
+                shell,
+                m.obj,
+                lambda live: profile_missing(
+                    live, message, now=shell.ctx.clock.now(), generation=_gen(m.obj)
+                ),
             )
             return Result(requeue_after=interval)
-        waited = time.monotonic() - self.sampled.get(key, float("-inf"))
+        waited = shell.ctx.clock.monotonic() - self.sampled.get(key, float("-inf"))
         if waited < interval:
             return Result(requeue_after=interval - waited)
         gm = m.obj
         status = gm.get("status") or {}
         restarts = int((job.get("status") or {}).get("restartCount") or 0)
         if restart_seen(status, restarts):
-            at = moment(status, "applicationStopTime") or now()
+            at = moment(status, "applicationStopTime") or shell.ctx.clock.now()
             written = await _write(shell, gm, lambda live: _interrupted(live, restarts, at))
             self.cursors.pop(key, None)  # the next run's pods are read from their start
             if written is not None:
                 gm, status = written, written.get("status") or {}
         pods = await self._pods(shell, job, profile, dict(status))
         window = (
-            await self._read(shell, key, pods, profile, dict(status), interval, end=now()) if pods else None
+            await self._read(shell, key, pods, profile, dict(status), interval, end=shell.ctx.clock.now())
+            if pods
+            else None
         )
-        stamp = now()
+        stamp = shell.ctx.clock.now()
         written = await _write(
             shell,
             gm,
@@ -155,7 +159,7 @@ class Goodput:
                 live, window, now=stamp, log_interval=profile.log_interval, generation=_gen(gm)
             ),
         )
-        self.sampled[key] = time.monotonic()
+        self.sampled[key] = shell.ctx.clock.monotonic()
         if written is not None:
             _record(m, written)
         return Result(requeue_after=interval)

@@ -18,9 +18,8 @@ from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.controllers.children import delete_if_present, get_live
-from nvcre.controllers.status import now
 from nvcre.controllers.workflow.results import record_failed, record_succeeded
-from nvcre.controllers.workflow.state import WorkflowState, timestamp
+from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.durations import parse_duration
 from nvcre.measure import thresholds, verdicts
 from nvcre.naming import bandwidth_measurement_name
@@ -52,7 +51,7 @@ def first_round(state: WorkflowState, nodes: list[Obj], spec: dict[str, Any]) ->
     """The screening groups; the diagnose status that records them goes into ``state``."""
     key = (diagnose_spec(spec) or {}).get("topologyKey")
     step = diagnose.start(
-        {name_of(n): (labels_of(n).get(key) if key else None) for n in nodes}, key, timestamp()
+        {name_of(n): (labels_of(n).get(key) if key else None) for n in nodes}, key, state.timestamp()
     )
     state.orchestration["diagnose"] = step.status
     return [g.to_status() for g in step.groups]
@@ -68,7 +67,7 @@ def _deadline_passed(state: WorkflowState) -> str | None:
         limit = timedelta(microseconds=parse_duration(str(deadline)) / 1000)
     except ValueError:
         return None
-    return f"deadline {deadline} reached" if now() - parse_time(started) >= limit else None
+    return f"deadline {deadline} reached" if state.ctx.clock.now() - parse_time(started) >= limit else None
 
 
 async def check_deadline(state: WorkflowState, spec: dict[str, Any]) -> bool:

@@ -8,7 +8,6 @@ from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.conditions import set_in_status
-from nvcre.controllers.status import now
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.outliers import fail_outliers
 from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
@@ -86,7 +85,7 @@ async def _final_status(state: WorkflowState, judged: dict[str, Obj]) -> None:
                 WorkflowReason.JOB_VALIDATION_FAILED,
                 "One or more Jobs failed performance threshold validation",
                 state.workflow["metadata"].get("generation"),
-                now(),
+                state.ctx.clock.now(),
             )
 
     await state.record(decided.cond_type, decided.reason, message, extra=extra)

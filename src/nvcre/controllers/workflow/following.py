@@ -19,7 +19,7 @@ from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
-from nvcre.controllers.workflow.state import WorkflowState, timestamp
+from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.measure import verdicts
 from nvcre.objects import Obj
 from nvcre.orchestration.completion import (
@@ -54,7 +54,7 @@ async def _carry_out(state: WorkflowState, group: dict[str, Any], completion: Co
         group.pop("completionTime", None)
         return
     await clean_group_dependencies(state, group)
-    group.update(phase=completion.phase, completionTime=timestamp())
+    group.update(phase=completion.phase, completionTime=state.timestamp())
 
 
 def _job_pods(state: WorkflowState, job: Obj) -> list[Obj]:

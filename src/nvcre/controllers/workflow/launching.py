@@ -29,7 +29,7 @@ from nvcre.controllers.workflow.dependencies import (
     delete_refs,
 )
 from nvcre.controllers.workflow.partitioning import Failure
-from nvcre.controllers.workflow.state import WorkflowState, timestamp
+from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.naming import dependency_copy_suffix, job_name
 from nvcre.objects import Obj
 from nvcre.orchestration import launch as launch_rules
@@ -112,7 +112,7 @@ async def _create_job_for_group(
     group.update(
         phase="Running",
         jobRef={"apiVersion": API_VERSION, "kind": Kind.JOB, "name": name, "namespace": state.namespace},
-        startTime=timestamp(),
+        startTime=state.timestamp(),
     )
 
 

@@ -93,7 +93,9 @@ async def _fail_job(state: WorkflowState, job: Obj, found: outliers.Outlier) -> 
             status.get("failedNodes") or (),
             failednodes.entries(verdicts.group_nodes(job), found.reason, found.message),
         )
-        verdict_writes.set_validation(status, job, True, found.reason, found.message)
+        verdict_writes.set_validation(
+            status, job, True, found.reason, found.message, at=state.ctx.clock.now()
+        )
         first.append(True)
 
     written = await state.ctx.status.update(resources.Job, job, change)

@@ -11,7 +11,6 @@ from typing import Any
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.context import Context
-from nvcre.controllers.status import now
 from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
 
@@ -122,6 +121,10 @@ class WorkflowState:
             return f"Iteration {current}/{self.iterations}, isolation: {running} re-test groups running"
         return f"Iteration {current}/{self.iterations}: {running} groups running"
 
+    def timestamp(self) -> str:
+        """Now on the controllers' clock, as the Workflow status writes times."""
+        return self.ctx.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def emit(self, type_: str, reason: str, message: str) -> None:
         """An event about the Workflow, emitted after this reconcile's next successful write."""
         self.events.append((type_, reason, message))
@@ -186,7 +189,3 @@ class WorkflowState:
             status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
         status.update(copy.deepcopy(self.refs))
-
-
-def timestamp() -> str:
-    return now().strftime("%Y-%m-%dT%H:%M:%SZ")
