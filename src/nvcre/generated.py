@@ -1,8 +1,9 @@
-"""Folders of generated files (``config/crd``, ``config/logprofiles``): write them, or check them.
+"""Generated files (``config/crd``, ``config/logprofiles``, the RBAC files, the tables in
+docs/): write them, or check them.
 
 One rule for every generator: a file is stale when missing or different, a file of the folder's
 suffix (``.yaml`` unless told) the generator no longer makes is removed, and ``--check`` lists
-both and fails without writing.
+them and fails without writing. A table in a doc is the text between two marker lines.
 """
 
 from __future__ import annotations
@@ -30,3 +31,24 @@ def sync_folder(
         (directory / name).unlink()
     print(f"{len(wanted)} {what} in {directory} ({len(stale)} written, {len(extra)} removed)")
     return 0
+
+
+def sync_files(wanted: Mapping[Path, str], *, check: bool, command: str) -> int:
+    """Make each file of ``wanted`` (path -> text) hold its text; the exit status of the tool."""
+    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
+    if check:
+        for path in stale:
+            print(f"{path}: out of date; run `{command}`", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(wanted[path])
+    print(f"{len(stale)} of {len(wanted)} files written")
+    return 0
+
+
+def between_markers(doc: str, begin: str, end: str, text: str) -> str:
+    """``doc`` with what stands between the markers ``begin`` and ``end`` replaced by ``text``."""
+    start, stop = doc.find(begin), doc.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"the markers {begin!r} ... {end!r} are missing")
+    return doc[: start + len(begin)] + "\n" + text + doc[stop:]

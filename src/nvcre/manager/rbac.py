@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.controllers.rbac import CLUSTER_RULES, Rule
+from nvcre.generated import between_markers, sync_files
 from nvcre.manager.main import LEADER_ELECTION_ID
 
 NAMESPACE = Default.NAMESPACE
@@ -142,10 +143,7 @@ def table() -> str:
 
 def with_table(doc: str) -> str:
     """``doc`` with the text between the table markers replaced by :func:`table`."""
-    begin, end = doc.find(TABLE_BEGIN), doc.find(TABLE_END)
-    if begin < 0 or end < begin:
-        raise ValueError(f"the markers {TABLE_BEGIN!r} ... {TABLE_END!r} are missing")
-    return doc[: begin + len(TABLE_BEGIN)] + "\n" + table() + doc[end:]
+    return between_markers(doc, TABLE_BEGIN, TABLE_END, table())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,15 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         args.config / "leader_election_role.yaml": leader_election_role(),
         docs: with_table(docs.read_text()),
     }
-    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
-    if args.check:
-        for path in stale:
-            print(f"{path}: out of date; run `python -m nvcre.manager.rbac`", file=sys.stderr)
-        return 1 if stale else 0
-    for path in stale:
-        path.write_text(wanted[path])
-    print(f"RBAC: {len(stale)} of {len(wanted)} files written")
-    return 0
+    return sync_files(wanted, check=args.check, command="python -m nvcre.manager.rbac")
 
 
 if __name__ == "__main__":
