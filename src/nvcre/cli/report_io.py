@@ -140,20 +140,26 @@ def _workflow_objects(
     return out
 
 
+def _run_objects(
+    kube: Client, kind: str, label: str, name: str, namespace: str, held: Held | None
+) -> tuple[Obj, list[Obj], list[Obj] | None]:
+    """The run (``UserError`` when it does not exist), its Workflows and the Jobs held: what
+    ``held`` holds (the wait's last poll), else read now."""
+    if held is not None:
+        return held.run, held.workflows, held.jobs
+    run = _get(kube, kind, name, namespace)
+    if run is None:
+        raise UserError(f'{kind.lower()} "{name}" not found in namespace "{namespace}"')
+    return run, _list(kube, Kind.WORKFLOW, namespace, {label: name}), None
+
+
 def read_certification_report(kube: Client, name: str, namespace: str, held: Held | None = None) -> Report:
     """The report of Certification ``name``; ``UserError`` when it does not exist."""
-    cert = held.run if held is not None else _get(kube, Kind.CERTIFICATION, name, namespace)
-    if cert is None:
-        raise UserError(f'certification "{name}" not found in namespace "{namespace}"')
-    workflows = (
-        held.workflows
-        if held is not None
-        else _list(kube, Kind.WORKFLOW, namespace, {Label.CERTIFICATION: name})
-    )
+    cert, workflows, jobs = _run_objects(kube, Kind.CERTIFICATION, Label.CERTIFICATION, name, namespace, held)
     return certification_report(
         CertificationObjects(
             certification=cert,
-            workflows=_workflow_objects(kube, namespace, workflows, held.jobs if held is not None else None),
+            workflows=_workflow_objects(kube, namespace, workflows, jobs),
             now=datetime.now(UTC),
         )
     )
@@ -161,22 +167,11 @@ def read_certification_report(kube: Client, name: str, namespace: str, held: Hel
 
 def read_workloadrun_report(kube: Client, name: str, namespace: str, held: Held | None = None) -> Report:
     """The report of WorkloadRun ``name``; ``UserError`` when it does not exist."""
-    run = held.run if held is not None else _get(kube, Kind.WORKLOAD_RUN, name, namespace)
-    if run is None:
-        raise UserError(f'workloadrun "{name}" not found in namespace "{namespace}"')
-    workflows = (
-        held.workflows
-        if held is not None
-        else _list(kube, Kind.WORKFLOW, namespace, {Label.WORKLOAD_RUN: name})
-    )
+    run, workflows, jobs = _run_objects(kube, Kind.WORKLOAD_RUN, Label.WORKLOAD_RUN, name, namespace, held)
     workflow = next(
         (w for w in workflows if w["metadata"]["name"] == name), workflows[0] if workflows else None
     )
-    objects = (
-        _workflow_objects(kube, namespace, [workflow], held.jobs if held is not None else None)
-        if workflow
-        else []
-    )
+    objects = _workflow_objects(kube, namespace, [workflow], jobs) if workflow else []
     return workloadrun_report(
         WorkloadRunObjects(
             workloadrun=run,
