@@ -51,7 +51,7 @@ python -m nvcre.manager.rbac --check
 step "generated LogProfiles are up to date (python -m nvcre.measure.builtin --check)"
 python -m nvcre.measure.builtin --check
 
-helm_bin="$(python -c 'from nvcre.testing import binaries as b; print(b.ensure([b.HELM]).helm)')"
+helm_bin="$(python -c 'from nvcre.testing import binaries as b; print(b.ensure([b.HELM]).path(b.HELM))')"
 step "charts/nvcre and config/ are one source (python -m nvcre.setup.chart --check); helm lint; helm template"
 python -m nvcre.setup.chart --check --helm "$helm_bin"
 "$helm_bin" lint --strict charts/nvcre src/nvcre/setup/charts/kubeflow-trainer
