@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.sandbox.model import parse_size, unit
 
 Outcome = Literal["fail", "hang"]
@@ -526,8 +527,8 @@ def apply_node_change(node: Mapping[str, Any], change: NodeChange, *, now: str) 
     if change.missing_gpus:
         for key in ("capacity", "allocatable"):
             resources = status.setdefault(key, {})
-            have = int(resources.get("nvidia.com/gpu", "0"))
-            resources["nvidia.com/gpu"] = str(max(0, have - change.missing_gpus))
+            have = int(resources.get(NodeLabel.GPU_RESOURCE, "0"))
+            resources[NodeLabel.GPU_RESOURCE] = str(max(0, have - change.missing_gpus))
         if "nvidia.com/gpu.count" in labels:
             labels["nvidia.com/gpu.count"] = str(
                 max(0, int(labels["nvidia.com/gpu.count"]) - change.missing_gpus)

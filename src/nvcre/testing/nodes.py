@@ -23,19 +23,20 @@ from lightkube.models.core_v1 import NodeSpec, NodeStatus, Taint
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node
 
+from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.platform.detect import FORGE_SITE_LABEL, parse_product
 from nvcre.platform.detect import TOPOLOGY_KEYS as TOPOLOGY_KEYS  # the render's topology keys, re-exported
 from nvcre.platform.gpu_defaults import resolve_gpu_defaults
 from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
-GPU_PRESENT = "nvidia.com/gpu.present"
-GPU_PRODUCT = "nvidia.com/gpu.product"
-GPU_COUNT = "nvidia.com/gpu.count"
-GPU_CLIQUE = "nvidia.com/gpu.clique"
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRESENT = NodeLabel.GPU_PRESENT
+GPU_PRODUCT = NodeLabel.GPU_PRODUCT
+GPU_COUNT = NodeLabel.GPU_COUNT
+GPU_CLIQUE = NodeLabel.GPU_CLIQUE
+GPU_RESOURCE = NodeLabel.GPU_RESOURCE
 RDMA_RESOURCE = "rdma/ib"
 MLNX_RESOURCE = "nvidia.com/mlnxnics"
-HOSTNAME = "kubernetes.io/hostname"
+HOSTNAME = NodeLabel.HOSTNAME
 TOGETHER_WORKER = "node-role.together.ai/worker"
 POOL_LABEL = "nvcre.test/pool"
 """A test's own node label: the nodes one test created, which its objects target."""
