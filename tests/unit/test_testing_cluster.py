@@ -5,14 +5,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import pytest
 import yaml
 
 from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import (
     SCHEDULER_PROFILES,
     jobset_configuration,
-    json_patch,
     kustomized_webhooks,
     loopback_webhooks,
     scheduler_configuration,
@@ -42,27 +40,6 @@ MUTATING = {
 }
 VALIDATING = {**MUTATING, "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "validating"}}
 SELECTOR = {"matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
-
-
-def test_json_patch_add_replace_remove_leave_the_input_alone() -> None:
-    doc = {"a": [{"x": 1}, {"x": 2}], "b": {"c": 1}}
-    out = json_patch(
-        doc,
-        [
-            {"op": "replace", "path": "/a/1", "value": {"x": 3}},
-            {"op": "add", "path": "/a/0/sel", "value": {"k": "v"}},
-            {"op": "add", "path": "/a/-", "value": {"x": 4}},
-            {"op": "remove", "path": "/b/c"},
-            {"op": "replace", "path": "/metadata~1name", "value": "n"},
-        ],
-    )
-    assert out == {"a": [{"x": 1, "sel": {"k": "v"}}, {"x": 3}, {"x": 4}], "b": {}, "metadata/name": "n"}
-    assert doc == {"a": [{"x": 1}, {"x": 2}], "b": {"c": 1}}
-
-
-def test_json_patch_refuses_operations_it_does_not_know() -> None:
-    with pytest.raises(ValueError, match="move"):
-        json_patch({"a": 1}, [{"op": "move", "path": "/a", "from": "/b"}])
 
 
 def _kustomization(tmp_path: Path) -> Path:

@@ -50,6 +50,7 @@ from lightkube.resources.admissionregistration_v1 import (
 
 from nvcre import resources, yamlio
 from nvcre.api.v1alpha1.constants import TRAINER_API_VERSION
+from nvcre.render.merge import json_patch
 from nvcre.testing import binaries as bins
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
@@ -95,35 +96,6 @@ _WEBHOOK_KINDS: dict[str, type[MutatingWebhookConfiguration] | type[ValidatingWe
 # configuration (pure functions of plain data)
 
 
-def json_patch(document: Any, operations: Sequence[Mapping[str, Any]]) -> Any:
-    """Apply the RFC 6902 ``add``/``replace``/``remove`` operations kustomize patches use."""
-    out = copy.deepcopy(document)
-    for operation in operations:
-        op, path = operation["op"], str(operation["path"])
-        keys = [k.replace("~1", "/").replace("~0", "~") for k in path.lstrip("/").split("/")]
-        parent = out
-        for key in keys[:-1]:
-            parent = parent[int(key)] if isinstance(parent, list) else parent.setdefault(key, {})
-        last = keys[-1]
-        if isinstance(parent, list):
-            index = len(parent) if last == "-" else int(last)
-            if op == "add":
-                parent.insert(index, copy.deepcopy(operation["value"]))
-            elif op == "replace":
-                parent[index] = copy.deepcopy(operation["value"])
-            elif op == "remove":
-                del parent[index]
-            else:
-                raise ValueError(f"unsupported JSON patch operation {op!r}")
-        elif op in ("add", "replace"):
-            parent[last] = copy.deepcopy(operation["value"])
-        elif op == "remove":
-            del parent[last]
-        else:
-            raise ValueError(f"unsupported JSON patch operation {op!r}")
-    return out
-
-
 def _target_matches(target: Mapping[str, Any], document: Mapping[str, Any]) -> bool:
     kind_ok = target.get("kind") in (None, document.get("kind"))
     name_ok = target.get("name") in (None, (document.get("metadata") or {}).get("name"))
@@ -134,7 +106,8 @@ def kustomized_webhooks(directory: Path) -> list[dict[str, Any]]:
     """The webhook configurations of a kustomization directory, its JSON 6902 patches applied.
 
     Only what the upstream webhook kustomizations use is understood: ``resources`` files and
-    ``patches`` with a ``path`` and a ``target`` (kind and optional name).
+    ``patches`` with a ``path`` and a ``target`` (kind and optional name); a patch is applied as
+    kustomize applies it, by RFC 6902 (:func:`nvcre.render.merge.json_patch`).
     """
     kustomization = yamlio.load((directory / "kustomization.yaml").read_text()) or {}
     documents = [
