@@ -22,7 +22,7 @@ from nvcre.api.v1alpha1.common import (
     WorkflowReference,
     WorkloadMetadata,
 )
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, cel_config
@@ -164,7 +164,6 @@ class Certification(Resource):
     """A suite of catalog categories run against a GPU node pool."""
 
     KIND = Kind.CERTIFICATION
-    PLURAL = PLURALS[KIND]
 
     spec: CertificationSpec
     status: CertificationStatus | None = None

@@ -14,7 +14,7 @@ from nvcre.api.v1alpha1.common import (
     WorkloadReference,
     expression_schema,
 )
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
@@ -146,7 +146,6 @@ class Job(Resource):
     """Creates and watches one workload on one node group."""
 
     KIND = Kind.JOB
-    PLURAL = PLURALS[KIND]
 
     spec: JobSpec
     status: JobStatus | None = None

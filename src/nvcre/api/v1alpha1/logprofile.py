@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import cel
@@ -88,7 +88,6 @@ class LogProfile(Resource):
     """Regular expressions that turn log lines into training and bandwidth events."""
 
     KIND = Kind.LOG_PROFILE
-    PLURAL = PLURALS[KIND]
     NAMESPACED: ClassVar[bool] = False
     HAS_STATUS: ClassVar[bool] = False
 

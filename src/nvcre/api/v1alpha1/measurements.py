@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from nvcre.api.v1alpha1.common import SAMPLE_INTERVAL_DESCRIPTION, SampleInterval, TypedLocalObjectReference
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 
@@ -94,7 +94,6 @@ class GoodputMeasurement(Resource):
     """Goodput of a training Job, computed from its logs."""
 
     KIND = Kind.GOODPUT_MEASUREMENT
-    PLURAL = PLURALS[KIND]
 
     spec: GoodputMeasurementSpec
     status: GoodputMeasurementStatus | None = None
@@ -271,7 +270,6 @@ class BandwidthMeasurement(Resource):
     """NCCL bus and algorithm bandwidth per message size, parsed from a Job's logs."""
 
     KIND = Kind.BANDWIDTH_MEASUREMENT
-    PLURAL = PLURALS[KIND]
 
     spec: BandwidthMeasurementSpec
     status: BandwidthMeasurementStatus | None = None

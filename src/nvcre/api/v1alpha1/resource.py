@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, VERSION
+from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, PLURALS, VERSION
 from nvcre.api.v1alpha1.meta import NvcreModel
 
 __all__ = ["API_VERSION", "GROUP", "VERSION", "Resource"]
@@ -19,12 +19,18 @@ class Resource(NvcreModel):
     VERSION: ClassVar[str] = VERSION
     KIND: ClassVar[str]
     PLURAL: ClassVar[str]
+    """``KIND``'s plural, from ``PLURALS`` unless the subclass names it (another group's kind)."""
     NAMESPACED: ClassVar[bool] = True
     HAS_STATUS: ClassVar[bool] = True
 
     api_version: str = ""
     kind: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "KIND" in cls.__dict__ and "PLURAL" not in cls.__dict__:
+            cls.PLURAL = PLURALS[cls.KIND]
 
     @model_validator(mode="after")
     def _identity(self) -> Resource:

@@ -21,7 +21,7 @@ from nvcre.api.v1alpha1.common import (
     WhenSpec,
     WorkloadReference,
 )
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.job import FailedNode, JobSpec
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
@@ -344,7 +344,6 @@ class Workflow(Resource):
     """Runs one category or one WorkloadRun across node groups."""
 
     KIND = Kind.WORKFLOW
-    PLURAL = PLURALS[KIND]
 
     spec: WorkflowSpec
     status: WorkflowStatus | None = None

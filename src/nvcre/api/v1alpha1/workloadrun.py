@@ -23,7 +23,7 @@ from nvcre.api.v1alpha1.common import (
     WorkflowReference,
     WorkloadMetadata,
 )
-from nvcre.api.v1alpha1.constants import PLURALS, Kind
+from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import (
@@ -142,7 +142,6 @@ class WorkloadRun(Resource):
     """Runs a distributed workload once across GPU nodes."""
 
     KIND = Kind.WORKLOAD_RUN
-    PLURAL = PLURALS[KIND]
 
     spec: WorkloadRunSpec
     status: WorkloadRunStatus | None = None
