@@ -102,10 +102,12 @@ def resolve_workflow(
     gpu_architecture: str | None = None,
     annotate: bool = True,
     validated: bool = False,
+    platform_detection: PlatformDetection | None = None,
 ) -> ResolvedWorkflow:
     """Detect platform and architecture from ``nodes``, apply overrides, enforce the gang contract.
 
-    ``platform`` / ``gpu_architecture`` replace detection when given (e.g. cached detection).
+    ``platform`` / ``gpu_architecture`` replace detection when given (e.g. cached detection);
+    ``platform_detection`` is the caller's own detection of ``nodes``, not made again.
     ``validated``: the caller built ``workflow`` itself from an object already checked (a
     WorkloadRun), so the Workflow model is not built and run again (a tenth of a cold render).
     Raises ``HeterogeneousPlatformError``, ``OverrideError``, ``GangSchedulingConflict``,
@@ -114,7 +116,7 @@ def resolve_workflow(
     """
     node_list = list(nodes)
     head, base_spec, overrides = _split(workflow, validated=validated)
-    platform_detection = detect_platform(node_list)
+    platform_detection = platform_detection or detect_platform(node_list)
     detected_platform = platform if platform is not None else platform_detection.require_consistent()
     gpu = detect_gpu_architecture(node_list)
     kept = tuple(gpu.filter(node_list))

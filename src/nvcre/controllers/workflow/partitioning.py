@@ -12,7 +12,7 @@ from nvcre.orchestration.dependencies import DependencyScopeError
 from nvcre.orchestration.discovery import discover, labels_of, name_of
 from nvcre.orchestration.partition import PartitionError, group_size, run_groups
 from nvcre.orchestration.placement import PlacementError, check_placement
-from nvcre.platform.detect import HeterogeneousPlatformError, detect_platform
+from nvcre.platform.detect import HeterogeneousPlatformError, PlatformDetection, detect_platform
 from nvcre.render.gang import GangSchedulingConflict
 from nvcre.render.overrides import OverrideError
 from nvcre.render.workflow import ResolvedWorkflow, resolve_workflow
@@ -28,8 +28,15 @@ class Failure(Exception):
         self.message = message
 
 
-def resolve(state: WorkflowState, nodes: list[dict[str, Any]], *, cached: bool) -> ResolvedWorkflow:
-    """Overrides resolved against ``nodes`` (with the stored detection when ``cached``)."""
+def resolve(
+    state: WorkflowState,
+    nodes: list[dict[str, Any]],
+    *,
+    cached: bool,
+    platform: PlatformDetection | None = None,
+) -> ResolvedWorkflow:
+    """Overrides resolved against ``nodes`` (with the stored detection when ``cached``, with
+    ``platform`` when the caller has just detected it)."""
     orchestration = state.orchestration
     try:
         return resolve_workflow(
@@ -38,6 +45,7 @@ def resolve(state: WorkflowState, nodes: list[dict[str, Any]], *, cached: bool) 
             platform=orchestration.get("detectedPlatform") if cached else None,
             gpu_architecture=orchestration.get("detectedGPUArchitecture") if cached else None,
             annotate=False,
+            platform_detection=platform,
         )
     except HeterogeneousPlatformError as error:
         raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, str(error)) from error
@@ -78,7 +86,7 @@ async def discover_and_partition(state: WorkflowState) -> Result:
             EventReason.CORDONED_NODES_EXCLUDED,
             f"Excluded {len(found.cordoned)} cordoned node(s) from certification: {', '.join(found.cordoned)}",
         )
-    resolved = resolve(state, found.nodes, cached=False)
+    resolved = resolve(state, found.nodes, cached=False, platform=platform)
     gpu = resolved.gpu
     architecture_excluded = sorted(set(map(name_of, found.nodes)) - set(map(name_of, resolved.nodes)))
     request = requested_gpus(resolved.spec.get("jobTemplate"), resolved.spec.get("dependencies"))
