@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from nvcre.testing import processes
 from nvcre.testing.processes import Process, StartupError, free_port, wait_until
 
 
@@ -17,6 +20,27 @@ def test_free_ports_lie_below_the_ephemeral_range_and_are_handed_out_once() -> N
     ports = [free_port() for _ in range(200)]
     assert all(1024 <= port < low for port in ports), ports
     assert len(set(ports)) == len(ports), "a port handed out twice"
+
+
+def test_a_port_another_live_process_claimed_is_not_handed_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two test processes side by side (pytest workers) never get the same port; the claim of
+    a process that has exited is taken over."""
+    monkeypatch.setattr(processes, "_CLAIMS", tmp_path)
+    monkeypatch.setattr(processes, "_handed_out", set())
+    monkeypatch.setattr(processes, "_LOWEST_PORT", 20000)
+    monkeypatch.setattr(processes, "_ephemeral_range", lambda: (20003, 60999))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for port in (20000, 20001):
+            (tmp_path / str(port)).write_text(str(other.pid))
+        assert free_port() == 20002
+        assert (tmp_path / "20002").read_text() == str(os.getpid())
+    finally:
+        other.kill()
+        other.wait()
+    assert {free_port(), free_port()} == {20000, 20001}, "the claims of a process gone are taken over"
 
 
 def test_stop_escalates_to_kill_when_term_is_ignored(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import random
 import signal
@@ -24,6 +25,9 @@ _PR_SET_PDEATHSIG = 1
 
 _LOWEST_PORT = 10000
 _handed_out: set[int] = set()
+_CLAIMS = Path(os.environ.get("TMPDIR") or "/tmp") / f"nvcre-ports-{os.getuid()}"
+"""One file per port a live process of this user holds (its pid inside): test processes that
+run side by side (pytest workers, a sandbox) never hand out the same port."""
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -41,14 +45,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     connection's local port from: until the server is listening, a client's connection may take
     that port (the server then fails with "address already in use"), or a client polling the
     server may connect to itself, send a TLS hello to itself and fail with a decode error. A port
-    below that range is never used by an outgoing connection. Each port is handed out once per
-    process, so two servers started together never get the same one.
+    below that range is never used by an outgoing connection. Each port is handed out once among
+    the live processes of this user (a claim file, see :data:`_CLAIMS`), so two servers started
+    together, by one process or by two, never get the same one.
     """
     low, _ = _ephemeral_range()
     candidates = list(range(_LOWEST_PORT, low))
     random.shuffle(candidates)
     for port in candidates:
-        if port in _handed_out:
+        if port in _handed_out or not _claim(port):
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
@@ -61,6 +66,34 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         found: int = sock.getsockname()[1]
         return found
+
+
+def _claim(port: int) -> bool:
+    """Claim ``port`` for this process; False when a live process holds it. The claim of a
+    process that has exited is taken over (claims are not cleaned up: a pid file costs nothing).
+    One claim at a time among all processes (a lock on the folder)."""
+    _CLAIMS.mkdir(mode=0o700, exist_ok=True)
+    path = _CLAIMS / str(port)
+    with open(_CLAIMS / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            holder = int(path.read_text() or "0")
+        except (OSError, ValueError):
+            holder = 0
+        if holder and holder != os.getpid() and _alive(holder):
+            return False
+        path.write_text(str(os.getpid()))
+        return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
