@@ -1,4 +1,4 @@
-"""``nvcrectl sandbox up|down|status`` and ``python -m nvcre.sandbox`` (docs/sandbox.md)."""
+"""``nvcrectl sandbox up|down|status|run|fault`` and ``python -m nvcre.sandbox`` (docs/sandbox.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from nvcre.cli.common import UserError, load_object, user_errors
-from nvcre.sandbox.control import SandboxError, down, status, up, usage
+from nvcre.sandbox.control import SandboxError, add_faults, clear_faults, down, status, up, usage
 from nvcre.sandbox.state import StateDir, default_state_dir
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing import binaries as bins
@@ -152,6 +152,60 @@ def status_command(state_dir: Path | None) -> None:
     click.echo("nodes:")
     for n in found.nodes:
         click.echo(f"  {n.name:<28} Ready={n.ready:<8} {', '.join(n.faults) or '-'}")
+    if not found.faults:
+        click.echo("faults in force: none")
+        return
+    click.echo("faults in force (each applies to the groups that start after it was added):")
+    for entry in sorted(found.faults, key=lambda e: e.ends):
+        added = f"added {entry.added}" if entry.added else ""
+        click.echo(f"  {entry.fault.node:<28} {entry.spec:<40} {added}".rstrip())
+
+
+@sandbox_group.group("fault")
+def fault_group() -> None:
+    """Change the faults of a running sandbox.
+
+    A change applies to the groups (workloads) that start after the command returned; a group
+    already running keeps the faults it started with.
+    """
+
+
+@fault_group.command("add")
+@click.argument("specs", nargs=-1, required=True, metavar="NODE=KIND[:ARG][@DELAY]...")
+@_STATE_DIR
+def fault_add_command(specs: tuple[str, ...], state_dir: Path | None) -> None:
+    """Add faults to a running sandbox, for the groups that start afterwards.
+
+    Specs as `up --fault` takes them (also link:A,B:FRACTION). A fault of a kind the node already has replaces it. Every spec is checked first: one that
+    does not parse or names no sandbox node is an error and nothing changes. Node effects that
+    hold from the start (missing-gpus) are on the Node when the command returns.
+    """
+    try:
+        entries = add_faults(_state(state_dir), specs)
+    except SandboxError as error:
+        raise click.ClickException(str(error)) from None
+    for entry in entries:
+        click.echo(f"added {entry.spec} (applies to groups that start from now on)")
+
+
+@fault_group.command("clear")
+@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@_STATE_DIR
+def fault_clear_command(nodes: tuple[str, ...], state_dir: Path | None) -> None:
+    """Clear the faults of NODEs, or every fault without NODE.
+
+    A link naming one of the NODEs is cleared too. What the cleared faults wrote to a Node is taken back when the command returns (labels,
+    taints and conditions of an xid or not-ready, missing GPUs); groups that start from now on
+    run without them.
+    """
+    try:
+        entries = clear_faults(_state(state_dir), nodes)
+    except SandboxError as error:
+        raise click.ClickException(str(error)) from None
+    if not entries:
+        click.echo("no fault to clear" + (f" on {', '.join(nodes)}" if nodes else ""))
+    for entry in entries:
+        click.echo(f"cleared {entry.spec}")
 
 
 @sandbox_group.command("down")

@@ -1,4 +1,5 @@
-"""``up``, ``status`` and ``down`` of a sandbox (the shell behind ``nvcrectl sandbox``)."""
+"""``up``, ``status``, ``down`` and the fault changes of a sandbox (the shell behind
+``nvcrectl sandbox``)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,27 @@ import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
-from nvcre.sandbox.faults import parse_faults
-from nvcre.sandbox.state import SUPERVISOR, Record, StateDir, alive, default_state_dir
+from nvcre.sandbox import fault_state
+from nvcre.sandbox.fault_state import Entry, FaultState
+from nvcre.sandbox.faults import Fault, parse_faults
+from nvcre.sandbox.state import (
+    SUPERVISOR,
+    Record,
+    StateDir,
+    alive,
+    default_state_dir,
+    read_applied,
+    read_faults,
+    write_faults,
+)
 from nvcre.sandbox.styles import parse_log_style
-from nvcre.sandbox.supervisor import Options, startup_timeout, write_options
+from nvcre.sandbox.supervisor import RUNNER, Options, startup_timeout, utc_now, write_options
 from nvcre.testing import binaries as bins
 from nvcre.testing.nodes import gpu_node_names, platform_node_spec
 from nvcre.testing.processes import log_tail
@@ -91,10 +103,15 @@ def check_options(options: Options) -> None:
         raise SandboxError(
             f"--speed {options.speed}: must be a positive number of simulated seconds a second"
         )
+    check_fault_nodes(faults, names)
+
+
+def check_fault_nodes(faults: Iterable[Fault], names: Collection[str]) -> None:
+    """Reject a node fault naming no node of ``names`` (a ``link`` may name a topology domain)."""
     for fault in faults:
-        unknown = [n for n in (fault.node, fault.peer) if n is not None and n not in names]
-        if unknown and fault.peer is None:
-            raise SandboxError(f"fault {fault} names no sandbox node (nodes: {options.prefix}-000 ...)")
+        if fault.peer is None and fault.node not in names:
+            first = min(names, default="")
+            raise SandboxError(f"fault {fault} names no sandbox node (nodes: {first} ...)")
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,7 @@ class Status:
     running: bool
     components: tuple[ComponentStatus, ...]
     nodes: tuple[NodeStatus, ...]
+    faults: tuple[Entry, ...] = ()  #: the faults in force, in the order they were added
 
 
 def status(state: StateDir) -> Status:
@@ -126,11 +144,14 @@ def status(state: StateDir) -> Status:
     if record is None:
         return Status(None, False, (), ())
     components = tuple(ComponentStatus(c.name, c.pid, alive(c.pid), c.log) for c in record.components)
-    faults: dict[str, list[str]] = {}
-    for spec in record.faults:
-        for name in record.nodes:
-            if spec.startswith(f"{name}=") or (spec.startswith("link:") and name in spec):
-                faults.setdefault(name, []).append(spec)
+    try:
+        found = read_faults(state.faults_path)
+    except ValueError:
+        found = None
+    in_force = found if found is not None else fault_state.initial(record.faults, "")
+    faults = {
+        n: [e.spec for e in entries] for n, entries in fault_state.by_node(in_force, record.nodes).items()
+    }
     ready = {name: "?" for name in record.nodes}
     if record.kubeconfig and state.running():
         try:
@@ -142,7 +163,87 @@ def status(state: StateDir) -> Status:
         except Exception:  # the API server is down: status still lists what was recorded
             pass
     nodes = tuple(NodeStatus(n, ready.get(n, "?"), tuple(faults.get(n, ()))) for n in record.nodes)
-    return Status(record, state.running(), components, nodes)
+    return Status(record, state.running(), components, nodes, in_force.entries)
+
+
+#: How long a fault change waits for the runner to take it (a poll of thousands of pods takes
+#: seconds).
+FAULT_CHANGE_TIMEOUT = 60.0
+
+
+def _running_record(state: StateDir) -> Record:
+    record = state.read()
+    if record is None or not state.running():
+        raise SandboxError(f"no sandbox running in {state.path} (start one with `nvcrectl sandbox up`)")
+    if not record.ready:
+        raise SandboxError(f"the sandbox in {state.path} is still starting; try again once `up` returned")
+    return record
+
+
+def change_faults(
+    state: StateDir, change: Callable[[FaultState], FaultState], *, timeout: float = FAULT_CHANGE_TIMEOUT
+) -> tuple[FaultState, FaultState]:
+    """Apply ``change`` to the faults in force of the sandbox running in ``state`` and wait until
+    its runner took the change (it then applies to every group that starts from now on, and the
+    Node shows it). Returns the faults before and after. One change at a time (a lock); the file
+    is replaced whole, so the runner sees the change whole or not at all."""
+    record = _running_record(state)
+    runner = next((c for c in record.components if c.name == RUNNER), None)
+    if runner is not None and not alive(runner.pid):
+        raise SandboxError(f"the sandbox's runner is not running (log: {runner.log})")
+    with state.faults_lock():
+        try:
+            before = read_faults(state.faults_path) or fault_state.initial(record.faults, "")
+        except ValueError as error:
+            raise SandboxError(f"{state.faults_path}: {error}") from None
+        after = change(before)
+        write_faults(state.faults_path, after)
+    deadline = time.monotonic() + timeout
+    while read_applied(state.faults_path) < after.generation:
+        if runner is not None and not alive(runner.pid):
+            raise SandboxError(f"the sandbox's runner is not running (log: {runner.log})")
+        if time.monotonic() > deadline:
+            log = runner.log if runner else state.log_path
+            raise SandboxError(
+                f"the sandbox's runner did not take the change within {timeout:.0f}s (log: {log})"
+            )
+        time.sleep(0.05)
+    return before, after
+
+
+def add_faults(
+    state: StateDir, specs: Sequence[str], *, timeout: float = FAULT_CHANGE_TIMEOUT
+) -> list[Entry]:
+    """Add ``specs`` (``--fault``'s syntax) to the running sandbox's faults; the entries added. A
+    spec that does not parse, or names no node of the sandbox, changes nothing."""
+    record = _running_record(state)
+    try:
+        check_fault_nodes(parse_faults(specs), record.nodes)
+    except ValueError as error:
+        raise SandboxError(str(error)) from None
+    now = utc_now()
+    before, after = change_faults(state, lambda s: fault_state.added(s, specs, now), timeout=timeout)
+    return [e for e in after.entries if e not in before.entries]
+
+
+def clear_faults(
+    state: StateDir, nodes: Sequence[str] = (), *, timeout: float = FAULT_CHANGE_TIMEOUT
+) -> list[Entry]:
+    """Clear the faults of ``nodes`` (every fault when none is given) of the running sandbox;
+    the entries cleared. A name that is neither a sandbox node nor the end of a link in force
+    changes nothing."""
+    record = _running_record(state)
+    if nodes:
+        try:
+            ends = {end for e in (read_faults(state.faults_path) or FaultState()).entries for end in e.ends}
+        except ValueError:
+            ends = set()
+        unknown = [n for n in nodes if n not in record.nodes and n not in ends]
+        if unknown:
+            first = min(record.nodes, default="")
+            raise SandboxError(f"{', '.join(unknown)}: no sandbox node (nodes: {first} ...) and no link end")
+    before, after = change_faults(state, lambda s: fault_state.cleared(s, nodes or None), timeout=timeout)
+    return fault_state.removed(before, after)
 
 
 def down(state: StateDir) -> list[str]:
@@ -183,4 +284,15 @@ def usage(record: Record, state: StateDir) -> list[str]:
     ]
 
 
-__all__ = ["ComponentStatus", "NodeStatus", "SandboxError", "Status", "down", "status", "up", "usage"]
+__all__ = [
+    "ComponentStatus",
+    "NodeStatus",
+    "SandboxError",
+    "Status",
+    "add_faults",
+    "clear_faults",
+    "down",
+    "status",
+    "up",
+    "usage",
+]

@@ -536,12 +536,60 @@ def apply_node_change(node: Mapping[str, Any], change: NodeChange, *, now: str) 
     return out
 
 
+#: The ``Ready`` condition a node gets back when the fault that changed it is cleared: what
+#: kwok (and a kubelet) report for a healthy node.
+READY = Condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+
+
+def revert_node_change(node: Mapping[str, Any], change: NodeChange, *, now: str) -> dict[str, Any]:
+    """A copy of the Node object ``node`` without what ``change`` wrote, as a health agent
+    leaves a repaired node: its labels removed, its taints removed (by key and effect), its
+    conditions removed but ``Ready``, which becomes ``True`` again (:data:`READY`), and the
+    missing GPUs advertised again."""
+    out: dict[str, Any] = copy.deepcopy(dict(node))
+    labels = out.setdefault("metadata", {}).setdefault("labels", {})
+    for key in change.labels:
+        labels.pop(key, None)
+    spec = out.setdefault("spec", {})
+    gone = {(t.key, t.effect) for t in change.taints}
+    taints = [t for t in spec.get("taints") or [] if (t.get("key"), t.get("effect")) not in gone]
+    if taints:
+        spec["taints"] = taints
+    else:
+        spec.pop("taints", None)
+    status = out.setdefault("status", {})
+    types = {c.type for c in change.conditions}
+    if types:
+        kept = [c for c in status.get("conditions") or [] if c.get("type") not in types]
+        if READY.type in types:
+            kept.append(
+                {
+                    "type": READY.type,
+                    "status": READY.status,
+                    "reason": READY.reason,
+                    "message": READY.message,
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            )
+        status["conditions"] = kept
+    if change.missing_gpus:
+        for key in ("capacity", "allocatable"):
+            resources = status.setdefault(key, {})
+            have = int(resources.get(NodeLabel.GPU_RESOURCE, "0"))
+            resources[NodeLabel.GPU_RESOURCE] = str(have + change.missing_gpus)
+        if "nvidia.com/gpu.count" in labels:
+            labels["nvidia.com/gpu.count"] = str(int(labels["nvidia.com/gpu.count"]) + change.missing_gpus)
+    return out
+
+
 __all__ = [
     "FATAL_XIDS",
     "HEALTH_CONDITION",
     "HEALTH_LABEL",
     "HEALTH_TAINT",
     "KINDS",
+    "READY",
     "XID_DESCRIPTIONS",
     "Condition",
     "Fault",
@@ -562,5 +610,6 @@ __all__ = [
     "parse_fault",
     "parse_faults",
     "register",
+    "revert_node_change",
     "wrong_elements",
 ]

@@ -8,8 +8,11 @@ it ends, writes the container log as the CRI file kwok serves through ``kubectl 
 so kwok's stage terminates it. A program that runs until killed (an MPI worker's ``sshd``, a
 hang) is left Running, and so is a Deployment's pod (a service). The node effects the simulation returns (``xid``, ``not-ready``) are
 applied to their Node at their time; ``missing-gpus`` is applied when the node is created
-(:func:`initial_nodes`). Decisions are the pure functions at the top; :class:`Runner` reads the
-API, calls them and writes the difference.
+(:func:`initial_nodes`). The faults in force are read from the sandbox's fault state file
+(``--faults-file``, :mod:`nvcre.sandbox.fault_state`) at every poll: a group gets those in force
+when it starts, and a change is acknowledged once applied (what the Node should show of it:
+GPUs removed or given back, the changes of cleared faults taken back). Decisions are the pure
+functions at the top; :class:`Runner` reads the API, calls them and writes the difference.
 """
 
 from __future__ import annotations
@@ -31,10 +34,19 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
 from nvcre.platform.detect import node_platform
-from nvcre.sandbox.faults import Fault, NodeChange, apply_node_change, parse_faults
+from nvcre.sandbox.faults import (
+    KINDS,
+    Fault,
+    NodeChange,
+    apply_node_change,
+    on_node,
+    parse_faults,
+    revert_node_change,
+)
 from nvcre.sandbox.model import node_model
 from nvcre.sandbox.nccl import Member
 from nvcre.sandbox.simulate import Simulation, cri_log, initial_node_change, simulate
+from nvcre.sandbox.state import read_faults, write_applied
 from nvcre.sandbox.styles import PLAIN, LogStyle, parse_log_style
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.kwok import (
@@ -298,6 +310,59 @@ def node_patches(
     return body, {"status": {k: status[k] for k in keys if k in status}}
 
 
+def node_revert_patches(
+    node: Mapping[str, Any], change: NodeChange, now: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The object and status patches (strategic merge) that take ``change`` back from ``node``
+    (:func:`~nvcre.sandbox.faults.revert_node_change`): its labels and kwok's pause deleted, the
+    taints left, its conditions deleted but ``Ready``, written ``True``; the GPUs given back."""
+    changed: dict[str, Any] = revert_node_change(node, change, now=now)
+    meta: dict[str, Any] = {"labels": {k: None for k in change.labels}}
+    if change.conditions:
+        meta["annotations"] = {HEARTBEAT_PAUSED: None}
+    if change.missing_gpus:
+        meta["labels"][GPU_COUNT] = changed["metadata"]["labels"].get(GPU_COUNT)
+    body: dict[str, Any] = {"metadata": meta}
+    if change.taints:
+        body["spec"] = {"taints": (changed.get("spec") or {}).get("taints")}
+    status: dict[str, Any] = {}
+    if change.conditions:
+        kept = {c.get("type"): c for c in (changed.get("status") or {}).get("conditions") or ()}
+        status["conditions"] = [
+            kept.get(c.type, {"type": c.type, "$patch": "delete"}) for c in change.conditions
+        ]
+    if change.missing_gpus:
+        for key in ("capacity", "allocatable"):
+            status[key] = changed["status"][key]
+    return body, {"status": status}
+
+
+def stale_changes(
+    kept: Sequence[tuple[str, NodeChange]], faults: Sequence[Fault]
+) -> list[tuple[str, NodeChange]]:
+    """The changes written during runs (and kept in force) that no fault in force makes any
+    more: a cleared fault's, to be taken back from its node."""
+    made = [
+        (f.node, replace(change, missing_gpus=0))
+        for f in faults
+        if f.peer is None and (change := KINDS[f.kind].node_change(f)) is not None
+    ]
+    return [(name, change) for name, change in kept if (name, change) not in made]
+
+
+def gpus_to_remove(faults: Sequence[Fault], node: str, removed: int) -> int:
+    """How many more GPUs ``node`` should stop advertising under ``faults`` when ``removed``
+    already are (negative: how many to give back). A ``missing-gpus`` fault without a delay holds
+    from when it is in force, as it does from creation; one with a delay strikes during a run,
+    and what it removed stays while the fault is in force."""
+    static = initial_node_change(faults, node).missing_gpus
+    delayed = any(
+        f.delay_s and (KINDS[f.kind].node_change(f) or NodeChange()).missing_gpus
+        for f in on_node(faults, node)
+    )
+    return (max(static, removed) if delayed else static) - removed
+
+
 def change_lost(node: Mapping[str, Any], change: NodeChange) -> bool:
     """Whether ``node`` no longer shows part of ``change``'s labels, taints or conditions.
 
@@ -379,6 +444,7 @@ class Runner:
         style: LogStyle = PLAIN,
         speed: float = 1.0,
         interval: float = 0.25,
+        faults_file: Path | None = None,
     ) -> None:
         self.client = client
         self.logs_dir = logs_dir
@@ -392,6 +458,12 @@ class Runner:
         self.timers: list[_Timer] = []
         self._seq = itertools.count()
         self.node_changes: list[tuple[str, NodeChange]] = []  # written during runs, kept in force
+        self.faults_file = faults_file  #: the fault state file, read at every poll
+        self.generation = 0  #: the generation of it in force
+        #: node -> GPUs it no longer advertises (from creation, or a missing-gpus fault since)
+        self.removed_gpus = {
+            n: initial_node_change(self.faults, n).missing_gpus for n in {f.node for f in self.faults}
+        }
 
     def at(self, when: float, action: Callable[[], None]) -> None:
         heapq.heappush(self.timers, _Timer(when, next(self._seq), action))
@@ -399,6 +471,7 @@ class Runner:
     def tick(self) -> None:
         nodes = {str(n.metadata.name): n.to_dict() for n in self.client.list(Node) if n.metadata}
         nodes = {k: v for k, v in nodes.items() if is_sandbox_node(v)}
+        self._reload_faults(nodes)
         for name, change in self.node_changes:
             if name in nodes and change_lost(nodes[name], change):
                 self._fire(self._patch_node(name, change))
@@ -429,6 +502,35 @@ class Runner:
         now = time.monotonic()
         while self.timers and self.timers[0].at <= now:
             self._fire(heapq.heappop(self.timers).action)
+
+    def _reload_faults(self, nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take the faults in force from the fault state file when it changed: what the Node shows
+        of them follows (cleared faults' changes taken back, GPUs removed or given back), then the
+        change is acknowledged. The file is replaced whole, so a poll sees a change whole or not."""
+        if self.faults_file is None:
+            return
+        try:
+            state = read_faults(self.faults_file)
+        except ValueError as error:  # written by hand: the faults in force stay as they were
+            print(f"[runner] {self.faults_file}: {error}", file=sys.stderr, flush=True)
+            return
+        if state is None or state.generation == self.generation:
+            return
+        faults = list(state.faults)
+        stale = stale_changes(self.node_changes, faults)
+        for name, change in stale:
+            if name in nodes:
+                self._fire(self._revert_node(name, change))
+        self.node_changes = [kept for kept in self.node_changes if kept not in stale]
+        for name in sorted(nodes):
+            more = gpus_to_remove(faults, name, self.removed_gpus.get(name, 0))
+            if more > 0:
+                self._fire(self._patch_node(name, NodeChange(missing_gpus=more)))
+            elif more < 0:
+                self._fire(self._revert_node(name, NodeChange(missing_gpus=-more)))
+        self.faults = faults
+        self.generation = state.generation
+        write_applied(self.faults_file, state.generation)
 
     @staticmethod
     def _fire(action: Callable[[], None]) -> None:
@@ -509,9 +611,23 @@ class Runner:
             body, status = node_patches(self.client.get(Node, name).to_dict(), change, now)
             self.client.patch(Node, name, body)
             self.client.patch(Node.Status, name, status)
-            kept = replace(change, missing_gpus=0)  # a count is removed once, never again
-            if (name, kept) not in self.node_changes:
+            if change.missing_gpus:  # a count is removed once, never again
+                self.removed_gpus[name] = self.removed_gpus.get(name, 0) + change.missing_gpus
+            kept = replace(change, missing_gpus=0)
+            if kept != NodeChange() and (name, kept) not in self.node_changes:
                 self.node_changes.append((name, kept))
+
+        return patch
+
+    def _revert_node(self, name: str, change: NodeChange) -> Callable[[], None]:
+        def patch() -> None:
+            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            body, status = node_revert_patches(self.client.get(Node, name).to_dict(), change, now)
+            self.client.patch(Node, name, body)
+            if status["status"]:
+                self.client.patch(Node.Status, name, status)
+            if change.missing_gpus:
+                self.removed_gpus[name] = max(0, self.removed_gpus.get(name, 0) - change.missing_gpus)
 
         return patch
 
@@ -547,13 +663,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ready-file", type=Path, default=None, help="written after the first poll")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fault", action="append", default=[])
+    parser.add_argument(
+        "--faults-file",
+        type=Path,
+        default=None,
+        help="the fault state file, read at every poll (over --fault)",
+    )
     parser.add_argument("--log-style", default="", help="docs/sandbox.md: mpi, skypilot, pdsh, srun, ...")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated seconds per wall-clock second")
     args = parser.parse_args(argv)
     client = Client(KubeConfig.from_file(args.kubeconfig), field_manager="nvcre-sandbox-runner")
     style = parse_log_style(args.log_style)
+    found = read_faults(args.faults_file) if args.faults_file else None
+    faults = found.faults if found is not None else parse_faults(args.fault)
     runner = Runner(
-        client, args.logs_dir, parse_faults(args.fault), seed=args.seed, style=style, speed=args.speed
+        client,
+        args.logs_dir,
+        faults,
+        seed=args.seed,
+        style=style,
+        speed=args.speed,
+        faults_file=args.faults_file,
     )
     runner.run(args.ready_file)
     return 0

@@ -8,19 +8,25 @@ too, read from ``/proc`` when the sandbox is ready.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nvcre.sandbox.fault_state import FaultState, decode, encode
 from nvcre.testing.processes import signal_group
 
 RECORD = "sandbox.json"
+#: The faults in force (:mod:`nvcre.sandbox.fault_state`), and the generation of them the runner
+#: last applied (:func:`applied_path`).
+FAULTS = "faults.json"
 SUPERVISOR = "supervisor"
 #: TCP state LISTEN in /proc/net/tcp.
 _LISTEN = "0A"
@@ -121,6 +127,44 @@ def listening_sockets() -> list[tuple[int, str]]:
     return out
 
 
+def read_faults(path: Path) -> FaultState | None:
+    """The fault state in ``path``; ``None`` when there is none (:class:`ValueError` when it
+    does not decode)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return decode(text)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole: a reader sees the old text or the new, never part of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_faults(path: Path, state: FaultState) -> None:
+    _replace(path, encode(state))
+
+
+def applied_path(faults: Path) -> Path:
+    """Where the runner acknowledges the generation of ``faults`` it applied."""
+    return faults.with_suffix(".applied")
+
+
+def read_applied(faults: Path) -> int:
+    """The generation of ``faults`` the runner last applied (0: none yet)."""
+    try:
+        return int(applied_path(faults).read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def write_applied(faults: Path, generation: int) -> None:
+    _replace(applied_path(faults), f"{generation}\n")
+
+
 class StateDir:
     """One sandbox's directory: ``sandbox.json``, ``<component>.pid``, logs, the cluster's files."""
 
@@ -138,6 +182,21 @@ class StateDir:
     @property
     def log_path(self) -> Path:
         return self.path / f"{SUPERVISOR}.log"
+
+    @property
+    def faults_path(self) -> Path:
+        return self.path / FAULTS
+
+    @contextlib.contextmanager
+    def faults_lock(self) -> Iterator[None]:
+        """Held while a command reads, changes and writes the faults (two at once lose none)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / f"{FAULTS}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def read(self) -> Record | None:
         try:

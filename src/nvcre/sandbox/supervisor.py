@@ -12,6 +12,7 @@ no component running; ``down`` then kills whatever group is left and removes the
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -25,9 +26,17 @@ from types import FrameType
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
+from nvcre.sandbox.fault_state import initial
 from nvcre.sandbox.faults import parse_faults
 from nvcre.sandbox.runner import initial_nodes
-from nvcre.sandbox.state import SUPERVISOR, ComponentRecord, Record, StateDir, listening_ports
+from nvcre.sandbox.state import (
+    SUPERVISOR,
+    ComponentRecord,
+    Record,
+    StateDir,
+    listening_ports,
+    write_faults,
+)
 from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
@@ -93,6 +102,7 @@ def serve(state: StateDir) -> int:
     nodes = sandbox_nodes(options)
     record.nodes = [str(n.metadata.name) for n in nodes if n.metadata]
     state.write(record)
+    write_faults(state.faults_path, initial(options.faults, utc_now()))
     workdir = state.cluster_dir
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(
@@ -107,7 +117,9 @@ def serve(state: StateDir) -> int:
         with cp.client() as client:
             create_nodes(client, nodes, options)
         manager = ManagerProcess(cp, workdir, name=MANAGER)
-        runner = Process(RUNNER, runner_argv(cluster, workdir, options), workdir / f"{RUNNER}.log")
+        runner = Process(
+            RUNNER, runner_argv(cluster, workdir, options, state.faults_path), workdir / f"{RUNNER}.log"
+        )
         runner.start()
         manager.start(timeout=ready_timeout(options.nodes))
         wait_runner_ready(runner, workdir, ready_timeout(options.nodes))
@@ -175,8 +187,16 @@ def startup_timeout(nodes: int) -> float:
     return 300.0 + nodes / 10
 
 
-def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
-    """How the runner is started: it writes ``<workdir>/runner.ready`` after its first poll."""
+def utc_now() -> str:
+    """Now, as the fault state dates a fault (RFC 3339, UTC, seconds)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def runner_argv(
+    cluster: Cluster, workdir: Path, options: Options, faults_file: Path | None = None
+) -> list[str]:
+    """How the runner is started: it writes ``<workdir>/runner.ready`` after its first poll;
+    with ``faults_file`` it takes the faults in force from there (``nvcrectl sandbox fault``)."""
     cp = cluster.control_plane
     return [
         sys.executable,
@@ -189,6 +209,7 @@ def runner_argv(cluster: Cluster, workdir: Path, options: Options) -> list[str]:
         f"--log-style={options.log_style}",
         f"--speed={options.speed}",
         *(f"--fault={f}" for f in options.faults),
+        *([f"--faults-file={faults_file}"] if faults_file is not None else []),
     ]
 
 
