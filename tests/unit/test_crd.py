@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,73 @@ def test_crd_files_parse_as_single_documents() -> None:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         documents = [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
         assert len(documents) == 1, path
+
+
+# --- kubectl get: printer columns, short names, categories -------------------------------------
+
+_SEGMENT = re.compile(r'\.((?:\\\.|[^.\[\\])+)(?:\[\?\(@\.(\w+)=="[^"]*"\)\])?')
+_COLUMN_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "number": "number"}
+# Short names of other APIs a GPU cluster runs beside nvcre (Kubernetes, JobSet, Kubeflow, Argo,
+# cert-manager, Volcano, Kueue): none of nvcre's may shadow one.
+_TAKEN_SHORT_NAMES = {
+    "cj", "cm", "cs", "csr", "ds", "deploy", "ep", "ev", "hpa", "ing", "js", "netpol", "no", "ns",
+    "pc", "pdb", "po", "pv", "pvc", "quota", "rc", "rs", "sa", "sts", "svc", "limits", "crd", "crds",
+    "job", "jobs", "wf", "wfs", "cwf", "wftmpl", "cert", "certs", "cr", "vcjob", "pg", "wl", "cq", "lq",
+    "tj", "trainjob", "tr", "ctr",
+}  # fmt: skip
+
+
+def _columns(kind: str) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = CRDS[kind]["spec"]["versions"][0]["additionalPrinterColumns"]
+    return columns
+
+
+def _schema_at(kind: str, json_path: str) -> dict[str, Any] | None:
+    """The schema a column's JSONPath reads (None under metadata, which the CRD leaves open)."""
+    segments = list(_SEGMENT.finditer(json_path))
+    assert "".join(m.group(0) for m in segments) == json_path, f"{kind}: cannot read {json_path}"
+    node: dict[str, Any] = CRDS[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for match in segments:
+        name, filtered = match.group(1), match.group(2)
+        if name == "metadata":
+            return None
+        assert name in node.get("properties", {}), f"{kind}: {json_path} names no field {name!r}"
+        node = node["properties"][name]
+        if filtered:
+            assert node["type"] == "array", f"{kind}: {json_path} filters {name}, not a list"
+            node = node["items"]
+            assert filtered in node["properties"], f"{kind}: {json_path} filters on no field {filtered!r}"
+    return node
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_every_printer_column_reads_a_field_of_the_kind(kind: str) -> None:
+    columns = _columns(kind)
+    assert columns[-1]["name"] != "Age" or columns[-1]["jsonPath"] == ".metadata.creationTimestamp"
+    assert [c for c in columns if c["name"] == "Age"] == [
+        {
+            "name": "Age",
+            "type": "date",
+            "jsonPath": ".metadata.creationTimestamp",
+            "description": "Time since the object was created.",
+        }
+    ]
+    for column in columns:
+        assert column["description"]
+        schema = _schema_at(kind, column["jsonPath"])
+        if schema is not None:
+            assert _COLUMN_TYPES[column["type"]] == schema["type"], column
+
+
+def test_the_label_columns_read_the_labels_the_workflow_puts_on_its_jobs() -> None:
+    paths = {c["name"]: c["jsonPath"] for c in _columns("Job")}
+    assert paths["Group"] == r".metadata.labels.nvcre\.nvidia\.com/group"
+    assert paths["Workflow"] == r".metadata.labels.nvcre\.nvidia\.com/workflow"
+
+
+def test_short_names_are_nvcre_own_and_every_kind_is_in_the_nvcre_category() -> None:
+    short = [name for crd in CRDS.values() for name in crd["spec"]["names"]["shortNames"]]
+    assert len(short) == len(set(short)) == len(CRDS)
+    assert not set(short) & _TAKEN_SHORT_NAMES
+    assert all(name.startswith("nv") for name in short)
+    assert {tuple(crd["spec"]["names"]["categories"]) for crd in CRDS.values()} == {("nvcre",)}

@@ -105,18 +105,24 @@ def crd_for(kind: type[Resource]) -> dict[str, Any]:
     }
     if kind.HAS_STATUS:
         version["subresources"] = {"status": {}}
+    version["additionalPrinterColumns"] = [column.to_dict() for column in kind.COLUMNS]
+    names: dict[str, Any] = {
+        "kind": kind.KIND,
+        "listKind": f"{kind.KIND}List",
+        "plural": kind.PLURAL,
+        "singular": kind.KIND.lower(),
+    }
+    if kind.SHORT_NAMES:
+        names["shortNames"] = list(kind.SHORT_NAMES)
+    if kind.CATEGORIES:
+        names["categories"] = list(kind.CATEGORIES)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{kind.PLURAL}.{kind.GROUP}"},
         "spec": {
             "group": kind.GROUP,
-            "names": {
-                "kind": kind.KIND,
-                "listKind": f"{kind.KIND}List",
-                "plural": kind.PLURAL,
-                "singular": kind.KIND.lower(),
-            },
+            "names": names,
             "scope": "Namespaced" if kind.NAMESPACED else "Cluster",
             "versions": [version],
         },

@@ -24,6 +24,7 @@ from nvcre.api.v1alpha1.common import (
 )
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, cel_config
 
@@ -164,6 +165,22 @@ class Certification(Resource):
     """A suite of catalog categories run against a GPU node pool."""
 
     KIND = Kind.CERTIFICATION
+    SHORT_NAMES = ("nvcert",)
+    COLUMNS = (
+        *state_columns("Certification"),
+        Column(
+            "Running",
+            '.status.categoryStatuses[?(@.status=="InProgress")].variant',
+            "The category (its variant) running now.",
+        ),
+        Column(
+            "Failed-Category",
+            '.status.categoryStatuses[?(@.status=="Failed")].variant',
+            "The first category that failed (the report lists them all).",
+        ),
+        AGE,
+        MESSAGE,
+    )
 
     spec: CertificationSpec
     status: CertificationStatus | None = None

@@ -21,6 +21,8 @@ def members(vocabulary: type) -> tuple[str, ...]:
 GROUP: Final = "nvcre.nvidia.com"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
+CATEGORY: Final = "nvcre"
+"""The CRDs' category: ``kubectl get nvcre`` lists the objects of every kind of the group."""
 
 MANAGED_BY_VALUE: Final = "nvcre"
 """Value of the ``app.kubernetes.io/managed-by`` label on everything the controller creates."""

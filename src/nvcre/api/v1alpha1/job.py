@@ -14,9 +14,10 @@ from nvcre.api.v1alpha1.common import (
     WorkloadReference,
     expression_schema,
 )
-from nvcre.api.v1alpha1.constants import Kind
+from nvcre.api.v1alpha1.constants import Kind, Label
 from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, label_path, state_columns
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import EXACTLY_ONE, TrainJobSpecSchema, cel, cel_config
 from nvcre.api.v1alpha1.trainjob import TrainJobSpec
@@ -146,6 +147,16 @@ class Job(Resource):
     """Creates and watches one workload on one node group."""
 
     KIND = Kind.JOB
+    SHORT_NAMES = ("nvjob",)
+    COLUMNS = (
+        *state_columns("Job"),
+        Column("Group", label_path(Label.GROUP), "The Workflow's node group it runs."),
+        Column("Nodes", ".spec.workload.trainJob.trainer.numNodes", "Nodes of its TrainJob.", "integer"),
+        Column("Restarts", ".status.restartCount", "Checkpoint restarts so far.", "integer"),
+        Column("Workflow", label_path(Label.WORKFLOW), "The Workflow it belongs to.", priority=1),
+        AGE,
+        MESSAGE,
+    )
 
     spec: JobSpec
     status: JobStatus | None = None

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, Column
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import cel
 
@@ -88,6 +89,25 @@ class LogProfile(Resource):
     """Regular expressions that turn log lines into training and bandwidth events."""
 
     KIND = Kind.LOG_PROFILE
+    SHORT_NAMES = ("nvlp",)
+    COLUMNS = (
+        Column(
+            "Reader",
+            ".spec.reader",
+            "NcclTests: nccl-tests' tables (bandwidth); Patterns (when empty): its regexes (goodput, "
+            "or bandwidth rows by bandwidthResult).",
+        ),
+        Column(
+            "Workers", ".spec.workerStrategy.type", "Single: one pod's log is read; Multi: each worker's."
+        ),
+        Column(
+            "Replicated-Job",
+            ".spec.workerStrategy.replicatedJobName",
+            "The TrainJob's replicated job whose pods are read.",
+        ),
+        Column("Container", ".spec.containerName", "The container whose log is read.", priority=1),
+        AGE,
+    )
     NAMESPACED: ClassVar[bool] = False
     HAS_STATUS: ClassVar[bool] = False
 

@@ -9,6 +9,7 @@ from pydantic import Field
 from nvcre.api.v1alpha1.common import SAMPLE_INTERVAL_DESCRIPTION, SampleInterval, TypedLocalObjectReference
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, JOB, Column, measurement_columns
 from nvcre.api.v1alpha1.resource import Resource
 
 
@@ -94,6 +95,19 @@ class GoodputMeasurement(Resource):
     """Goodput of a training Job, computed from its logs."""
 
     KIND = Kind.GOODPUT_MEASUREMENT
+    SHORT_NAMES = ("nvgp",)
+    COLUMNS = (
+        *measurement_columns(),
+        Column("Goodput", ".status.result", "Goodput, 0..1: productive training time over wall time."),
+        Column("Step", ".status.currentStep", "The latest training step logged.", "integer"),
+        Column("Step-Time-S", ".status.avgStepTimeSec", "Mean seconds per steady (non-warm-up) step."),
+        Column("Interruptions", ".status.interruptionCount", "Failures and restarts counted.", "integer"),
+        Column(
+            "TFLOPS/GPU", ".status.avgTFLOPSPerGPU", "Mean TFLOP/s per GPU, warm-up included.", priority=1
+        ),
+        JOB,
+        AGE,
+    )
 
     spec: GoodputMeasurementSpec
     status: GoodputMeasurementStatus | None = None
@@ -270,6 +284,21 @@ class BandwidthMeasurement(Resource):
     """NCCL bus and algorithm bandwidth per message size, parsed from a Job's logs."""
 
     KIND = Kind.BANDWIDTH_MEASUREMENT
+    SHORT_NAMES = ("nvbw",)
+    COLUMNS = (
+        *measurement_columns(),
+        Column("Test", ".status.test", "The nccl-tests binary its log names (all_reduce_perf, ...)."),
+        Column("Ranks", ".status.ranks", "Ranks of the run.", "integer"),
+        Column(
+            "BusBW-GB/s", ".status.avgBusBandwidthGBps", "nccl-tests' '# Avg bus bandwidth' footer, GB/s."
+        ),
+        Column(
+            "Log-Complete", ".status.complete", "Every table reached its footer and last size.", "boolean", 1
+        ),
+        Column("Incomplete-Reason", ".status.incompleteReason", "Why the log is not complete.", priority=1),
+        JOB,
+        AGE,
+    )
 
     spec: BandwidthMeasurementSpec
     status: BandwidthMeasurementStatus | None = None

@@ -6,10 +6,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, PLURALS, VERSION
+from nvcre.api.v1alpha1.constants import API_VERSION, CATEGORY, GROUP, PLURALS, VERSION
 from nvcre.api.v1alpha1.meta import NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, Column
 
-__all__ = ["API_VERSION", "GROUP", "VERSION", "Resource"]
+__all__ = ["API_VERSION", "GROUP", "VERSION", "Column", "Resource"]
 
 
 class Resource(NvcreModel):
@@ -22,6 +23,12 @@ class Resource(NvcreModel):
     """``KIND``'s plural, from ``PLURALS`` unless the subclass names it (another group's kind)."""
     NAMESPACED: ClassVar[bool] = True
     HAS_STATUS: ClassVar[bool] = True
+    COLUMNS: ClassVar[tuple[Column, ...]] = (AGE,)
+    """``kubectl get``'s columns after NAME (the CRD's ``additionalPrinterColumns``), AGE last."""
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
+    """``kubectl get <short name>``: nv-prefixed, so none is another API's (``job``, ``wf``, ``cert``)."""
+    CATEGORIES: ClassVar[tuple[str, ...]] = (CATEGORY,)
+    """``kubectl get nvcre`` lists every kind of the group."""
 
     api_version: str = ""
     kind: str = ""

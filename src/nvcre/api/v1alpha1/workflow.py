@@ -24,6 +24,7 @@ from nvcre.api.v1alpha1.common import (
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.job import FailedNode, JobSpec
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel, cel_config
 
@@ -344,6 +345,33 @@ class Workflow(Resource):
     """Runs one category or one WorkloadRun across node groups."""
 
     KIND = Kind.WORKFLOW
+    SHORT_NAMES = ("nvwf",)
+    COLUMNS = (
+        *state_columns("Workflow"),
+        Column(
+            "Nodes", ".status.orchestration.totalNodes", "Nodes taking part (after exclusions).", "integer"
+        ),
+        Column(
+            "Groups",
+            ".status.orchestration.totalGroups",
+            "Node groups, one Job each per iteration.",
+            "integer",
+        ),
+        Column("Nodes/Job", ".status.orchestration.nodesPerJob", "Nodes of each group's Job.", "integer"),
+        Column(
+            "Iteration",
+            ".status.orchestration.currentIteration",
+            "The iteration running now (of spec.orchestration.iterations).",
+            "integer",
+            priority=1,
+        ),
+        Column("Platform", ".status.orchestration.detectedPlatform", "The nodes' platform.", priority=1),
+        Column(
+            "GPU", ".status.orchestration.detectedGPUArchitecture", "The nodes' GPU architecture.", priority=1
+        ),
+        AGE,
+        MESSAGE,
+    )
 
     spec: WorkflowSpec
     status: WorkflowStatus | None = None

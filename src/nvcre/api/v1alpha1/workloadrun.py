@@ -25,6 +25,7 @@ from nvcre.api.v1alpha1.common import (
 )
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
+from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import (
     EXACTLY_ONE,
@@ -142,6 +143,18 @@ class WorkloadRun(Resource):
     """Runs a distributed workload once across GPU nodes."""
 
     KIND = Kind.WORKLOAD_RUN
+    SHORT_NAMES = ("nvwr",)
+    COLUMNS = (
+        *state_columns("WorkloadRun"),
+        Column("Nodes", ".spec.numNodes", "Nodes per Job (Pinned) or of the one Job (Unpinned).", "integer"),
+        Column(
+            "Platform", ".status.detectedPlatform", "The platform the nodes run on (from their providerID)."
+        ),
+        Column("GPU", ".status.detectedGPUArchitecture", "The GPU architecture of the nodes."),
+        Column("Workflow", ".status.workflowRef.name", "The Workflow it runs.", priority=1),
+        AGE,
+        MESSAGE,
+    )
 
     spec: WorkloadRunSpec
     status: WorkloadRunStatus | None = None
