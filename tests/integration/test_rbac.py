@@ -6,6 +6,8 @@ leader-elected with its Lease in ``nvcre`` as deployed. It drives Workflows to s
 failure, and proves with the API server's own authorizer that nodes are read-only to it. Its
 requests are in the session's audit log too, which test_zz_rbac_used compares with the role.
 The shared ``manager`` fixture is not used here, so this manager is the only one running.
+The roles for people (nvcre-view, nvcre-edit) are proven here too, as users bound to Kubernetes'
+view and edit.
 With that identity it also proves that no dependency a user writes lands outside the Workflow's
 namespace (the confused deputy), and that a dependency's ``when`` is honoured. TrainJobs are
 ended by hand: the audit log of this control plane is what is compared.
@@ -22,16 +24,23 @@ import pytest
 from lightkube import ApiError, Client, KubeConfig
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.authentication_v1 import SelfSubjectReview
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import ConfigMap, Namespace, PersistentVolume
+from lightkube.resources.core_v1 import ConfigMap, Namespace, PersistentVolume, ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import RoleBinding
 
 from nvcre import resources
 from nvcre.manager.main import LEADER_ELECTION_ID
-from nvcre.testing.access import apply_manifests, load_manifests, service_account_kubeconfig
+from nvcre.testing.access import (
+    aggregate_cluster_roles,
+    apply_manifests,
+    load_manifests,
+    service_account_kubeconfig,
+)
 from nvcre.testing.binaries import repo_root
-from nvcre.testing.builders import WorkloadRun, pool_spec
+from nvcre.testing.builders import Certification, WorkloadRun, pool_spec
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import true_condition, wait_true
 from nvcre.testing.kwok import Kwok
@@ -318,3 +327,80 @@ def test_a_dependency_exists_only_where_its_when_matches(
     present = {c.metadata.name for c in kube.list(ConfigMap, namespace=namespace) if c.metadata}
     assert {"everywhere", "aws-only"} <= present
     assert "gcp-only" not in present
+
+
+def _user(
+    control_plane: ControlPlane, kube: Client, namespace: str, name: str, role: str, path: Path
+) -> Client:
+    """ServiceAccount ``name`` of ``namespace``, bound there (a RoleBinding) to ClusterRole ``role``."""
+    kube.create(ServiceAccount(metadata=ObjectMeta(name=name, namespace=namespace)))
+    kube.create(
+        RoleBinding(
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
+            subjects=[Subject(kind="ServiceAccount", name=name, namespace=namespace)],
+        )
+    )
+    config = service_account_kubeconfig(control_plane, namespace, name, path / f"{name}.kubeconfig")
+    return Client(KubeConfig.from_file(config), trust_env=False)
+
+
+def test_kubernetes_view_and_edit_roles_carry_nvcre_through_aggregation(
+    control_plane: ControlPlane, kube: Client, namespace: str, tmp_path: Path
+) -> None:
+    """config/rbac's nvcre-view and nvcre-edit, aggregated into Kubernetes' own view and edit (by
+    their aggregationRules, as kube-controller-manager fills them): a user bound to view reads
+    Certifications and may not create one; a user bound to edit creates one, and still may not
+    write a Job (the manager's)."""
+    apply_manifests(kube, load_manifests([RBAC_DIR / "user_roles.yaml"]))
+    aggregate_cluster_roles(kube)
+    cert = Certification("by-a-user").namespace(namespace).pool(pool_name()).obj()
+    with (
+        _user(control_plane, kube, namespace, "viewer", "view", tmp_path) as viewer,
+        _user(control_plane, kube, namespace, "editor", "edit", tmp_path) as editor,
+    ):
+        # A fresh API server answers 429 while its cache of a new CRD starts (a timeout names the error).
+        wait_for(
+            lambda: certifications(viewer, namespace) == [], 30, what="the viewer's list", ignore=(ApiError,)
+        )
+        with pytest.raises(ApiError) as refused:
+            viewer.create(resources.Certification.from_dict(cert))
+        assert refused.value.status.code == 403
+        for kind in ("jobs", "workflows", "bandwidthmeasurements", "goodputmeasurements", "workloadruns"):
+            assert allowed_in(viewer, namespace, "watch", kind)
+            assert not allowed_in(viewer, namespace, "delete", kind)
+
+        editor.create(resources.Certification.from_dict(cert))
+        assert certifications(viewer, namespace) == ["by-a-user"]
+        assert allowed_in(editor, namespace, "create", "workloadruns")
+        assert allowed_in(editor, namespace, "delete", "workflows")
+        assert not allowed_in(editor, namespace, "create", "jobs")
+        assert not allowed_in(editor, namespace, "update", "certifications", "status")
+        assert not allowed_in(editor, namespace, "create", "logprofiles"), (
+            "cluster-scoped: not by a RoleBinding"
+        )
+
+
+def certifications(client: Client, namespace: str) -> list[str]:
+    return [
+        str(c.metadata.name) for c in client.list(resources.Certification, namespace=namespace) if c.metadata
+    ]
+
+
+def allowed_in(
+    client: Client, namespace: str, verb: str, resource: str, subresource: str | None = None
+) -> bool:
+    review = SelfSubjectAccessReview(
+        spec=SelfSubjectAccessReviewSpec(
+            resourceAttributes=ResourceAttributes(
+                verb=verb,
+                group="nvcre.nvidia.com",
+                resource=resource,
+                subresource=subresource,
+                namespace=namespace if resource != "logprofiles" else None,
+            )
+        )
+    )
+    reply = client.create(review)
+    assert reply.status is not None
+    return bool(reply.status.allowed)

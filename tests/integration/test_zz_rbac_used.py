@@ -17,7 +17,7 @@ from lightkube import Client
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from nvcre.testing.access import load_manifests
-from nvcre.testing.audit import Access, Grant, accesses, by_manager, compare, denied, grants
+from nvcre.testing.audit import Access, Grant, accesses, bound_to_manager, by_manager, compare, denied, grants
 from nvcre.testing.binaries import repo_root
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.manager import ManagerProcess
@@ -43,7 +43,8 @@ def used(control_plane: ControlPlane, kube: Client) -> list[Access]:
 
 
 def granted() -> list[Grant]:
-    return grants(load_manifests(sorted((repo_root() / "config" / "rbac").glob("*.yaml"))))
+    """What config/rbac grants the manager (not the roles for people it also holds)."""
+    return grants(bound_to_manager(load_manifests(sorted((repo_root() / "config" / "rbac").glob("*.yaml")))))
 
 
 def test_no_request_of_the_manager_was_refused(control_plane: ControlPlane, manager: ManagerProcess) -> None:

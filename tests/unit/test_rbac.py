@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from nvcre.api.v1alpha1 import KIND_MODULES
+from nvcre.api.v1alpha1.constants import PLURALS
 from nvcre.controllers.rbac import CLUSTER_RULES
 from nvcre.manager import rbac
 from nvcre.manager.main import LEADER_ELECTION_ID, USER_AGENT, client_for
@@ -17,6 +19,7 @@ from nvcre.testing.audit import (
     MANAGER_USER_AGENT,
     Access,
     accesses,
+    bound_to_manager,
     by_manager,
     compare,
     denied,
@@ -210,3 +213,28 @@ def test_no_rule_writes_a_node_or_uses_a_wildcard(rule: Any) -> None:
     assert "*" not in (rule.group, rule.resource, *rule.verbs)
     if rule.group == "" and rule.resource.split("/")[0] == "nodes":
         assert set(rule.verbs) <= {"get", "list", "watch"}
+
+
+def test_the_manager_is_bound_to_its_two_roles_and_not_to_the_users_ones() -> None:
+    documents = load_manifests(sorted((ROOT / "config" / "rbac").glob("*.yaml")))
+    names = {(d["kind"], d["metadata"]["name"]) for d in bound_to_manager(documents)}
+    assert names == {("ClusterRole", "nvcre-manager"), ("Role", "nvcre-leader-election")}
+
+
+def test_the_users_roles_read_every_kind_and_write_only_what_people_write() -> None:
+    documents = load_manifests([ROOT / "config" / "rbac" / "user_roles.yaml"])
+    roles = {d["metadata"]["name"]: d for d in documents}
+    assert set(roles) == {"nvcre-view", "nvcre-edit"}
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert roles["nvcre-view"]["metadata"]["labels"] == {f"{aggregate}view": "true"}
+    assert roles["nvcre-edit"]["metadata"]["labels"] == {
+        f"{aggregate}edit": "true",
+        f"{aggregate}admin": "true",
+    }
+    kinds = {PLURALS[kind] for kind in KIND_MODULES}
+    view = {(g.resource, g.verb) for g in grants([roles["nvcre-view"]])}
+    assert view == {(plural, verb) for plural in kinds for verb in ("get", "list", "watch")}
+    written = {g.resource for g in grants([roles["nvcre-edit"]]) if g.verb == "create"}
+    assert written == {"certifications", "workloadruns", "workflows", "logprofiles"}
+    assert all(g.group == "nvcre.nvidia.com" for role in roles.values() for g in grants([role]))
+    assert not any(g.resource.endswith("/status") for role in roles.values() for g in grants([role]))

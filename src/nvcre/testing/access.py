@@ -4,6 +4,8 @@
 ``service_account_kubeconfig(control_plane, namespace, name, path)`` asks the API server for a
 token of that ServiceAccount (TokenRequest, signed with the control plane's service-account key)
 and writes a kubeconfig that authenticates with it — the identity an in-cluster Pod would have.
+``aggregate_cluster_roles(client, names)`` fills aggregated ClusterRoles (``view``, ``edit``,
+``admin``) as kube-controller-manager would, on a control plane that runs none.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from lightkube.codecs import from_dict
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRole
+from lightkube.types import PatchType
 
 from nvcre import yamlio
 from nvcre.testing.controlplane import FIELD_MANAGER, ControlPlane
@@ -67,7 +71,29 @@ def service_account_kubeconfig(control_plane: ControlPlane, namespace: str, name
     return path
 
 
+def _selected(labels: dict[str, str], selector: dict[str, Any]) -> bool:
+    assert not selector.get("matchExpressions"), "only matchLabels selectors are aggregated here"
+    return all(labels.get(key) == value for key, value in (selector.get("matchLabels") or {}).items())
+
+
+def aggregate_cluster_roles(client: Client, names: Iterable[str] = ("view", "edit", "admin")) -> None:
+    """Give each aggregated ClusterRole of ``names`` (in order: ``view`` is aggregated into ``edit``)
+    the rules of every ClusterRole its ``aggregationRule`` selects, as kube-controller-manager's
+    clusterrole-aggregation controller does (the shared test control plane runs no controller-manager)."""
+    for name in names:
+        roles = [role.to_dict() for role in client.list(ClusterRole)]
+        (target,) = (r for r in roles if r["metadata"]["name"] == name)
+        selectors = target["aggregationRule"]["clusterRoleSelectors"]
+        rules: list[dict[str, Any]] = []
+        for role in sorted(roles, key=lambda r: str(r["metadata"]["name"])):
+            labels = role["metadata"].get("labels") or {}
+            if role["metadata"]["name"] != name and any(_selected(labels, s) for s in selectors):
+                rules += [rule for rule in role.get("rules") or () if rule not in rules]
+        client.patch(ClusterRole, name, {"rules": rules}, patch_type=PatchType.MERGE)
+
+
 __all__ = [
+    "aggregate_cluster_roles",
     "apply_manifests",
     "load_manifests",
     "service_account_kubeconfig",

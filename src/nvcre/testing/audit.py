@@ -148,6 +148,23 @@ class Grant:
         return f"{self.verb} {self.resource}" + (f".{self.group}" if self.group else "") + names
 
 
+def bound_to_manager(documents: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The Roles and ClusterRoles among ``documents`` that a binding among them gives the manager's
+    ServiceAccount (``config/rbac`` also holds the roles for people, which it is not bound to)."""
+    documents = list(documents)
+    bound = {
+        (doc["roleRef"]["kind"], doc["roleRef"]["name"])
+        for doc in documents
+        if doc.get("kind") in ("ClusterRoleBinding", "RoleBinding")
+        and any(
+            f"system:serviceaccount:{s.get('namespace')}:{s.get('name')}" == SERVICE_ACCOUNT_USER
+            for s in doc.get("subjects") or ()
+            if s.get("kind") == "ServiceAccount"
+        )
+    }
+    return [doc for doc in documents if (doc.get("kind"), doc.get("metadata", {}).get("name")) in bound]
+
+
 def grants(documents: Iterable[Mapping[str, Any]]) -> list[Grant]:
     """Every (group, resource, verb) of the ClusterRoles and Roles among ``documents``.
 
