@@ -21,7 +21,7 @@ from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser, read, strip_kubelet_prefix
 from nvcre.measure.profile import compile_profile
 from nvcre.testing.builders import pool_spec
-from nvcre.testing.inspect import get, trainjob_of, wait_true
+from nvcre.testing.inspect import get, kubectl_get, trainjob_of, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION, after_last_entry, cri_log_lines, register_pod_log
 from nvcre.testing.nccl_cases import status_row
 from nvcre.testing.waiting import wait_for
@@ -132,6 +132,10 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
         "Referenced Job is running, measurement in progress",
     )
     assert condition(bm, "Complete") is None
+    assert (
+        kubectl_get(kube, resources.BandwidthMeasurement, namespace)["ar-job-bandwidth"]["REASON"]
+        == "JobRunning"
+    )
     assert bm["status"]["results"] == expected(lines[:cut])  # the 8 rows 8 B .. 512 B (L108-L115)
     assert bm["status"]["transport"] == ["Socket"]
     assert bm["status"]["tableLayout"] == {  # L94: the header the next sample reads rows with
@@ -167,6 +171,18 @@ def test_provisional_samples_then_the_final_read_of_the_whole_launcher_log(
     message = f"Final results from the complete log of pod {namespace}/{launcher}: 24 rows, 24 message sizes"
     assert condition(bm, "Complete") == ("True", "JobSucceeded", message)
     assert condition(bm, "Measuring") == ("False", "JobSucceeded", message)
+    shown = kubectl_get(kube, resources.BandwidthMeasurement, namespace, wide=True)["ar-job-bandwidth"]
+    assert {k: v for k, v in shown.items() if k != "AGE"} == {
+        "NAME": "ar-job-bandwidth",
+        "COMPLETE": "True",
+        "REASON": "JobSucceeded",
+        "TEST": "all_reduce_perf_mpi",
+        "RANKS": 2,
+        "BUSBW-GB/S": "0.0119653",
+        "LOG-COMPLETE": True,
+        "INCOMPLETE-REASON": None,
+        "JOB": "ar-job",
+    }
     job = get(kube, resources.Job, "ar-job", namespace)
     succeeded = next(c for c in job["status"]["conditions"] if c["type"] == "Succeeded")
     assert status["completionTime"] == succeeded["lastTransitionTime"]
@@ -296,9 +312,13 @@ def test_a_missing_profile_waits_and_a_failed_job_completes_as_job_failed(
     assert bm["status"]["results"][-1] == status_row(1073741824, "97.50", "182.80", "96.74", "181.39")
 
 
-def test_the_builtin_profiles_are_installed(kube: Client) -> None:
+def test_the_builtin_profiles_are_installed_and_kubectl_get_shows_what_each_reads(kube: Client) -> None:
     names = {p.metadata.name for p in kube.list(resources.LogProfile)}  # type: ignore[union-attr]
     assert {"nccl-bandwidth", "nccl-loopback"} <= names
+    shown = kubectl_get(kube, resources.LogProfile)
+    assert (shown["nccl-bandwidth"]["READER"], shown["nccl-bandwidth"]["WORKERS"]) == ("NcclTests", "Single")
+    assert shown["nccl-bandwidth"]["REPLICATED-JOB"] == "launcher"
+    assert (shown["megatron-training"]["READER"], shown["megatron-training"]["WORKERS"]) == (None, "Multi")
 
 
 @pytest.mark.asyncio

@@ -26,6 +26,7 @@ from nvcre.testing.inspect import (
     finish_workflow_jobs,
     get,
     jobs_of,
+    kubectl_get,
     trainjob_of,
     true_condition,
     wait_event,
@@ -230,6 +231,77 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
     assert [e for e in events if e[1] == "WorkflowCreated"] == [
         ("Normal", "WorkflowCreated", "Created Workflow for category communication/nccl-all-reduce (1 of 3)")
     ], "one transition event: later categories change the message, not the condition"
+
+
+def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """The printer columns, as ``kubectl get`` asks for them (a Table the API server renders)."""
+    pool, _ = new_pool(gpu_nodes, 2)
+    kube.create(
+        resources.Certification.from_dict(certification("shown", namespace, pool, ALL_REDUCE, LOOPBACK))
+    )
+    first, second = workflow_name("shown", ALL_REDUCE), workflow_name("shown", LOOPBACK)
+    wait_for(lambda: jobs_of(kube, namespace, first), 30, what=f"the Job of {first}")
+    wait_true(kube, resources.Certification, "shown", namespace, "InProgress")
+
+    running = kubectl_get(kube, resources.Certification, namespace)["shown"]
+    assert (running["NAME"], running["STATUS"], running["RUNNING"], running["FAILED-CATEGORY"]) == (
+        "shown",
+        "InProgress",
+        "nccl-all-reduce",
+        None,
+    )
+    assert running["REASON"] and re.fullmatch(r"\d+s", running["AGE"])
+    assert list(running) == ["NAME", "STATUS", "REASON", "RUNNING", "FAILED-CATEGORY", "AGE"]
+    workflow = wait_for(
+        lambda: (
+            (w := kubectl_get(kube, resources.Workflow, namespace, wide=True).get(first))
+            and w["GROUPS"]
+            and w
+        ),
+        30,
+        what=f"{first} partitioned",
+    )
+    assert {k: workflow[k] for k in ("STATUS", "NODES", "GROUPS", "NODES/JOB", "ITERATION")} == {
+        "STATUS": "InProgress",
+        "NODES": 2,
+        "GROUPS": 1,
+        "NODES/JOB": 2,
+        "ITERATION": 1,
+    }
+    job = wait_for(
+        lambda: (
+            (j := kubectl_get(kube, resources.Job, namespace, wide=True).get(f"{first}-job"))
+            and j["STATUS"]
+            and j
+        ),
+        30,
+        what=f"{first}-job started",
+    )
+    assert {k: job[k] for k in ("STATUS", "GROUP", "NODES", "WORKFLOW")} == {
+        "STATUS": "InProgress",
+        "GROUP": "group-0",
+        "NODES": 2,
+        "WORKFLOW": first,
+    }
+
+    finish_workflow_jobs(kube, namespace, first, 1, failing=frozenset({f"{first}-job"}))
+    wait_for(lambda: second in workflows_of(kube, namespace, "shown"), 60, what=second)
+    finish_workflow_jobs(kube, namespace, second, 1)
+    wait_true(kube, resources.Certification, "shown", namespace, "Failed", timeout=120)
+    done = kubectl_get(kube, resources.Certification, namespace, wide=True)["shown"]
+    assert {k: v for k, v in done.items() if k != "AGE"} == {
+        "NAME": "shown",
+        "STATUS": "Failed",
+        "REASON": "WorkflowFailed",
+        "RUNNING": None,
+        "FAILED-CATEGORY": "nccl-all-reduce",
+        "MESSAGE": "One or more certification categories failed",
+    }
+    workflows = kubectl_get(kube, resources.Workflow, namespace)
+    assert (workflows[first]["STATUS"], workflows[second]["STATUS"]) == ("Failed", "Succeeded")
+    assert kubectl_get(kube, resources.Job, namespace)[f"{first}-job"]["STATUS"] == "Failed"
 
 
 def test_waits_for_nodes_then_starts(kube: Client, namespace: str, gpu_nodes: Any, manager: Any) -> None:

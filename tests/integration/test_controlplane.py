@@ -42,6 +42,22 @@ def test_trainer_crds_are_established(kube: Client) -> None:
         assert established.get("Established") == "True", name
 
 
+def test_discovery_gives_kubectl_each_kinds_short_name_and_the_nvcre_category(kube: Client) -> None:
+    """What ``kubectl get nvcre`` and ``kubectl get nvcert`` resolve names with: the API server's discovery."""
+    response = kube._client._client.get("/apis/nvcre.nvidia.com/v1alpha1")
+    response.raise_for_status()
+    served = {r["name"]: r for r in response.json()["resources"] if "/" not in r["name"]}
+    assert {name: (r.get("shortNames"), r.get("categories")) for name, r in served.items()} == {
+        "certifications": (["nvcert"], ["nvcre"]),
+        "workloadruns": (["nvwr"], ["nvcre"]),
+        "workflows": (["nvwf"], ["nvcre"]),
+        "jobs": (["nvjob"], ["nvcre"]),
+        "bandwidthmeasurements": (["nvbw"], ["nvcre"]),
+        "goodputmeasurements": (["nvgp"], ["nvcre"]),
+        "logprofiles": (["nvlp"], ["nvcre"]),
+    }
+
+
 def test_trainjob_round_trips_through_the_real_schema(kube: Client, namespace: str) -> None:
     job = TrainJob(
         metadata=ObjectMeta(

@@ -15,7 +15,7 @@ from nvcre import resources
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput import fmt, goodput
 from nvcre.testing.builders import pool_spec
-from nvcre.testing.inspect import get, trainjob_of, wait_true
+from nvcre.testing.inspect import get, kubectl_get, trainjob_of, wait_true
 from nvcre.testing.kwok import register_pod_log
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods, finish_trainjob, pool_name, workflow
@@ -150,6 +150,18 @@ def test_a_healthy_run_completes_job_succeeded_with_the_figures_of_its_log(
     assert final["trainingTimeSec"] == fmt(t_w)
     assert final["result"] == fmt(goodput(t_w, 0, 0, 0.02, 0.03))
     assert 0 < float(final["result"]) <= 1
+    shown = kubectl_get(kube, resources.GoodputMeasurement, namespace, wide=True)["gp-job-goodput"]
+    assert {k: v for k, v in shown.items() if k != "AGE"} == {
+        "NAME": "gp-job-goodput",
+        "COMPLETE": "True",
+        "REASON": "JobSucceeded",
+        "GOODPUT": final["result"],
+        "STEP": 4,
+        "STEP-TIME-S": "1.050000",
+        "INTERRUPTIONS": final.get("interruptionCount"),
+        "TFLOPS/GPU": "115.000000",
+        "JOB": "gp-job",
+    }
     owner = done["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"]) == ("Workflow", "gp")
     series = {"namespace": namespace, "measurement": "gp-job-goodput", "job": "gp-job", "workflow": "gp"}

@@ -182,3 +182,31 @@ def wait_event(
         return found if event in found else None
 
     return wait_for(recorded, timeout, what=f"event {event} on {kind} {namespace}/{name}")
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+"""What ``kubectl get`` asks for: the API server renders the CRD's printer columns itself."""
+
+
+def kubectl_get(
+    kube: Client, resource: Any, namespace: str | None = None, *, wide: bool = False
+) -> dict[str, dict[str, Any]]:
+    """What ``kubectl get <plural>`` (``-o wide`` with ``wide``) shows: object name -> column -> cell.
+
+    Columns are keyed by their names as kubectl prints them (upper case); ``-o wide`` adds the
+    priority 1 columns, as kubectl does. An empty cell is ``None`` (kubectl prints ``<none>``).
+    """
+    http = kube._client
+    request = http.prepare_request("list", resource, namespace=namespace, headers={"Accept": TABLE})
+    response = http._client.send(http.build_adapter_request(request))
+    response.raise_for_status()
+    table = response.json()
+    assert table["kind"] == "Table", table
+    columns = table["columnDefinitions"]
+    shown = [i for i, column in enumerate(columns) if wide or not column.get("priority")]
+    return {
+        row["object"]["metadata"]["name"]: {
+            columns[i]["name"].upper(): (row["cells"][i] if row["cells"][i] != "" else None) for i in shown
+        }
+        for row in table["rows"]
+    }
