@@ -289,3 +289,13 @@ def test_short_names_are_nvcre_own_and_every_kind_is_in_the_nvcre_category() -> 
     assert not set(short) & _TAKEN_SHORT_NAMES
     assert all(name.startswith("nv") for name in short)
     assert {tuple(crd["spec"]["names"]["categories"]) for crd in CRDS.values()} == {("nvcre",)}
+
+
+def test_docs_api_lists_each_kinds_short_name_and_columns() -> None:
+    doc = (CRD_DIR.parents[1] / "docs" / "api.md").read_text().splitlines()
+    for kind, crd in CRDS.items():
+        (row,) = (line for line in doc if line.startswith(f"| `{kind}` | `"))
+        columns = ", ".join(
+            f"*{c['name'].upper()}*" if c.get("priority") else c["name"].upper() for c in _columns(kind)
+        )
+        assert row == f"| `{kind}` | `{crd['spec']['names']['shortNames'][0]}` | {columns} |"
