@@ -19,6 +19,7 @@ __all__ = [
     "Job",
     "JobSet",
     "LogProfile",
+    "NodeRecord",
     "TrainJob",
     "TrainingRuntime",
     "Workflow",
@@ -42,6 +43,7 @@ Job = BY_KIND["Job"]
 GoodputMeasurement = BY_KIND["GoodputMeasurement"]
 BandwidthMeasurement = BY_KIND["BandwidthMeasurement"]
 LogProfile = BY_KIND["LogProfile"]
+NodeRecord = BY_KIND["NodeRecord"]
 
 TrainJob: Any = create_namespaced_resource(TRAINER_GROUP, TRAINER_VERSION, "TrainJob", "trainjobs")
 TrainingRuntime: Any = create_namespaced_resource(

@@ -224,7 +224,13 @@ def test_crd_files_parse_as_single_documents() -> None:
 # --- kubectl get: printer columns, short names, categories -------------------------------------
 
 _SEGMENT = re.compile(r'\.((?:\\\.|[^.\[\\])+)(?:\[\?\(@\.(\w+)=="[^"]*"\)\])?')
-_COLUMN_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "number": "number"}
+_COLUMN_TYPES = {
+    "string": "string",
+    "integer": "integer",
+    "boolean": "boolean",
+    "number": "number",
+    "date": "string",  # a date column of a status field reads its RFC 3339 text
+}
 # Short names of other APIs a GPU cluster runs beside nvcre (Kubernetes, JobSet, Kubeflow, Argo,
 # cert-manager, Volcano, Kueue): none of nvcre's may shadow one.
 _TAKEN_SHORT_NAMES = {

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from nvcre.api.v1alpha1.job import Job
     from nvcre.api.v1alpha1.logprofile import LogProfile
     from nvcre.api.v1alpha1.measurements import BandwidthMeasurement, GoodputMeasurement
+    from nvcre.api.v1alpha1.noderecord import NodeRecord
     from nvcre.api.v1alpha1.resource import Resource
     from nvcre.api.v1alpha1.workflow import Workflow
     from nvcre.api.v1alpha1.workloadrun import WorkloadRun
@@ -30,6 +31,7 @@ KIND_MODULES: dict[str, str] = {
     "BandwidthMeasurement": "measurements",
     "GoodputMeasurement": "measurements",
     "LogProfile": "logprofile",
+    "NodeRecord": "noderecord",
 }
 """The module of each kind of the group, by kind name."""
 
@@ -64,6 +66,7 @@ __all__ = [
     "GoodputMeasurement",
     "Job",
     "LogProfile",
+    "NodeRecord",
     "Resource",
     "Workflow",
     "WorkloadRun",

@@ -37,6 +37,7 @@ class Kind:
     BANDWIDTH_MEASUREMENT: Final = "BandwidthMeasurement"
     C2C_MEASUREMENT: Final = "C2CMeasurement"
     LOG_PROFILE: Final = "LogProfile"
+    NODE_RECORD: Final = "NodeRecord"
     REPORT_EXPORT_POLICY: Final = "ReportExportPolicy"
     REPORT_EXPORT: Final = "ReportExport"
 
@@ -51,12 +52,13 @@ PLURALS: Final[Mapping[str, str]] = MappingProxyType(
         Kind.BANDWIDTH_MEASUREMENT: "bandwidthmeasurements",
         Kind.C2C_MEASUREMENT: "c2cmeasurements",
         Kind.LOG_PROFILE: "logprofiles",
+        Kind.NODE_RECORD: "noderecords",
         Kind.REPORT_EXPORT_POLICY: "reportexportpolicies",
         Kind.REPORT_EXPORT: "reportexports",
     }
 )
 
-CLUSTER_SCOPED_KINDS: Final = frozenset({Kind.LOG_PROFILE})
+CLUSTER_SCOPED_KINDS: Final = frozenset({Kind.LOG_PROFILE, Kind.NODE_RECORD})
 KINDS_WITHOUT_STATUS: Final = frozenset({Kind.LOG_PROFILE, Kind.REPORT_EXPORT_POLICY})
 
 # --- Kubeflow Trainer --------------------------------------------------------------------------

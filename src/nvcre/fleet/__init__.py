@@ -1,0 +1,1 @@
+"""Fleet memory: what nvcre keeps of each node across runs (the NodeRecord kind's rules)."""

@@ -1,0 +1,268 @@
+"""The per-node record's rules (the NodeRecord kind), as pure functions of plain data.
+
+:func:`node_results` turns an ended Workflow, its Jobs, their measurements and its failed-nodes
+entries into one result per node; :func:`fold` adds results to a record's status (a result whose
+Workflow or Job is already recorded is skipped, so writing again changes nothing), keeps the
+newest :data:`MAX_RESULTS` per category and computes the summary as of ``now``.
+
+A node's verdict is the Workflow's: ``Failed`` when the Workflow's failed-nodes record names it
+(with that entry's reason, cause and message), else ``Passed``. Its values, group and partners
+are those of its last Job in the Workflow (an isolation re-test's, when it had one), so a node
+failed by isolation shows the re-test's bandwidth, as the report does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nvcre import failednodes
+from nvcre.api.v1alpha1.constants import Annotation, Kind, Label
+from nvcre.api.v1alpha1.meta import parse_time
+from nvcre.api.v1alpha1.noderecord import (
+    FAILURE_WINDOW_DAYS,
+    MAX_CATEGORIES,
+    MAX_PARTNERS,
+    MAX_RESULTS,
+)
+from nvcre.conditions import ended
+from nvcre.measure.thresholds import measured_values, number
+
+PASSED = "Passed"
+FAILED = "Failed"
+RUN_KINDS = (Kind.CERTIFICATION, Kind.WORKLOAD_RUN)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The time of a result whose time cannot be read (it sorts first)."""
+
+Result = dict[str, Any]
+"""A ``NodeResult`` in its wire form (camelCase)."""
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(obj.get("metadata") or {})
+
+
+def _ref(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = _meta(obj)
+    ref = {"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid")}
+    return {k: str(v) for k, v in ref.items() if v}
+
+
+def category_of(workflow: Mapping[str, Any]) -> str:
+    """``domain/variant`` of a catalog category's Workflow; ``workloadrun/<name>`` of a
+    WorkloadRun's; ``workflow/<name>`` of a Workflow created alone."""
+    labels = _meta(workflow).get("labels") or {}
+    domain, variant = labels.get(Label.CATEGORY_DOMAIN), labels.get(Label.CATEGORY_VARIANT)
+    if domain and variant:
+        return f"{domain}/{variant}"
+    run = run_of(workflow)
+    if run is not None and run["kind"] == Kind.WORKLOAD_RUN:
+        return f"workloadrun/{run['name']}"
+    return f"workflow/{_meta(workflow).get('name', '')}"
+
+
+def run_of(workflow: Mapping[str, Any]) -> dict[str, str] | None:
+    """The Certification or WorkloadRun the Workflow belongs to (its controller owner)."""
+    meta = _meta(workflow)
+    for owner in meta.get("ownerReferences") or ():
+        if owner.get("controller") and owner.get("kind") in RUN_KINDS:
+            ref = {"kind": owner["kind"], "namespace": meta.get("namespace"), "name": owner.get("name")}
+            ref["uid"] = owner.get("uid")
+            return {k: str(v) for k, v in ref.items() if v}
+    return None
+
+
+def group_nodes(job: Mapping[str, Any]) -> list[str]:
+    """The nodes of the Job's group (its ``group-nodes`` annotation), sorted."""
+    text = (_meta(job).get("annotations") or {}).get(Annotation.GROUP_NODES) or ""
+    return sorted({n.strip() for n in str(text).split(",") if n.strip()})
+
+
+def _floors(job: Mapping[str, Any]) -> dict[str, float]:
+    expected = (job.get("spec") or {}).get("expectedPerformance") or {}
+    fraction = number(expected.get("floorFraction"))
+    if fraction is None:
+        return {}
+    out = {}
+    for figure in expected.get("figures") or ():
+        value = number(figure.get("value"))
+        if figure.get("key") and value is not None:
+            out[str(figure["key"])] = round(fraction * value, 2)
+    return out
+
+
+def _by_job_uid(measurements: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for m in measurements:
+        meta = _meta(m)
+        uid = (meta.get("labels") or {}).get(Label.JOB_UID) or (meta.get("annotations") or {}).get(
+            Annotation.JOB_UID
+        )
+        if uid:
+            out[str(uid)] = m
+    return out
+
+
+def _last_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each node's last ended Job: the latest end, then the greatest name."""
+    ordered = sorted(
+        ((end[1], str(_meta(job).get("name", "")), job) for job in jobs if (end := ended(job)) is not None),
+        key=lambda t: (t[0], t[1]),
+    )
+    out: dict[str, Mapping[str, Any]] = {}
+    for _, _, job in ordered:
+        for node in group_nodes(job):
+            out[node] = job
+    return out
+
+
+def node_results(
+    workflow: Mapping[str, Any],
+    jobs: Iterable[Mapping[str, Any]],
+    bandwidths: Iterable[Mapping[str, Any]],
+    goodputs: Iterable[Mapping[str, Any]],
+    failed: Iterable[Mapping[str, Any]],
+) -> dict[str, Result]:
+    """The result of each node the ended Workflow ran (on any of its ended Jobs), by node name;
+    empty while the Workflow has not ended. ``failed``: its failed-nodes entries."""
+    end = ended(workflow)
+    if end is None:
+        return {}
+    entries: dict[str, failednodes.Entry] = {}
+    for raw in failed:
+        entry = failednodes.normalise(raw)
+        entries.setdefault(entry["name"], entry)  # sorted by name, then reason: the first reason
+    bw, gp = _by_job_uid(bandwidths), _by_job_uid(goodputs)
+    run = run_of(workflow)
+    out: dict[str, Result] = {}
+    for node, job in sorted(_last_jobs(jobs).items()):
+        uid = str(_meta(job).get("uid") or "")
+        members = group_nodes(job)
+        partners = [n for n in members if n != node]
+        result: Result = {"time": end[1], "workflow": _ref(workflow), "job": _ref(job)}
+        if run is not None:
+            result["run"] = run
+        group = (_meta(job).get("labels") or {}).get(Label.GROUP)
+        if group:
+            result["group"] = str(group)
+        result["groupSize"] = len(members)
+        if partners:
+            result["partners"] = partners[:MAX_PARTNERS]
+        values = measured_values(bw.get(uid), gp.get(uid))
+        if values:
+            result["values"] = dict(sorted(values.items()))
+        thresholds = (job.get("spec") or {}).get("thresholds") or {}
+        if thresholds:
+            result["thresholds"] = {str(k): str(v) for k, v in sorted(thresholds.items())}
+        floors = _floors(job)
+        if floors:
+            result["floors"] = floors
+        failure = entries.get(node)
+        if failure is None:
+            result["verdict"] = PASSED
+        else:
+            result["verdict"] = FAILED
+            result.update(reason=failure["reason"], cause=failure["cause"], message=failure["message"])
+        out[node] = result
+    return out
+
+
+def _uids(result: Mapping[str, Any]) -> set[str]:
+    return {
+        str(uid)
+        for uid in ((result.get("workflow") or {}).get("uid"), (result.get("job") or {}).get("uid"))
+        if uid
+    }
+
+
+def recorded(status: Mapping[str, Any] | None, category: str, result: Mapping[str, Any]) -> bool:
+    """The record already holds a result of that Workflow or that Job in ``category``."""
+    wanted = _uids(result)
+    for history in (status or {}).get("categories") or ():
+        if history.get("name") == category:
+            return any(wanted & _uids(r) for r in history.get("results") or ())
+    return False
+
+
+def _when(result: Mapping[str, Any]) -> datetime:
+    try:
+        return parse_time(str(result.get("time") or ""))
+    except ValueError:
+        return EPOCH
+
+
+def summary(categories: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any]:
+    """The summary of the kept results, as of ``now``."""
+    results = sorted(
+        ((_when(r), h.get("name", ""), r) for h in categories for r in h.get("results") or ()),
+        key=lambda t: (t[0], t[1]),
+    )
+    out: dict[str, Any] = {}
+    if not results:
+        return out
+    _, category, last = results[-1]
+    out["lastVerdict"] = last.get("verdict")
+    out["lastResultTime"] = last.get("time")
+    out["lastCategory"] = category
+    passes = [r for _, _, r in results if r.get("verdict") == PASSED]
+    if passes:
+        out["lastPassTime"] = passes[-1].get("time")
+    bus = [
+        r["values"]["busBandwidthGBps"]
+        for _, _, r in results
+        if "busBandwidthGBps" in (r.get("values") or {})
+    ]
+    if bus:
+        out["lastBusBandwidthGBps"] = bus[-1]
+    since = now - timedelta(days=FAILURE_WINDOW_DAYS)
+    out["failuresLast30Days"] = sum(1 for t, _, r in results if r.get("verdict") == FAILED and t >= since)
+    consecutive = 0
+    for _, _, r in reversed(results):
+        if r.get("verdict") != FAILED:
+            break
+        consecutive += 1
+    out["consecutiveFailures"] = consecutive
+    return out
+
+
+def fold(
+    status: Mapping[str, Any] | None, category: str, results: Iterable[Mapping[str, Any]], now: datetime
+) -> dict[str, Any]:
+    """``status`` with ``results`` (of ``category``) added: each one already recorded is skipped;
+    each category keeps its newest :data:`MAX_RESULTS` (by time, oldest first), the record its
+    :data:`MAX_CATEGORIES` most recently active; the summary is computed as of ``now``. Returns
+    a copy equal to ``status`` when nothing was added (nor summarised again)."""
+    out = copy.deepcopy(dict(status or {}))
+    categories = [dict(h) for h in out.get("categories") or ()]
+    history = next((h for h in categories if h.get("name") == category), None)
+    added = [dict(r) for r in results if not recorded(out, category, r)]
+    if not added:
+        return out
+    if history is None:
+        history = {"name": category, "results": []}
+        categories.append(history)
+    before = list(history.get("results") or ())
+    kept = sorted([*before, *added], key=_when)[-MAX_RESULTS:]
+    if kept == before:
+        return out  # only results older than every kept one: nothing to write
+    history["results"] = kept
+    categories.sort(key=lambda h: max(_when(r) for r in h["results"]), reverse=True)
+    categories = sorted(categories[:MAX_CATEGORIES], key=lambda h: str(h["name"]))
+    out["categories"] = categories
+    out["summary"] = summary(categories, now)
+    return out
+
+
+__all__ = [
+    "FAILED",
+    "PASSED",
+    "category_of",
+    "fold",
+    "group_nodes",
+    "node_results",
+    "recorded",
+    "run_of",
+    "summary",
+]
