@@ -115,6 +115,19 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(GROUP, "bandwidthmeasurements/status", ("update",), f"{_STATUS}: samples and the final read"),
     Rule(GROUP, "logprofiles", ("list", "watch"), f"{_CACHE}: how a measurement reads its Job's log"),
     Rule(
+        GROUP,
+        "noderecords",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; create: a node's record when an ended Workflow ran it first; get: the live read "
+        "its result is folded into",
+    ),
+    Rule(
+        GROUP,
+        "noderecords/status",
+        ("update",),
+        "an ended Workflow's result folded into each of its nodes' records (once per node)",
+    ),
+    Rule(
         TRAINER_GROUP,
         "trainjobs",
         ("get", "list", "watch", "create", "delete"),

@@ -22,6 +22,7 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
 from nvcre.controllers.measurement.registry import KINDS as MEASUREMENT_KINDS
 from nvcre.controllers.measurement.shell import MeasurementController
+from nvcre.controllers.noderecords import NodeRecordController
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
 from nvcre.manager import logs
@@ -138,6 +139,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
     )
+    NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
     return manager
 
 
