@@ -55,6 +55,7 @@ def test_discovery_gives_kubectl_each_kinds_short_name_and_the_nvcre_category(ku
         "bandwidthmeasurements": (["nvbw"], ["nvcre"]),
         "goodputmeasurements": (["nvgp"], ["nvcre"]),
         "logprofiles": (["nvlp"], ["nvcre"]),
+        "noderecords": (["nvnr"], ["nvcre"]),
     }
 
 
