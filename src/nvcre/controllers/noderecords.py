@@ -20,6 +20,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, Default, Kind, Label
+from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import ended
 from nvcre.controllers.children import get_live
 from nvcre.controllers.context import Context
@@ -37,6 +38,9 @@ BY_JOB_UID = "noderecords/job-uid"
 """Measurements by their Job's UID."""
 WAIT_FOR_JOBS = Result(requeue_after=1.0)
 """An ended Workflow whose Jobs the cache does not show ended yet: look again shortly."""
+JOBS_GRACE_SECONDS = 30.0
+"""How long after a Workflow's end its Jobs are waited for; after that, the nodes of the Jobs
+that ended are recorded (a Job that never ends keeps no Workflow's records waiting forever)."""
 
 
 def _workflow_uid(job: Obj) -> list[str]:
@@ -76,7 +80,7 @@ class NodeRecordController:
             return None
         uid = str(workflow["metadata"].get("uid") or "")
         jobs = self.jobs.by_index(BY_WORKFLOW_UID, uid)
-        if any(ended(job) is None for job in jobs):
+        if any(ended(job) is None for job in jobs) and self._recent(workflow):
             return WAIT_FOR_JOBS
         category = category_of(workflow)
         pending = self._pending(workflow, jobs, category, failed=[])
@@ -86,6 +90,15 @@ class NodeRecordController:
         for node, result in self._pending(workflow, jobs, category, failed).items():
             await self._write(node, category, result)
         return None
+
+    def _recent(self, workflow: Obj) -> bool:
+        """The Workflow ended less than :data:`JOBS_GRACE_SECONDS` ago."""
+        end = ended(workflow)
+        try:
+            when = parse_time(end[1]) if end else None
+        except ValueError:
+            return False
+        return when is not None and (self.ctx.clock.now() - when).total_seconds() < JOBS_GRACE_SECONDS
 
     def _pending(
         self, workflow: Obj, jobs: list[Obj], category: str, failed: list[dict[str, str]]
