@@ -19,8 +19,9 @@ from lightkube.resources.admissionregistration_v1 import (
 )
 
 from nvcre import resources
+from nvcre.naming import certification_workflow_name
 from nvcre.testing.audit import by_manager
-from nvcre.testing.builders import new_pool
+from nvcre.testing.builders import Certification, category, new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, jobs_of, kubectl_get, true_condition, wait_true
 from nvcre.testing.manager import ManagerProcess
@@ -279,3 +280,42 @@ def test_a_writer_stopped_between_two_nodes_records_each_result_once_after_resta
     assert records[first]["metadata"]["resourceVersion"] == written
     writes = status_writes(control_plane, nodes)
     assert writes[first] == 1, writes
+
+
+def test_a_certifications_category_records_its_run_and_category(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: ManagerProcess
+) -> None:
+    """A Certification's result is filed under the catalog's domain/variant, with the
+    Certification as its run; the failed-nodes reason and nvcre's cause come along."""
+    pool, nodes = new_pool(gpu_nodes, 2, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    all_reduce = category("communication", "nccl-all-reduce", thresholds={"busBandwidthGBps": "value >= 400"})
+    cert = (
+        Certification("reccert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
+    )
+    kube.create(resources.Certification.from_dict(cert.obj()))
+    wf_name = certification_workflow_name("reccert", "communication", "nccl-all-reduce")
+    wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
+    [job] = jobs_of(kube, namespace, wf_name)
+    finish(kube, namespace, job)
+    complete_bandwidth(kube, namespace, job, ["20.61", "489.40"])  # no transport named: it fails
+    cert_obj = wait_true(kube, resources.Certification, "reccert", namespace, "Failed", timeout=120)
+    records = wait_results(kube, nodes, 1)
+    for node in nodes:
+        [history] = records[node]["status"]["categories"]
+        assert history["name"] == "communication/nccl-all-reduce"
+        [result] = history["results"]
+        assert result["run"] == {
+            "kind": "Certification",
+            "namespace": namespace,
+            "name": "reccert",
+            "uid": cert_obj["metadata"]["uid"],
+        }
+        assert result["workflow"]["name"] == wf_name
+        assert (result["verdict"], result["reason"], result["cause"]) == (
+            "Failed",
+            "ThresholdViolation",
+            "UnexpectedTransport",
+        )
+        assert result["values"]["busBandwidthGBps"] == 489.4
+        assert result["thresholds"] == {"busBandwidthGBps": "value >= 400"}
+        assert records[node]["status"]["summary"]["lastCategory"] == "communication/nccl-all-reduce"
