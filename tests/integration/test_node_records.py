@@ -109,6 +109,8 @@ def test_an_ended_workflow_writes_each_nodes_record_once_and_a_second_run_append
         job = jobs[f"rec-{group}-iter-1"]
         rec = records[node]
         assert rec["spec"] == {"nodeName": node}
+        assert rec["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "nvcre"}
+        assert "ownerReferences" not in rec["metadata"], "no owner: it outlives the run and the Node"
         [history] = rec["status"]["categories"]
         assert history["name"] == "workflow/rec"
         [result] = history["results"]

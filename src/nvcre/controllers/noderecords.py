@@ -19,7 +19,7 @@ from lightkube import ApiError
 from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, Default, Kind, Label
+from nvcre.api.v1alpha1.constants import API_VERSION, GROUP, MANAGED_BY_VALUE, Default, Kind, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.conditions import ended
 from nvcre.controllers.children import get_live
@@ -128,7 +128,7 @@ class NodeRecordController:
             body = {
                 "apiVersion": API_VERSION,
                 "kind": Kind.NODE_RECORD,
-                "metadata": {"name": node, "labels": {Label.MANAGED_BY: "nvcre"}},
+                "metadata": {"name": node, "labels": {Label.MANAGED_BY: MANAGED_BY_VALUE}},
                 "spec": {"nodeName": node},
             }
             try:
