@@ -133,15 +133,37 @@ def test_a_failed_pair_and_a_passed_pair_each_node_with_its_jobs_values_and_verd
     )
 
 
-def test_a_node_retested_by_isolation_takes_its_retests_job_values_and_partner() -> None:
+def failing(obj: dict[str, Any]) -> dict[str, Any]:
+    """The Job with a failing verdict (it succeeded; its threshold failed it)."""
+    obj["status"]["conditions"].append(
+        {"type": "ValidationFailed", "status": "True", "reason": "ThresholdViolated", "message": ""}
+    )
+    return obj
+
+
+def test_isolation_each_node_shows_the_job_that_agrees_with_its_verdict() -> None:
+    """group-1 (n2, n3) fails; n2 is re-tested with n0 and passes, n3 with n1 and fails again:
+    n3 shows its failed re-test, n2 the re-test that cleared it, and n1, a healthy partner lent
+    to n3's failing re-test, keeps its own passing group's values."""
     jobs = [
-        job("g1", "group-1", ["n2", "n3"], "2026-03-31T09:00:00Z", "u1"),
-        job("iso0", "isolate-0", ["n0", "n3"], "2026-03-31T09:30:00Z", "u2"),
+        job("g0", "group-0", ["n0", "n1"], "2026-03-31T09:00:00Z", "u0"),
+        failing(job("g1", "group-1", ["n2", "n3"], "2026-03-31T09:00:00Z", "u1")),
+        job("iso0", "isolate-0", ["n0", "n2"], "2026-03-31T09:30:00Z", "u2"),
+        failing(job("iso1", "isolate-1", ["n1", "n3"], "2026-03-31T09:30:00Z", "u3")),
     ]
-    results = node_results(workflow(), jobs, [bandwidth("u1", ["300"]), bandwidth("u2", ["200.1"])], [], [])
-    assert results["n3"]["job"]["name"] == "iso0"
-    assert (results["n3"]["partners"], results["n3"]["values"]["busBandwidthGBps"]) == (["n0"], 200.1)
-    assert results["n2"]["job"]["name"] == "g1"
+    bws = [bandwidth(u, [b]) for u, b in (("u0", "490"), ("u1", "300"), ("u2", "495"), ("u3", "200.1"))]
+    failed = [{"name": "n3", "reason": "ThresholdViolation", "cause": "ThresholdViolated", "message": "m"}]
+    results = node_results(workflow(), jobs, bws, [], failed)
+    shown = {
+        n: (r["verdict"], r["job"]["name"], r["partners"], r["values"]["busBandwidthGBps"])
+        for n, r in results.items()
+    }
+    assert shown == {
+        "n0": ("Passed", "iso0", ["n2"], 495.0),  # its latest passed Job
+        "n1": ("Passed", "g0", ["n0"], 490.0),  # not the failed re-test it was lent to
+        "n2": ("Passed", "iso0", ["n0"], 495.0),  # cleared by its re-test
+        "n3": ("Failed", "iso1", ["n1"], 200.1),  # failed again, with the re-test's value
+    }
 
 
 def test_expected_floors_and_goodput_values() -> None:

@@ -7,8 +7,9 @@ newest :data:`MAX_RESULTS` per category and computes the summary as of ``now``.
 
 A node's verdict is the Workflow's: ``Failed`` when the Workflow's failed-nodes record names it
 (with that entry's reason, cause and message), else ``Passed``. Its values, group and partners
-are those of its last Job in the Workflow (an isolation re-test's, when it had one), so a node
-failed by isolation shows the re-test's bandwidth, as the report does.
+are those of its latest Job in the Workflow whose outcome agrees with that verdict
+(:func:`_deciding_jobs`): a node failed by isolation shows its failed re-test's bandwidth, as the
+report does, and a healthy partner lent to that re-test keeps its own group's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre import failednodes
-from nvcre.api.v1alpha1.constants import Annotation, Kind, Label
+from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Kind, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.noderecord import (
     FAILURE_WINDOW_DAYS,
@@ -27,7 +28,7 @@ from nvcre.api.v1alpha1.noderecord import (
     MAX_PARTNERS,
     MAX_RESULTS,
 )
-from nvcre.conditions import ended
+from nvcre.conditions import condition_true, ended
 from nvcre.measure.thresholds import measured_values, number
 
 PASSED = "Passed"
@@ -105,17 +106,34 @@ def _by_job_uid(measurements: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[
     return out
 
 
-def _last_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Each node's last ended Job: the latest end, then the greatest name."""
+def job_passed(job: Mapping[str, Any]) -> bool:
+    """The Job ended ``Succeeded`` and its verdict did not fail it (no ``ValidationFailed=True``)."""
+    end = ended(job)
+    return (
+        end is not None
+        and end[0] == ConditionType.SUCCEEDED
+        and not condition_true(job, ConditionType.VALIDATION_FAILED)
+    )
+
+
+def _deciding_jobs(jobs: Iterable[Mapping[str, Any]], failed: set[str]) -> dict[str, Mapping[str, Any]]:
+    """Each node's Job that its result shows: its latest ended Job whose outcome agrees with its
+    verdict (a failed Job for a failed node, a passed one for the others), else its latest ended
+    Job. So a healthy partner lent to an isolation re-test of a bad node keeps its own group's
+    values, and a cleared suspect shows the re-test that cleared it."""
     ordered = sorted(
         ((end[1], str(_meta(job).get("name", "")), job) for job in jobs if (end := ended(job)) is not None),
         key=lambda t: (t[0], t[1]),
     )
-    out: dict[str, Mapping[str, Any]] = {}
+    latest: dict[str, Mapping[str, Any]] = {}
+    agreeing: dict[str, Mapping[str, Any]] = {}
     for _, _, job in ordered:
+        passed = job_passed(job)
         for node in group_nodes(job):
-            out[node] = job
-    return out
+            latest[node] = job
+            if passed != (node in failed):
+                agreeing[node] = job
+    return {node: agreeing.get(node, job) for node, job in latest.items()}
 
 
 def node_results(
@@ -137,7 +155,7 @@ def node_results(
     bw, gp = _by_job_uid(bandwidths), _by_job_uid(goodputs)
     run = run_of(workflow)
     out: dict[str, Result] = {}
-    for node, job in sorted(_last_jobs(jobs).items()):
+    for node, job in sorted(_deciding_jobs(jobs, set(entries)).items()):
         uid = str(_meta(job).get("uid") or "")
         members = group_nodes(job)
         partners = [n for n in members if n != node]

@@ -52,7 +52,8 @@ class NodeResult(NvcreModel):
     )
     workflow: ObjectRef
     job: ObjectRef | None = Field(
-        default=None, description="The node's last Job of the Workflow (the one its values come from)."
+        default=None,
+        description="The Job its values come from: its latest in the Workflow whose outcome agrees with the verdict.",
     )
     group: str | None = Field(default=None, description="That Job's group (group-3, isolate-0, ...).")
     group_size: int | None = Field(default=None, description="Nodes of that group, this one included.")
