@@ -8,8 +8,8 @@ gives (the expected table's 487 GB/s over EFA, within 10%), over the transport i
 
 On the same sandbox, a fault added while it runs (``nvcrectl sandbox fault add``) slows one node
 for the next run only: the group with that node measures ``slow-nic``'s fraction of what it
-measured the run before, the other group the same; ``fault clear`` ends it and ``status`` shows
-no fault in force.
+measured the run before, the other group the same, and each node's NodeRecord shows both runs
+with those values; ``fault clear`` ends it and ``status`` shows no fault in force.
 """
 
 from __future__ import annotations
@@ -197,6 +197,26 @@ def test_a_fault_added_between_two_runs_slows_its_node_in_the_second_only(box: B
     assert SLOWER - 0.07 <= after[slowed] / before[slowed] <= SLOWER + 0.07, (before, after)
     for other in set(before) - {slowed}:
         assert 0.93 <= after[other] / before[other] <= 1.07, (before, after)
+
+    # Each node's NodeRecord holds both runs, each once, under its WorkloadRun's name, with the
+    # bandwidth its pair measured (the highest over sizes: at least the 16 GiB reading).
+    for group in before:
+        for node in group:
+            record = box.kube.get(resources.NodeRecord, node).to_dict()
+            results = {h["name"]: h["results"] for h in record["status"]["categories"]}
+            for name, measured in (("before", before), ("after", after)):
+                [result] = results[f"workloadrun/{name}"]
+                assert result["run"]["kind"] == "WorkloadRun" and result["run"]["name"] == name
+                assert result["verdict"] == "Passed" and result["partners"] == [n for n in group if n != node]
+                assert result["values"]["busBandwidthGBps"] >= measured[group], (node, name, result)
+            ratio = (
+                results["workloadrun/after"][0]["values"]["busBandwidthGBps"]
+                / (results["workloadrun/before"][0]["values"]["busBandwidthGBps"])
+            )
+            if group == slowed:
+                assert SLOWER - 0.1 <= ratio <= SLOWER + 0.1, (node, ratio)
+            else:
+                assert 0.9 <= ratio <= 1.1, (node, ratio)
 
     assert sandbox(box, "fault", "clear") == f"cleared {SLOW}=slow-nic:{SLOWER}\n"
     status = sandbox(box, "status")
