@@ -172,6 +172,9 @@ def test_setup_certify_a_slow_nic_fleet_then_reset(
         finally:
             manager.stop()
             runner.stop()
+        # and the nodes' records, which keep their history until a person deletes them
+        assert len(list(kube.list(resources.NodeRecord))) == OPTIONS.nodes
+        kube.deletecollection(resources.NodeRecord)
         reset = nvcrectl(env, work, "setup", "reset", "--auto-approve", "--skip-phases=deps")
         assert reset.returncode == 0, reset.stdout + reset.stderr
         assert nvcre_left(kube) == []

@@ -720,6 +720,10 @@ def reset_command(
             _echo(f"  - {blocker}")
         _echo("Delete them (their controllers clean up after them), e.g.")
         _echo("  kubectl delete certifications,workloadruns --all --all-namespaces")
+        if any(o.kind == "NodeRecord" for o in objects):
+            _echo(
+                "  kubectl delete noderecords --all   # forgets every node's history (docs/fleet-memory.md)"
+            )
         _echo("then rerun 'nvcrectl setup reset'.")
         raise UserError("reset refused")
     _echo()
