@@ -64,16 +64,20 @@ def statuses(kube: Client, name: str, namespace: str) -> list[dict[str, Any]]:
     return list((cert.get("status") or {}).get("categoryStatuses") or [])
 
 
+def two_categories(kube: Client, namespace: str, gpu_nodes: Any, name: str) -> tuple[list[str], str, str]:
+    """Certification ``name``: all-reduce, then loopback, on a new pool of two nodes; its nodes
+    and the names of its two Workflows."""
+    pool, nodes = new_pool(gpu_nodes, 2)
+    kube.create(resources.Certification.from_dict(certification(name, namespace, pool, ALL_REDUCE, LOOPBACK)))
+    return nodes, workflow_name(name, ALL_REDUCE), workflow_name(name, LOOPBACK)
+
+
 def test_categories_run_one_at_a_time_in_order(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
     """§13.1: Workflow #2 does not exist until #1 is terminal; §13.2: all succeeded => Succeeded."""
-    pool, nodes = new_pool(gpu_nodes, 2)
     recording = history(resources.Certification, "seq", namespace)
-    kube.create(
-        resources.Certification.from_dict(certification("seq", namespace, pool, ALL_REDUCE, LOOPBACK))
-    )
-    first, second = workflow_name("seq", ALL_REDUCE), workflow_name("seq", LOOPBACK)
+    nodes, first, second = two_categories(kube, namespace, gpu_nodes, "seq")
     # Truncate("seq-communication-nccl-all-reduce", 31): 25 characters, "-", a 5-character hash
     assert len(first) == 31 and first.startswith("seq-communication-nccl-al-")
 
@@ -237,11 +241,7 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
     """The printer columns, as ``kubectl get`` asks for them (a Table the API server renders)."""
-    pool, _ = new_pool(gpu_nodes, 2)
-    kube.create(
-        resources.Certification.from_dict(certification("shown", namespace, pool, ALL_REDUCE, LOOPBACK))
-    )
-    first, second = workflow_name("shown", ALL_REDUCE), workflow_name("shown", LOOPBACK)
+    nodes, first, second = two_categories(kube, namespace, gpu_nodes, "shown")
     wait_for(lambda: jobs_of(kube, namespace, first), 30, what=f"the Job of {first}")
     wait_true(kube, resources.Certification, "shown", namespace, "InProgress")
 
@@ -288,7 +288,7 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
 
     finish_workflow_jobs(kube, namespace, first, 1, failing=frozenset({f"{first}-job"}))
     wait_for(lambda: second in workflows_of(kube, namespace, "shown"), 60, what=second)
-    finish_workflow_jobs(kube, namespace, second, 1)
+    finish_workflow_jobs(kube, namespace, second, len(nodes))  # loopback: a Job per node
     wait_true(kube, resources.Certification, "shown", namespace, "Failed", timeout=120)
     done = kubectl_get(kube, resources.Certification, namespace, wide=True)["shown"]
     assert {k: v for k, v in done.items() if k != "AGE"} == {
@@ -478,11 +478,7 @@ def test_restart_safety_from_the_top(kube: Client, namespace: str, gpu_nodes: An
 def test_a_deleted_workflow_fails_its_category_and_the_next_one_runs(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    pool, nodes = new_pool(gpu_nodes, 2)
-    kube.create(
-        resources.Certification.from_dict(certification("lost", namespace, pool, ALL_REDUCE, LOOPBACK))
-    )
-    first, second = workflow_name("lost", ALL_REDUCE), workflow_name("lost", LOOPBACK)
+    nodes, first, second = two_categories(kube, namespace, gpu_nodes, "lost")
     wait_for(lambda: jobs_of(kube, namespace, first) or None, 60, what="the Job of category 1")
     kube.delete(resources.Workflow, first, namespace=namespace)
     wait_for(lambda: second in workflows_of(kube, namespace, "lost"), 60, what="category 2 to start")
