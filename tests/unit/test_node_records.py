@@ -79,6 +79,32 @@ def test_category_of_a_catalog_workflow_a_workloadrun_and_a_lone_workflow() -> N
     assert category_of(alone) == "workflow/cert-comm"
 
 
+def test_a_node_no_job_of_which_passed_is_never_recorded_as_passed() -> None:
+    """The failed-nodes record could not be read (deleted, corrupt: no entries): the nodes of the
+    failed Job are recorded with their group's failure, not as passes; the other pair passes."""
+    failed_job = job("g1", "group-1", ["n2", "n3"], "2026-03-31T09:00:00Z", "u1")
+    failed_job["status"] = {
+        "conditions": [
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "WorkloadFailed",
+                "message": "rank 0 exited",
+                "lastTransitionTime": "2026-03-31T09:00:00Z",
+            }
+        ]
+    }
+    passed_job = job("g0", "group-0", ["n0", "n1"], "2026-03-31T09:00:00Z", "u0")
+    results = node_results(workflow(), [passed_job, failed_job], [], [], [])
+    assert {n: (r["verdict"], r.get("cause"), r.get("message")) for n, r in results.items()} == {
+        "n0": ("Passed", None, None),
+        "n1": ("Passed", None, None),
+        "n2": ("Failed", "WorkloadFailed", 'Job "g1" failed: rank 0 exited'),
+        "n3": ("Failed", "WorkloadFailed", 'Job "g1" failed: rank 0 exited'),
+    }
+    assert results["n2"]["reason"] == "WorkloadFailed"
+
+
 def test_a_failed_pair_and_a_passed_pair_each_node_with_its_jobs_values_and_verdict() -> None:
     jobs = [
         job(

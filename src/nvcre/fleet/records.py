@@ -6,7 +6,8 @@ Workflow or Job is already recorded is skipped, so writing again changes nothing
 newest :data:`MAX_RESULTS` per category and computes the summary as of ``now``.
 
 A node's verdict is the Workflow's: ``Failed`` when the Workflow's failed-nodes record names it
-(with that entry's reason, cause and message), else ``Passed``. Its values, group and partners
+(with that entry's reason, cause and message), else ``Passed`` only if one of its Jobs passed
+(a record that cannot be read is never a pass: the group's failure is recorded instead). Its values, group and partners
 are those of its latest Job in the Workflow whose outcome agrees with that verdict
 (:func:`_deciding_jobs`): a node failed by isolation shows its failed re-test's bandwidth, as the
 report does, and a healthy partner lent to that re-test keeps its own group's.
@@ -30,6 +31,8 @@ from nvcre.api.v1alpha1.noderecord import (
 )
 from nvcre.conditions import condition_true, ended
 from nvcre.measure.thresholds import measured_values, number
+from nvcre.measure.verdicts import group_nodes
+from nvcre.orchestration.completion import group_failure
 
 PASSED = "Passed"
 FAILED = "Failed"
@@ -73,12 +76,6 @@ def run_of(workflow: Mapping[str, Any]) -> dict[str, str] | None:
             ref["uid"] = owner.get("uid")
             return {k: str(v) for k, v in ref.items() if v}
     return None
-
-
-def group_nodes(job: Mapping[str, Any]) -> list[str]:
-    """The nodes of the Job's group (its ``group-nodes`` annotation), sorted."""
-    text = (_meta(job).get("annotations") or {}).get(Annotation.GROUP_NODES) or ""
-    return sorted({n.strip() for n in str(text).split(",") if n.strip()})
 
 
 def _floors(job: Mapping[str, Any]) -> dict[str, float]:
@@ -178,6 +175,10 @@ def node_results(
         if floors:
             result["floors"] = floors
         failure = entries.get(node)
+        if failure is None and not job_passed(job):
+            # Not named by the failed-nodes record (unreadable, or gone) but no Job of its
+            # passed: never recorded as a pass; the group's failure says why.
+            failure = failednodes.entry(node, *group_failure(job))
         if failure is None:
             result["verdict"] = PASSED
         else:
@@ -278,7 +279,6 @@ __all__ = [
     "PASSED",
     "category_of",
     "fold",
-    "group_nodes",
     "node_results",
     "recorded",
     "run_of",

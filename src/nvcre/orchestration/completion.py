@@ -126,13 +126,16 @@ def complete(group: Mapping[str, Any], job: Mapping[str, Any], retry_limit: int)
         return Completion("Pending")
     nodes = list(group.get("nodes") or ())
     reported = (job.get("status") or {}).get("failedNodes") or ()
+    return Completion("Failed", _every_node(nodes, reported, *group_failure(job)))
+
+
+def group_failure(job: Mapping[str, Any]) -> tuple[str, str]:
+    """(cause, message) of the nodes of a failed Job's group that the Job did not name."""
     if timed_out(job):
-        cause, message = FailureCause.JOB_TIMED_OUT, "Job exceeded timeoutPerJob"
-    else:
-        name = (job.get("metadata") or {}).get("name", "")
-        cause, why = failure_of(job)
-        message = f'Job "{name}" failed: {why}'
-    return Completion("Failed", _every_node(nodes, reported, cause, message))
+        return FailureCause.JOB_TIMED_OUT, "Job exceeded timeoutPerJob"
+    name = (job.get("metadata") or {}).get("name", "")
+    cause, why = failure_of(job)
+    return cause, f'Job "{name}" failed: {why}'
 
 
 def vanished(group: Mapping[str, Any], job_name: str) -> Completion:
