@@ -52,11 +52,12 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.naming import succeeded_nodes_config_map_name
 from nvcre.orchestration.result_configmaps import decode_succeeded
 from nvcre.sandbox.faults import HEALTH_CONDITION
-from nvcre.sandbox.state import alive, group_alive, listening_sockets
+from nvcre.sandbox.state import group_alive, listening_sockets
 from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.history import follow
 from nvcre.testing.inspect import get, jobs_of, pinned_hosts, wait_true
+from nvcre.testing.processes import alive
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"

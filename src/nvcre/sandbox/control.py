@@ -20,7 +20,6 @@ from nvcre.sandbox.state import (
     SUPERVISOR,
     Record,
     StateDir,
-    alive,
     default_state_dir,
     read_applied,
     read_faults,
@@ -30,7 +29,7 @@ from nvcre.sandbox.styles import parse_log_style
 from nvcre.sandbox.supervisor import RUNNER, Options, startup_timeout, utc_now, write_options
 from nvcre.testing import binaries as bins
 from nvcre.testing.nodes import gpu_node_names, platform_node_spec
-from nvcre.testing.processes import log_tail
+from nvcre.testing.processes import alive, log_tail
 
 
 class SandboxError(RuntimeError):

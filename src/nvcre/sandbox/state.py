@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nvcre.sandbox.fault_state import FaultState, decode, encode
-from nvcre.testing.processes import signal_group
+from nvcre.testing.processes import alive, signal_group
 
 RECORD = "sandbox.json"
 #: The faults in force (:mod:`nvcre.sandbox.fault_state`), and the generation of them the runner
@@ -69,15 +69,6 @@ class Record:
         values = dict(data)
         values["components"] = [ComponentRecord(**c) for c in values.get("components") or ()]
         return cls(**values)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (not zombie) process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def group_alive(pgid: int) -> bool:
@@ -206,9 +197,7 @@ class StateDir:
 
     def write(self, record: Record) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.record_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(record), indent=2))
-        tmp.replace(self.record_path)
+        _replace(self.record_path, json.dumps(asdict(record), indent=2))
 
     def write_pid(self, name: str, pid: int) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

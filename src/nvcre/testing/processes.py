@@ -80,20 +80,19 @@ def _claim(port: int) -> bool:
             holder = int(path.read_text() or "0")
         except (OSError, ValueError):
             holder = 0
-        if holder and holder != os.getpid() and _alive(holder):
+        if holder and holder != os.getpid() and alive(holder):
             return False
         path.write_text(str(os.getpid()))
         return True
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) process."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
