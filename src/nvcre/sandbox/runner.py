@@ -293,6 +293,11 @@ def end_annotations(exit_code: int) -> dict[str, str]:
     return {PHASE_ANNOTATION: "Failed", EXIT_CODE_ANNOTATION: str(exit_code), REASON_ANNOTATION: "Error"}
 
 
+NodePatches = Callable[[Mapping[str, Any], NodeChange, str], tuple[dict[str, Any], dict[str, Any]]]
+"""Node, change, the time now -> the object and status patches (:func:`node_patches`,
+:func:`node_revert_patches`)."""
+
+
 def node_patches(
     node: Mapping[str, Any], change: NodeChange, now: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -605,12 +610,18 @@ class Runner:
 
         return patch
 
+    def _write_node(self, name: str, change: NodeChange, patches: NodePatches) -> None:
+        """Patch Node ``name`` as it is now with what ``patches`` makes of ``change``: its object,
+        then its status (when there is any to write)."""
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body, status = patches(self.client.get(Node, name).to_dict(), change, now)
+        self.client.patch(Node, name, body)
+        if status["status"]:
+            self.client.patch(Node.Status, name, status)
+
     def _patch_node(self, name: str, change: NodeChange) -> Callable[[], None]:
         def patch() -> None:
-            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            body, status = node_patches(self.client.get(Node, name).to_dict(), change, now)
-            self.client.patch(Node, name, body)
-            self.client.patch(Node.Status, name, status)
+            self._write_node(name, change, node_patches)
             if change.missing_gpus:  # a count is removed once, never again
                 self.removed_gpus[name] = self.removed_gpus.get(name, 0) + change.missing_gpus
             kept = replace(change, missing_gpus=0)
@@ -621,11 +632,7 @@ class Runner:
 
     def _revert_node(self, name: str, change: NodeChange) -> Callable[[], None]:
         def patch() -> None:
-            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            body, status = node_revert_patches(self.client.get(Node, name).to_dict(), change, now)
-            self.client.patch(Node, name, body)
-            if status["status"]:
-                self.client.patch(Node.Status, name, status)
+            self._write_node(name, change, node_revert_patches)
             if change.missing_gpus:
                 self.removed_gpus[name] = max(0, self.removed_gpus.get(name, 0) - change.missing_gpus)
 
