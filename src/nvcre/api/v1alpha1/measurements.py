@@ -13,11 +13,18 @@ from nvcre.api.v1alpha1.printing import AGE, JOB, Column, measurement_columns
 from nvcre.api.v1alpha1.resource import Resource
 
 
-class GoodputMeasurementSpec(NvcreModel):
+class MeasurementSpec(NvcreModel):
+    """What every measurement kind's spec holds: its Job, the LogProfile that reads the Job's logs,
+    and the sampling options copied from the Job's config."""
+
     job_ref: TypedLocalObjectReference | None = None
     log_profile_ref: str = Field(min_length=1)
     sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
     allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")
+
+
+class GoodputMeasurementSpec(MeasurementSpec):
+    pass
 
 
 class PendingInterruption(NvcreModel):
@@ -113,13 +120,9 @@ class GoodputMeasurement(Resource):
     status: GoodputMeasurementStatus | None = None
 
 
-class BandwidthMeasurementSpec(NvcreModel):
-    job_ref: TypedLocalObjectReference | None = None
-    log_profile_ref: str = Field(min_length=1)
-    sample_interval: SampleInterval | None = Field(default=None, description=SAMPLE_INTERVAL_DESCRIPTION)
+class BandwidthMeasurementSpec(MeasurementSpec):
     test_type: str | None = None
     expected_transport: str | None = None
-    allow_missing_data: bool | None = Field(default=None, description="Copied from the Job's config.")
 
 
 class BandwidthResult(NvcreModel):
