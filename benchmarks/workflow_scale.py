@@ -2,8 +2,8 @@
 a TrainJob and a TrainingRuntime copy per group, and at what cost in API requests and memory.
 
 Run: ``.venv/bin/python benchmarks/workflow_scale.py`` (options: ``--nodes``, ``--num-nodes``,
-``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--profile FILE``,
-``--sandbox``). Prints a table; nothing here asserts a time.
+``--workers``, ``--unrelated-pods``, ``--baseline REV``, ``--pods``, ``--records``, ``--paced``,
+``--profile FILE``, ``--sandbox``). Prints a table; nothing here asserts a time.
 
 It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU nodes concurrently
 (async client), waits until kwok reports them Ready, starts ``nvcre-manager`` as a subprocess
@@ -19,7 +19,16 @@ It starts a real etcd + kube-apiserver + kwok, creates ``--nodes`` fake GPU node
   one per node, bound), created 32 at a time and made Running by kwok; when the last one ran,
   and the manager's peak RSS with them;
 
-then the manager deletes the Workflow again. ``--baseline REV`` first does all of that with the
+* with ``--records`` (this tree's manager only): every TrainJob is marked Complete, as Trainer
+  does when its JobSet ends (the benchmark plays Trainer: no pods run), so the manager's Job
+  controller ends every Job, its Workflow controller the Workflow, and its NodeRecord writer
+  records every node; how long from the Workflow's end (seen by a watch) until every node's
+  NodeRecord holds its result (watched), the API requests meanwhile (``noderecords`` ones per
+  node, 409s), the manager's CPU, peak RSS and the NodeRecords in its cache;
+
+then the manager deletes the Workflow again (the records stay: they have no owner). ``--paced``
+paces kwok's heartbeats for the fleet (``Kwok(nodes=...)``: at most 20 node and 20 lease writes
+a second, as the sandbox does), which 16,384 nodes on two cores need. ``--baseline REV`` first does all of that with the
 manager of another git revision (its ``src/`` exported to a temporary directory), so both are
 measured side by side in one run. Last, as the floor to compare with, a plain client creates the
 very same TrainingRuntime copies, Jobs and TrainJobs (bare copies: no owners, no status) in fresh
@@ -68,6 +77,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre import resources
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
+from nvcre.conditions import ended
 from nvcre.render.workloadrun import build_workflow
 from nvcre.sandbox import supervisor
 from nvcre.testing import binaries as bins
@@ -385,6 +395,180 @@ def peak_with_pods(tag: str, row: str, pid: int, manager: ManagerProcess) -> lis
     ]
 
 
+# ---------------------------------------------------------------------------------------------
+# --records: the Workflow's Jobs end, and the manager writes every node's NodeRecord
+
+
+def complete_condition() -> dict[str, Any]:
+    """The TrainJob condition Trainer sets when its JobSet completed (``finish_trainjob``'s)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        "type": "Complete",
+        "status": "True",
+        "reason": "JobSetCompleted",
+        "message": "jobset completed",
+        "lastTransitionTime": now,
+    }
+
+
+async def end_trainjob(client: AsyncClient, namespace: str, name: str) -> None:
+    """Mark the TrainJob Complete, as Trainer does when its JobSet ends (read, write; again on a
+    409: the Job controller may have written meanwhile)."""
+    for _ in range(10):
+        live = (await client.get(resources.TrainJob, name, namespace=namespace)).to_dict()
+        live.update(apiVersion="trainer.kubeflow.org/v1alpha1", kind="TrainJob")
+        live["status"] = {**(live.get("status") or {}), "conditions": [complete_condition()]}
+        try:
+            await client.replace(resources.TrainJob.Status.from_dict(live), name, namespace=namespace)
+            return
+        except ApiError as error:
+            if error.status.code != 409:
+                raise
+    raise RuntimeError(f"TrainJob {namespace}/{name}: still conflicting")
+
+
+def holds(record: dict[str, Any], uid: str) -> bool:
+    """The NodeRecord holds a result of the Workflow ``uid``."""
+    return any(
+        (result.get("workflow") or {}).get("uid") == uid
+        for history in (record.get("status") or {}).get("categories") or ()
+        for result in history.get("results") or ()
+    )
+
+
+async def follow_records(client: AsyncClient, uid: str, want: int, marks: dict[str, float]) -> None:
+    """Record when the first and the ``want``-th NodeRecord hold the Workflow's result."""
+    done: set[str] = set()
+    async for _, record in client.watch(resources.NodeRecord):
+        if holds(record.to_dict(), uid):
+            done.add(str(record.metadata.name))
+            marks.setdefault("first record", time.monotonic())
+            marks["records"] = len(done)
+            if len(done) >= want:
+                marks["all records"] = time.monotonic()
+                return
+
+
+async def wait_workflow_ended(client: AsyncClient, namespace: str, name: str) -> dict[str, Any]:
+    async for _, wf in client.watch(resources.Workflow, namespace=namespace, fields={"metadata.name": name}):
+        body = dict(wf.to_dict())
+        if ended(body) is not None:
+            return body
+    raise RuntimeError("the Workflow watch ended")
+
+
+def per_node(requests: Counter[tuple[str, str]], resource: str, nodes: int) -> str:
+    """The requests of ``resource`` by verb, each with its count per node."""
+    verbs = sorted((verb, n) for (verb, res), n in requests.items() if res == resource)
+    return ", ".join(f"{verb} {n} ({n / nodes:.2f}/node)" for verb, n in verbs) or "none"
+
+
+async def records_phase(
+    cp: ControlPlane,
+    client: AsyncClient,
+    args: argparse.Namespace,
+    namespace: str,
+    manager: ManagerProcess,
+    tag: str,
+) -> list[tuple[str, str]]:
+    """End every TrainJob of the Workflow ``scale`` (the benchmark plays Trainer: no pods run
+    here); the manager's Job controllers end the Jobs, its Workflow controller the Workflow, and
+    its NodeRecord writer records every node. Rows: how long each step took, the API requests of
+    the records (every client's, and the ``noderecords`` ones per node), the manager's CPU and
+    peak RSS, and the NodeRecords its cache holds."""
+    assert manager.pid is not None
+    pid = manager.pid
+    rows: list[tuple[str, str]] = []
+    names = [str(t.metadata.name) async for t in client.list(resources.TrainJob, namespace=namespace)]
+    uid = str((await client.get(resources.Workflow, "scale", namespace=namespace)).metadata.uid)
+    marks: dict[str, float] = {}
+    follow = asyncio.create_task(follow_records(client, uid, args.nodes, marks))
+    workflow_end = asyncio.create_task(wait_workflow_ended(client, namespace, "scale"))
+    await asyncio.sleep(1)  # let the watches start
+    before = api_requests(cp)
+    cpu_before = cpu_seconds(pid)
+    started = time.monotonic()
+    await bounded([lambda n=n: end_trainjob(client, namespace, n) for n in names], 16)  # type: ignore[misc]
+    all_ended = time.monotonic()
+    wf = await asyncio.wait_for(workflow_end, timeout=args.timeout)
+    end_seen = time.monotonic()
+    at_end = api_requests(cp)
+    cpu_at_end = cpu_seconds(pid)
+    try:
+        await asyncio.wait_for(asyncio.shield(follow), timeout=args.timeout)
+    except TimeoutError:
+        follow.cancel()
+        got = marks.get("records", 0)
+        print(f"timed out: {got} of {args.nodes} records\n{manager.log_tail(30)}", file=sys.stderr)
+    done = time.monotonic()
+    after = api_requests(cp)
+    cpu = cpu_seconds(pid) - cpu_at_end
+    verdict = ended(wf)
+    rows.append(
+        (
+            f"{tag}end all {len(names)} TrainJobs (benchmark: GET + PUT status, 16 at a time)",
+            f"{all_ended - started:.2f} s",
+        )
+    )
+    rows.append(
+        (
+            f"{tag}TrainJobs ended -> Workflow {verdict[0] if verdict else '?'} (seen by a watch)",
+            f"{end_seen - all_ended:.2f} s",
+        )
+    )
+    rows.append(
+        (
+            f"{tag}... API requests meanwhile (all clients, the TrainJob writes included)",
+            f"{sum((at_end - before).values())}",
+        )
+    )
+    if "first record" in marks:
+        rows.append(
+            (
+                f"{tag}Workflow ended -> first NodeRecord holds its result",
+                f"{max(marks['first record'] - end_seen, 0):.2f} s",
+            )
+        )
+    if "all records" in marks:
+        value = f"{marks['all records'] - end_seen:.2f} s"
+    else:
+        value = f"not reached in {args.timeout:.0f} s ({marks.get('records', 0)} so far)"
+    rows.append((f"{tag}Workflow ended -> all {args.nodes} NodeRecords hold its result", value))
+    phase = after - at_end
+    conflicts = phase.pop(("409", "conflicts"), 0)
+    top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in phase.most_common(8))
+    rows.append((f"{tag}API requests, Workflow ended -> all records (all clients)", f"{sum(phase.values())}"))
+    rows.append((f"{tag}... by verb and resource (top 8)", top))
+    rows.append((f"{tag}... of which 409 Conflict", f"{conflicts}"))
+    whole = after - before  # the record writes that came before the Workflow's end was seen too
+    rows.append(
+        (f"{tag}noderecords requests (whole phase), per node", per_node(whole, "noderecords", args.nodes))
+    )
+    rows.append(
+        (
+            f"{tag}noderecords/status requests (whole phase), per node",
+            per_node(whole, "noderecords/status", args.nodes),
+        )
+    )
+    rows.append(
+        (f"{tag}manager CPU, Workflow ended -> all records", f"{cpu:.1f} s of {done - end_seen:.0f} s")
+    )
+    rows.append((f"{tag}manager CPU, whole phase", f"{cpu_seconds(pid) - cpu_before:.1f} s"))
+    rows.append((f"{tag}manager RSS after the records", f"{proc_status(pid, 'VmRSS') / 2**20:.0f} MiB"))
+    rows.append(
+        (
+            f"{tag}manager peak RSS (VmHWM) with the records written",
+            f"{proc_status(pid, 'VmHWM') / 2**20:.0f} MiB",
+        )
+    )
+    try:
+        cached = manager.metric("nvcre_informer_cached_objects", kind="NodeRecord")
+    except OSError:
+        cached = None
+    rows.append((f"{tag}... NodeRecords in its cache", "n/a" if cached is None else f"{cached:.0f}"))
+    return rows
+
+
 async def fan_out(
     cp: ControlPlane,
     client: AsyncClient,
@@ -473,6 +657,8 @@ async def fan_out(
             await asyncio.sleep(args.settle)  # the Job controller follows the pods meanwhile
             rows += peak_with_pods(tag, "manager peak RSS with one pod per node (VmHWM)", pid, manager)
         measured = await fan_out_result(client, namespace, marks, created, total / groups)
+        if args.records and source is None:
+            rows += await records_phase(cp, client, args, namespace, manager, tag)
         await client.delete(resources.Workflow, "scale", namespace=namespace)
         if args.pods:  # what the garbage collector does once their JobSets go (none runs here)
             names = [str(p.metadata.name) async for p in client.list(Pod, namespace=namespace)]
@@ -494,7 +680,7 @@ async def scenario(cp: ControlPlane, args: argparse.Namespace, workdir: Path) ->
         t0 = time.monotonic()
         await create_nodes(client, args.nodes, pool)
         rows.append((f"create {args.nodes} nodes (32 concurrent)", f"{time.monotonic() - t0:.1f} s"))
-        await wait_ready(client, args.nodes)
+        await wait_ready(client, args.nodes, timeout=max(300, args.timeout))
         rows.append((f"... all {args.nodes} Ready (kwok)", f"{time.monotonic() - t0:.1f} s"))
         if args.unrelated_pods:
             rows += await memory_rows(cp, client, args, workdir)
@@ -893,6 +1079,18 @@ def main() -> None:
         help="also measure the fan-out (and the memory rows) with the manager of this git revision",
     )
     parser.add_argument(
+        "--records",
+        action="store_true",
+        help="then end every TrainJob (as Trainer would) and measure the manager writing every node's "
+        "NodeRecord: time, requests, peak RSS (this tree's manager only)",
+    )
+    parser.add_argument(
+        "--paced",
+        action="store_true",
+        help="pace kwok's heartbeats for the fleet (at most 20 node and 20 lease writes a second), "
+        "as the sandbox does; needed at 16,384 nodes",
+    )
+    parser.add_argument(
         "--sandbox",
         action="store_true",
         help="on the simulated cluster of `nvcrectl sandbox` (scheduler, controllers, JobSet, Trainer, "
@@ -905,10 +1103,10 @@ def main() -> None:
         if args.sandbox:
             rows = run_sandbox(args, Path(tmp))
         else:
-            with ControlPlane() as cp, Kwok(cp):
+            with ControlPlane() as cp, Kwok(cp, nodes=args.nodes if args.paced else 0):
                 rows = asyncio.run(scenario(cp, args, Path(tmp)))
     width = max(len(r[0]) for r in rows)
-    where = "sandbox" if args.sandbox else "kwok"
+    where = "sandbox" if args.sandbox else "kwok (heartbeats paced)" if args.paced else "kwok"
     print(f"\nworkflow_scale: {args.nodes} {where} nodes, numNodes {args.num_nodes}, {os.cpu_count()} CPUs")
     print(f"load average at the start / end: {load[0]:.1f} / {os.getloadavg()[0]:.1f}")
     print(f"{'measurement':<{width}}  value")
