@@ -28,6 +28,7 @@ CAUSE_REASONS: Final[Mapping[str, str]] = {
     FailureCause.BELOW_EXPECTED: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.BANDWIDTH_OUTLIER: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.STEP_TIME_OUTLIER: FailedNodeReason.THRESHOLD_VIOLATION,
+    FailureCause.REGRESSION: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.UNEXPECTED_TRANSPORT: FailedNodeReason.THRESHOLD_VIOLATION,
     FailureCause.DATA_CORRUPTION: FailedNodeReason.WORKLOAD_FAILED,
     FailureCause.FAILURES_LOGGED: FailedNodeReason.WORKLOAD_FAILED,

@@ -108,7 +108,12 @@ def workflow_state(client: FakeClient) -> WorkflowState:
         }
     )
     ctx = context(client)
-    caches = Caches(jobs=ctx.manager.informer(resources.Job), nodes=ctx.manager.informer(Node), pods=None)  # type: ignore[arg-type]
+    caches = Caches(
+        jobs=ctx.manager.informer(resources.Job),
+        nodes=ctx.manager.informer(Node),
+        pods=None,
+        records=ctx.manager.informer(resources.NodeRecord),
+    )  # type: ignore[arg-type]
     return WorkflowState.of(ctx, caches, workflow)
 
 

@@ -108,7 +108,12 @@ async def test_a_controlled_child_is_ours_by_its_controller_uid() -> None:
 
 def workflow_state(client: FakeClient) -> WorkflowState:
     ctx = context(client, follow=True)
-    caches = Caches(jobs=ctx.manager.informer(resources.Job), nodes=ctx.manager.informer(Node), pods=None)
+    caches = Caches(
+        jobs=ctx.manager.informer(resources.Job),
+        nodes=ctx.manager.informer(Node),
+        pods=None,
+        records=ctx.manager.informer(resources.NodeRecord),
+    )
     return WorkflowState.of(ctx, caches, client.put({**OWNER, "spec": {}}))
 
 

@@ -292,6 +292,25 @@ def test_an_outlier_is_cleared_only_by_a_re_test_the_outlier_rule_could_compare(
     assert outcome.failed == () and outcome.cleared == ("n3", "n4"), "a floor's re-test judges itself"
 
 
+def test_a_regression_is_cleared_only_by_a_re_test_compared_with_the_suspects_baseline() -> None:
+    """A regression too passed every threshold: a passing re-test clears it only when the
+    regression rule (or the outlier rule) judged that re-test."""
+    why = "busbw 401 GB/s, 14 % below this node's baseline 467 GB/s (2 runs)"
+    entries = failednodes.entries(["n3"], "Regression", why)
+    iteration = [
+        group("group-0", ["n1", "n2"], "Succeeded"),
+        group("group-1", ["n3", "n4"], "Failed", suspects=entries),
+    ]
+    plan = isolation.plan(iteration, {})
+    status = {"groups": iteration, "suspects": isolation.suspects(iteration)}
+    assert [s["name"] for s in status["suspects"]] == ["n3"], "only the regressed member is a suspect"
+    round_ = [{**g, "phase": "Succeeded"} for g in plan.groups]
+    kept = isolation.decide(status, round_, {}, compared=())
+    assert [(e["name"], e["cause"]) for e in kept.failed] == [("n3", "Regression")]
+    cleared = isolation.decide(status, round_, {}, compared={plan.groups[0]["name"]})
+    assert cleared.failed == () and cleared.cleared == ("n3",)
+
+
 def test_domains_come_from_the_topology_key_else_the_platforms_block_label() -> None:
     """A Certification on aws may group without a topology key; its re-tests must still know the
     network blocks, or a member of a pair failed across a bad link is re-tested across it again."""

@@ -232,6 +232,16 @@ def result(time: str, verdict: str, uid: str, bus: float | None = None) -> dict[
     return out
 
 
+BASELINE_480 = {
+    "category": "comm",
+    "groupSize": 0,
+    "domains": 0,
+    "key": "busBandwidthGBps",
+    "value": 480.0,
+    "results": 1,
+}
+
+
 def test_fold_is_idempotent_and_summarises() -> None:
     first = fold(None, "comm", [result("2026-02-01T00:00:00Z", "Passed", "a", 480.0)], NOW)
     assert first["summary"] == {
@@ -242,6 +252,7 @@ def test_fold_is_idempotent_and_summarises() -> None:
         "lastBusBandwidthGBps": 480.0,
         "failuresLast30Days": 0,
         "consecutiveFailures": 0,
+        "baselines": [BASELINE_480],
     }
     assert fold(first, "comm", [result("2026-02-01T00:00:00Z", "Passed", "a", 480.0)], NOW) == first
     again = dict(result("2026-03-01T00:00:00Z", "Failed", "b"), job={"name": "j-a", "uid": "j-a"})
@@ -257,6 +268,8 @@ def test_fold_is_idempotent_and_summarises() -> None:
         "lastBusBandwidthGBps": 200.0,  # the newest result with one (train's has none)
         "failuresLast30Days": 2,  # 03-20 and 03-30; the window starts 03-01 12:00
         "consecutiveFailures": 2,
+        "baselines": [BASELINE_480],  # the failed 200 GB/s is no part of it
+        "busBandwidthVsBaseline": -58.3,  # 200 / 480 - 1
     }
 
 

@@ -308,6 +308,8 @@ def render_category(
         measurement_timeout=options.measurement_timeout or "",
         thresholds=dict(options.thresholds or {}),
         expected_floor_fraction=expected_floor_fraction(options),
+        regression_fraction=options.regression_fraction,
+        baseline_results=options.baseline_results,
         allow_missing_data=bool(options.allow_missing_data),
         isolation=options.isolation or "On",
         early_verdict=options.early_verdict or "On",

@@ -64,6 +64,10 @@ class TemplateData:
     thresholds: dict[str, str] = field(default_factory=dict)
     expected_floor_fraction: float = 0.0
     """Judge keys no threshold names against this fraction of the expected-performance table."""
+    regression_fraction: float | None = None
+    """``regressionFraction`` of the Workflow (None: not rendered, the Workflow's default holds)."""
+    baseline_results: int | None = None
+    """``baselineResults`` of the Workflow (None: not rendered)."""
     allow_missing_data: bool = False
     isolation: str = "On"
     """``Off`` renders ``orchestration.isolation: Off`` (On is the Workflow's default)."""

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre import failednodes
-from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Kind, Label
+from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Default, Kind, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.noderecord import (
     FAILURE_WINDOW_DAYS,
@@ -30,7 +30,8 @@ from nvcre.api.v1alpha1.noderecord import (
     MAX_RESULTS,
 )
 from nvcre.conditions import condition_true, ended
-from nvcre.measure.thresholds import measured_values, number
+from nvcre.fleet import baselines
+from nvcre.measure.thresholds import BUS_BANDWIDTH, measured_values, number
 from nvcre.measure.verdicts import group_nodes
 from nvcre.orchestration.completion import group_failure
 
@@ -103,6 +104,12 @@ def _by_job_uid(measurements: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[
     return out
 
 
+def group_domains(job: Mapping[str, Any]) -> list[str]:
+    """The topology domains the Job's group spans (its ``group-domains`` annotation)."""
+    annotation = (_meta(job).get("annotations") or {}).get(Annotation.GROUP_DOMAINS, "")
+    return [d.strip() for d in str(annotation).split(",") if d.strip()]
+
+
 def job_passed(job: Mapping[str, Any]) -> bool:
     """The Job ended ``Succeeded`` and its verdict did not fail it (no ``ValidationFailed=True``)."""
     end = ended(job)
@@ -163,6 +170,9 @@ def node_results(
         if group:
             result["group"] = str(group)
         result["groupSize"] = len(members)
+        domains = group_domains(job)
+        if domains:
+            result["domains"] = domains
         if partners:
             result["partners"] = partners[:MAX_PARTNERS]
         values = measured_values(bw.get(uid), gp.get(uid))
@@ -235,6 +245,7 @@ def summary(categories: Iterable[Mapping[str, Any]], now: datetime) -> dict[str,
     ]
     if bus:
         out["lastBusBandwidthGBps"] = bus[-1]
+    out.update(_baselines(categories))
     since = now - timedelta(days=FAILURE_WINDOW_DAYS)
     out["failuresLast30Days"] = sum(1 for t, _, r in results if r.get("verdict") == FAILED and t >= since)
     consecutive = 0
@@ -243,6 +254,46 @@ def summary(categories: Iterable[Mapping[str, Any]], now: datetime) -> dict[str,
             break
         consecutive += 1
     out["consecutiveFailures"] = consecutive
+    return out
+
+
+def _baselines(categories: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``baselines``: per category, for the shape of its newest result, each judged key's median
+    over up to :data:`Default.BASELINE_RESULTS` latest passing results; ``busBandwidthVsBaseline``:
+    the newest bus bandwidth against the baseline of the passing results before it, in percent."""
+    found: list[dict[str, Any]] = []
+    newest: tuple[datetime, float, float] | None = None
+    for history in categories:
+        results = list(history.get("results") or ())
+        if not results:
+            continue
+        last = results[-1]
+        shape = baselines.shape_of(last)
+        for key in baselines.METRICS:
+            values = baselines.passing_values(results, shape, key)
+            base = baselines.median_of(values, key, min(len(values), Default.BASELINE_RESULTS))
+            if base is not None:
+                found.append(
+                    {
+                        "category": history.get("name"),
+                        "groupSize": shape[0],
+                        "domains": shape[1],
+                        "key": key,
+                        "value": round(base.value, 2),
+                        "results": base.results,
+                    }
+                )
+        bus = number((last.get("values") or {}).get(BUS_BANDWIDTH))
+        before = baselines.passing_values(results[:-1], shape, BUS_BANDWIDTH)
+        earlier = baselines.median_of(before, BUS_BANDWIDTH, min(len(before), Default.BASELINE_RESULTS))
+        fresher = newest is None or _when(last) >= newest[0]
+        if bus is not None and earlier is not None and earlier.value > 0 and fresher:
+            newest = (_when(last), bus, earlier.value)
+    out: dict[str, Any] = {}
+    if found:
+        out["baselines"] = found
+    if newest is not None:
+        out["busBandwidthVsBaseline"] = round((newest[1] / newest[2] - 1) * 100, 1)
     return out
 
 

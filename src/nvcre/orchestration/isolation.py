@@ -199,15 +199,19 @@ def screen_key(group: Mapping[str, Any], node: str) -> str:
     return f"{group['name']}:{node}"
 
 
-OUTLIERS: Final = frozenset({FailureCause.BANDWIDTH_OUTLIER, FailureCause.STEP_TIME_OUTLIER})
+COMPARED: Final = frozenset(
+    {FailureCause.BANDWIDTH_OUTLIER, FailureCause.STEP_TIME_OUTLIER, FailureCause.REGRESSION}
+)
+"""Causes that compare the group with others (its peers, or a member's own past): a passing
+re-test clears them only when it was compared too."""
 
 
 def _unjudged(
     entry: Mapping[str, Any], passed: Sequence[Mapping[str, Any]], compared: Collection[str]
 ) -> bool:
-    """An outlier whose passing re-tests the outlier rule could not compare with groups of their
-    shape: they passed thresholds it never failed, so they cannot clear it."""
-    return entry.get("cause") in OUTLIERS and not any(g["name"] in compared for g in passed)
+    """An outlier (or a regression) whose passing re-tests were not compared with groups of their
+    shape (or the suspect's baseline): they passed thresholds it never failed, so they cannot clear it."""
+    return entry.get("cause") in COMPARED and not any(g["name"] in compared for g in passed)
 
 
 def _kept(entry: Mapping[str, Any], why: str) -> dict[str, Any]:
@@ -225,7 +229,7 @@ def decide(
     round, the (cause, message) of its Job's failure (:func:`failure`; a screen pair's under
     :func:`screen_key` for each node); None keeps the suspect's entry from its own group (its
     re-test was spoiled by a partner's hardware). ``compared``: the round's groups the outlier
-    rule judged; a suspect failed only as an outlier is cleared only by one of those."""
+    rule or the regression rule judged; a suspect failed only by one of them is cleared only by one of those."""
     failed: list[dict[str, Any]] = []
     cleared: list[str] = []
     unconfirmed: list[str] = []

@@ -118,6 +118,7 @@ def job_body(
             "annotations": {
                 **(template_meta.get("annotations") or {}),
                 Annotation.GROUP_NODES: ",".join(group["nodes"]),
+                **({Annotation.GROUP_DOMAINS: ",".join(group["domains"])} if group.get("domains") else {}),
                 **({Annotation.RUNTIME_COPY: runtime} if runtime else {}),
             },
             # The Job controller's own finalizer, set in the create: no write to add it after.

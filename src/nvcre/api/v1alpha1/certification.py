@@ -109,6 +109,24 @@ class CategoryOptions(NvcreModel):
             "its hardware (docs/expected-performance.md). 0.8 when unset; 0 turns it off."
         ),
     )
+    regression_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Fail a node whose group measures more than this fraction worse than the node's own "
+            "baseline in this category (docs/fleet-memory.md). 0.1 when unset; 0 turns it off."
+        ),
+    )
+    baseline_results: int | None = Field(
+        default=None,
+        ge=1,
+        le=20,
+        description=(
+            "How many of a node's latest passing results in a category make its baseline; a node "
+            "with fewer is not judged against its past. 5 when unset."
+        ),
+    )
     allow_missing_data: bool | None = Field(
         default=None,
         description=(

@@ -136,6 +136,8 @@ class Annotation:
     """Certification-generated Workflow -> the requested ``testScale`` (only when set)."""
     GROUP_NODES: Final = "nvcre.nvidia.com/group-nodes"
     """Job -> comma-joined, sorted node names of its group."""
+    GROUP_DOMAINS: Final = "nvcre.nvidia.com/group-domains"
+    """Job -> comma-joined topology domains its group spans (absent when none is known)."""
     WORKFLOW_UID: Final = "nvcre.nvidia.com/workflow-uid"
     """Dependency objects (and PVs behind owned PVCs) -> Workflow UID, the proof of ownership."""
     RUNTIME_COPY: Final = "nvcre.nvidia.com/runtime-copy"
@@ -229,6 +231,12 @@ class Default:
     OUTLIER_FRACTION: Final = 0.9
     """A Workflow's ``outlierFraction`` when unset: a group below this fraction of its peers'
     median bandwidth (or slower than their median step time / this) is an outlier."""
+    REGRESSION_FRACTION: Final = 0.1
+    """A Workflow's ``regressionFraction`` when unset: a node whose group measures more than this
+    fraction worse than the node's own baseline regressed."""
+    BASELINE_RESULTS: Final = 5
+    """A Workflow's ``baselineResults`` when unset: the baseline is the median of this many of the
+    node's latest passing results of the same category and shape (fewer: not judged)."""
     NUM_ITERATIONS: Final = 100
     NUM_CYCLES: Final = 10
     DIAGNOSE_NUM_ITERATIONS: Final = 5
@@ -380,6 +388,9 @@ class JobReason:
     """Written by the Workflow: bus bandwidth below ``outlierFraction`` of the peer groups' median."""
     STEP_TIME_OUTLIER: Final = "StepTimeOutlier"
     """Written by the Workflow: step time above the peer groups' median / ``outlierFraction``."""
+    REGRESSION: Final = "Regression"
+    """Written by the Workflow: a value more than ``regressionFraction`` worse than a node's own
+    baseline (the median of its latest passing results in the same category and shape)."""
 
 
 class FailedNodeReason:
@@ -407,6 +418,7 @@ class FailureCause:
     """No threshold given: the measured value is below the default floor of the expected value."""
     BANDWIDTH_OUTLIER: Final = JobReason.BANDWIDTH_OUTLIER
     STEP_TIME_OUTLIER: Final = JobReason.STEP_TIME_OUTLIER
+    REGRESSION: Final = JobReason.REGRESSION
     UNEXPECTED_TRANSPORT: Final = JobReason.UNEXPECTED_TRANSPORT
     DATA_CORRUPTION: Final = JobReason.DATA_CORRUPTION
     FAILURES_LOGGED: Final = JobReason.FAILURES_LOGGED

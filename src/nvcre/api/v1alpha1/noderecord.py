@@ -12,7 +12,7 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import Field
 
-from nvcre.api.v1alpha1.constants import Kind
+from nvcre.api.v1alpha1.constants import Default, Kind
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, Column
 from nvcre.api.v1alpha1.resource import Resource
@@ -57,6 +57,9 @@ class NodeResult(NvcreModel):
     )
     group: str | None = Field(default=None, description="That Job's group (group-3, isolate-0, ...).")
     group_size: int | None = Field(default=None, description="Nodes of that group, this one included.")
+    domains: list[str] | None = Field(
+        default=None, description="The topology domains that group spans (absent when none is known)."
+    )
     partners: list[str] | None = Field(
         default=None,
         max_length=MAX_PARTNERS,
@@ -91,6 +94,18 @@ class CategoryHistory(NvcreModel):
     results: list[NodeResult] = Field(max_length=MAX_RESULTS, description="Oldest first.")
 
 
+class Baseline(NvcreModel):
+    """A node's baseline for one measurement: the median of its latest passing results of one
+    category and shape (docs/fleet-memory.md)."""
+
+    category: str
+    group_size: int = Field(description="The shape: nodes of the group...")
+    domains: int = Field(description="...and the topology domains it spans (0: unknown).")
+    key: str = Field(description="busBandwidthGBps or avgStepTimeSec.")
+    value: float
+    results: int = Field(description="How many passing results the median is of.")
+
+
 class NodeRecordSummary(NvcreModel):
     last_verdict: Verdict | None = None
     last_result_time: str | None = None
@@ -108,6 +123,18 @@ class NodeRecordSummary(NvcreModel):
     )
     consecutive_failures: int | None = Field(
         default=None, description="Failed results since the newest Passed one, every category."
+    )
+    baselines: list[Baseline] | None = Field(
+        default=None,
+        max_length=2 * MAX_CATEGORIES,
+        description=f"Per category, for the shape of its newest result: the median of up to "
+        f"{Default.BASELINE_RESULTS} latest passing results (the regression rule asks for "
+        "baselineResults of them).",
+    )
+    bus_bandwidth_vs_baseline: float | None = Field(
+        default=None,
+        description="The newest bus bandwidth against the median of the passing results of its "
+        "category and shape before it, in percent (-15.0: 15 % below).",
     )
 
 
@@ -141,6 +168,12 @@ class NodeRecord(Resource):
             "BusBW",
             ".status.summary.lastBusBandwidthGBps",
             "Bus bandwidth of its newest result, GB/s.",
+            "number",
+        ),
+        Column(
+            "Vs-Baseline",
+            ".status.summary.busBandwidthVsBaseline",
+            "The newest bus bandwidth against the node's baseline, percent.",
             "number",
         ),
         Column(

@@ -41,7 +41,12 @@ class WorkflowController:
         manager = ctx.manager
         self.workflows = manager.informer(resources.Workflow)
         pods = indexes.pods(manager)
-        self.caches = Caches(jobs=manager.informer(resources.Job), nodes=indexes.nodes(manager), pods=pods)
+        self.caches = Caches(
+            jobs=manager.informer(resources.Job),
+            nodes=indexes.nodes(manager),
+            pods=pods,
+            records=manager.informer(resources.NodeRecord),
+        )
         self.resolved = ResolvedSpecs()
         self.caches.jobs.add_handler(self._job_seen)  # first: before its event wakes the Workflow
         self.controller = Controller("workflow", self.reconcile, workers=workers)

@@ -9,7 +9,7 @@ from typing import Any
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.conditions import set_in_status
 from nvcre.controllers.workflow import isolating
-from nvcre.controllers.workflow.outliers import fail_outliers
+from nvcre.controllers.workflow.comparing import fail_by_comparison
 from nvcre.controllers.workflow.results import failed_node_names, record_succeeded
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.objects import Obj
@@ -26,11 +26,11 @@ async def iteration_complete(state: WorkflowState, spec: Mapping[str, Any]) -> R
     )
     judged: dict[str, Obj] = {}
     if state.isolating:
-        retests = await fail_outliers(state, peers=state.orchestration["isolation"].get("groups") or ())
+        retests = await fail_by_comparison(state, peers=state.orchestration["isolation"].get("groups") or ())
         await isolating.finish(state, retests.jobs, retests.compared)
         judged = retests.jobs
     elif not isolating.isolated(state, current):
-        judged = (await fail_outliers(state)).jobs
+        judged = (await fail_by_comparison(state)).jobs
         if await isolating.start(state, current, spec):
             return Result(requeue_after=Default.REQUEUE_IMMEDIATE_SECONDS)
     completed = int(orchestration.get("completedIterations") or 0) + 1

@@ -48,6 +48,8 @@ class Caches:
     jobs: Informer
     nodes: Informer
     pods: Informer
+    records: Informer
+    """NodeRecords: each node's baselines for the regression rule."""
     created: JustCreated = field(default_factory=JustCreated)
 
 
