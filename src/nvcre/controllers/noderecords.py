@@ -3,15 +3,18 @@
 The rules are ``nvcre.fleet.records``'; this shell reads the Workflow, its Jobs and their
 measurements from the manager's caches, the failed-nodes entries from the Workflow's ConfigMap
 (through ``orchestration.result_configmaps``), and writes each node's record: created when
-missing, then one status write folding the result in. A node whose cached record already holds
-the Workflow's result costs nothing, so reconciling an ended Workflow again (a resync, a restart)
-writes nothing new; the fold on the live record skips a recorded result too, so a write that
-raced another, or a crash between two nodes' writes, records each result exactly once. The Node
-itself is never written.
+missing, then one status write folding the result in, on top of the record the create returned
+or the cache holds (no read first; a stale view costs a 409 and a read), up to
+:data:`WRITES_IN_FLIGHT` nodes at a time. A node whose cached record already holds the Workflow's
+result costs nothing, so reconciling an ended Workflow again (a resync, a restart) writes nothing
+new; the fold on the live record skips a recorded result too, so a write that raced another, or
+a crash between two nodes' writes, records each result exactly once. The Node itself is never
+written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -28,6 +31,7 @@ from nvcre.fleet.records import category_of, fold, node_results, recorded
 from nvcre.objects import Obj, ObjectKey, controller_owner
 from nvcre.orchestration.result_configmaps import failed_entries
 from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.objects import to_plain
 from nvcre.runtime.writes import update_with_retry
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,9 @@ WAIT_FOR_JOBS = Result(requeue_after=1.0)
 JOBS_GRACE_SECONDS = 30.0
 """How long after a Workflow's end its Jobs are waited for; after that, the nodes of the Jobs
 that ended are recorded (a Job that never ends keeps no Workflow's records waiting forever)."""
+WRITES_IN_FLIGHT = 16
+"""Nodes whose records are written at a time: one after another, a 16,384-node Workflow's records
+waited on each request's round trip (docs/benchmarks.md)."""
 
 
 def _workflow_uid(job: Obj) -> list[str]:
@@ -87,8 +94,19 @@ class NodeRecordController:
         if not pending:
             return None  # every node's cached record holds its result: nothing to read or write
         failed = await self._failed_entries(workflow)
-        for node, result in self._pending(workflow, jobs, category, failed).items():
-            await self._write(node, category, result)
+        gate = asyncio.Semaphore(WRITES_IN_FLIGHT)
+
+        async def write(node: str, result: dict[str, Any]) -> None:
+            async with gate:
+                await self._write(node, category, result)
+
+        pending = self._pending(workflow, jobs, category, failed)
+        outcomes = await asyncio.gather(
+            *(write(node, result) for node, result in pending.items()), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome  # once every other node's write has ended: the next pass retries it
         return None
 
     def _recent(self, workflow: Obj) -> bool:
@@ -122,9 +140,12 @@ class NodeRecordController:
         return list(failed_entries(config_map))
 
     async def _write(self, node: str, category: str, result: dict[str, Any]) -> None:
-        """Create the node's record when the cache lacks it, then fold the result into its live
-        status (read, fold, write; again on a conflict): one status write, none when recorded."""
-        if self.records.get("", node) is None:
+        """Create the node's record when the cache lacks it, then fold the result into its status
+        and write it on top of the record the create returned, else the cached one (a stale one
+        costs a 409, then the live record is read and folded again): one status write, none when
+        recorded."""
+        current = self.records.get("", node)
+        if current is None:
             body = {
                 "apiVersion": API_VERSION,
                 "kind": Kind.NODE_RECORD,
@@ -132,7 +153,8 @@ class NodeRecordController:
                 "spec": {"nodeName": node},
             }
             try:
-                await self.ctx.client.create(resources.NodeRecord.from_dict(body))
+                created = await self.ctx.client.create(resources.NodeRecord.from_dict(body))
+                current = to_plain(resources.NodeRecord, created)
             except ApiError as error:
                 if error.status.code != 409:
                     raise  # 409: it exists already (the cache had not seen it)
@@ -142,4 +164,6 @@ class NodeRecordController:
             live["status"] = fold(live.get("status"), category, [result], now)
             return live
 
-        await update_with_retry(self.ctx.client, resources.NodeRecord, node, None, mutate, status=True)
+        await update_with_retry(
+            self.ctx.client, resources.NodeRecord, node, None, mutate, status=True, current=current
+        )
