@@ -19,16 +19,16 @@ from lightkube.resources.admissionregistration_v1 import (
 )
 
 from nvcre import resources
+from nvcre.conditions import condition_of
 from nvcre.naming import certification_workflow_name
 from nvcre.testing.audit import by_manager
 from nvcre.testing.builders import Certification, category, new_pool
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import get, jobs_of, kubectl_get, true_condition, wait_true
+from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, true_condition, wait_true
 from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, finish
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import workflow
-
-from .test_verdicts import BANDWIDTH, complete_bandwidth, finish
 
 THRESHOLD = {"busBandwidthGBps": "value > 400"}
 MESSAGE = 'Threshold "busBandwidthGBps" violated: measured 198.3000, expression: value > 400'
@@ -321,3 +321,96 @@ def test_a_certifications_category_records_its_run_and_category(
         assert result["values"]["busBandwidthGBps"] == 489.4
         assert result["thresholds"] == {"busBandwidthGBps": "value >= 400"}
         assert records[node]["status"]["summary"]["lastCategory"] == "communication/nccl-all-reduce"
+
+
+def run_again(kube: Client, namespace: str, body: dict[str, Any]) -> None:
+    """Create the Workflow ``body`` once the previous one of its name is gone (records stay)."""
+    name = body["metadata"]["name"]
+    with contextlib.suppress(ApiError):
+        kube.delete(resources.Workflow, name, namespace=namespace)
+    wait_for(
+        lambda: name not in {w.metadata.name for w in kube.list(resources.Workflow, namespace=namespace)},
+        60,
+        what=f"the previous {name} gone",
+    )
+    kube.create(resources.Workflow.from_dict(body))
+
+
+def test_a_node_below_its_own_baseline_regresses_and_isolation_names_it_alone(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: ManagerProcess
+) -> None:
+    """Two passing runs make each node's baseline (``baselineResults: 2``); in the third, one pair
+    measures 400 GB/s, above any floor but 18 % below its members' baseline of 486 GB/s: both
+    members regressed, and their re-tests with healthy partners name the slow one alone. Its
+    record's third result says so; its partner's is a pass."""
+    pool, nodes = new_pool(gpu_nodes, 4)
+    validation = {"performance": {"enabled": True, "baselineResults": 2}}
+    body = workflow("reg", namespace, pool, 2, job_spec=BANDWIDTH, validation=validation)
+    for run, bus in enumerate(([480.0, 487.0], [478.0, 485.0])):
+        run_again(kube, namespace, body)
+        wait_for(lambda: len(jobs_of(kube, namespace, "reg")) == 2, 60, what="two Jobs")
+        for i, value in enumerate(bus):
+            finish(kube, namespace, f"reg-group-{i}-iter-1")
+            complete_bandwidth(kube, namespace, f"reg-group-{i}-iter-1", ["1.20", f"{value:.2f}"])
+        wait_true(kube, resources.Workflow, "reg", namespace, "Succeeded", timeout=60)
+        wait_results(kube, nodes, run + 1)
+
+    run_again(kube, namespace, body)
+    wait_for(lambda: len(jobs_of(kube, namespace, "reg")) == 2, 60, what="two Jobs")
+    groups = groups_of(get(kube, resources.Workflow, "reg", namespace))
+    for i, value in enumerate((480.0, 400.0)):
+        finish(kube, namespace, f"reg-group-{i}-iter-1")
+        complete_bandwidth(kube, namespace, f"reg-group-{i}-iter-1", ["1.20", f"{value:.2f}"])
+
+    def regressed_job() -> dict[str, Any] | None:
+        found = condition_of(get(kube, resources.Job, "reg-group-1-iter-1", namespace), "ValidationFailed")
+        return found if found and found["reason"] == "Regression" else None
+
+    regressed = wait_for(regressed_job, 60, what="the slow pair's regression")
+    why = "busbw 400 GB/s, 18 % below this node's baseline 486 GB/s (2 runs)"
+    slow, partner = groups["group-1"]
+    assert (regressed["status"], regressed["reason"], regressed["message"]) == (
+        "True",
+        "Regression",
+        f"{slow}: {why}; {partner}: {why}",
+    )
+
+    def round_() -> list[dict[str, Any]] | None:
+        orchestration = get(kube, resources.Workflow, "reg", namespace)["status"]["orchestration"]
+        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
+        return orchestration["groups"] if running else None
+
+    retests = {g["suspect"]: g for g in wait_for(round_, 60, what="the isolation round")}
+    assert sorted(retests) == sorted(groups["group-1"]), "both members regressed: both are suspects"
+    for suspect, value in ((slow, "401.00"), (partner, "484.00")):
+        job = f"reg-{retests[suspect]['name']}-iter-1"
+        wait_for(lambda job=job: job in jobs_of(kube, namespace, "reg"), 60, what=f"Job {job}")
+        finish(kube, namespace, job)
+        complete_bandwidth(kube, namespace, job, ["1.20", value])
+    wf = wait_true(kube, resources.Workflow, "reg", namespace, "Failed", timeout=60)
+    retest_job = f"reg-{retests[slow]['name']}-iter-1"
+    (reference,) = [n for n in retests[slow]["nodes"] if n != slow]
+    again = "busbw 401 GB/s, 17 % below this node's baseline 486 GB/s (2 runs)"
+    [entry] = failed_nodes_record(kube, namespace, wf["status"]["failedNodesRef"]["name"])
+    assert entry == {
+        "name": slow,
+        "reason": "ThresholdViolation",
+        "cause": "Regression",
+        "message": f'Job "{retest_job}" failed: {again} (re-tested with healthy partner {reference})',
+    }
+
+    records = wait_results(kube, nodes, 3)
+    third = {n: records[n]["status"]["categories"][0]["results"][-1] for n in nodes}
+    assert (third[slow]["verdict"], third[slow]["cause"], third[slow]["values"]["busBandwidthGBps"]) == (
+        "Failed",
+        "Regression",
+        401.0,
+    )
+    assert [n for n in nodes if third[n]["verdict"] == "Passed"] == sorted(set(nodes) - {slow})
+    summary = records[slow]["status"]["summary"]
+    assert summary["busBandwidthVsBaseline"] == -17.5  # 401 / 486 - 1
+    assert {"category": "workflow/reg", "key": "busBandwidthGBps", "value": 486.0, "results": 2}.items() <= {
+        **summary["baselines"][0]
+    }.items()
+    table = kubectl_get(kube, resources.NodeRecord)
+    assert (table[slow]["LAST"], table[slow]["VS-BASELINE"]) == ("Failed", -17.5)

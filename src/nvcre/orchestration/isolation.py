@@ -73,6 +73,7 @@ RETESTED: Final = frozenset(
         FailureCause.JOB_TIMED_OUT,
         FailureCause.BANDWIDTH_OUTLIER,
         FailureCause.STEP_TIME_OUTLIER,
+        FailureCause.REGRESSION,
     }
 )
 """Causes a member of the group may be behind, and a re-test can tell (an outlier's re-test is

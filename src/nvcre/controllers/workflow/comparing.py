@@ -197,7 +197,7 @@ async def fail_by_comparison(state: WorkflowState, peers: Sequence[Mapping[str, 
     regressed, compared = _regressions(state, measured, settings)
     by_name = {m.name: m for m in measured}
     for name, found in sorted(regressed.items()):
-        message = "; ".join(f"{r.node}: {r.message}" for r in found)
+        message = found[0].message if len(found) == 1 else "; ".join(f"{r.node}: {r.message}" for r in found)
         entries = [failednodes.entry(r.node, FailureCause.REGRESSION, r.message) for r in found]
         written[name] = await _fail_group(state, by_name[name], FailureCause.REGRESSION, message, entries)
     if fraction <= 0:
