@@ -237,6 +237,9 @@ class Default:
     BASELINE_RESULTS: Final = 5
     """A Workflow's ``baselineResults`` when unset: the baseline is the median of this many of the
     node's latest passing results of the same category and shape (fewer: not judged)."""
+    STALE_AFTER_DAYS: Final = 30
+    """A node whose last pass is more than this many days old is stale: no longer counted as
+    certified (``nvcrectl fleet``, docs/fleet-memory.md)."""
     NUM_ITERATIONS: Final = 100
     NUM_CYCLES: Final = 10
     DIAGNOSE_NUM_ITERATIONS: Final = 5
