@@ -46,6 +46,18 @@ def test_bash_script_parses_and_completes_cert_to_certification(tmp_path: Path) 
         'printf "%s\\n" "${COMPREPLY[@]}"',
     )
     assert {"cancel", "render", "status"} <= set(subcommands.split())
+    node = run_shell(
+        "bash",
+        f'source {path}; COMP_WORDS=(nvcrectl node ""); COMP_CWORD=2; _nvcrectl_completion nvcrectl; '
+        'printf "%s\\n" "${COMPREPLY[@]}"',
+    )
+    assert node.split() == ["history"]
+    fleet = run_shell(
+        "bash",
+        f"source {path}; COMP_WORDS=(nvcrectl fl); COMP_CWORD=1; _nvcrectl_completion nvcrectl; "
+        'printf "%s\\n" "${COMPREPLY[@]}"',
+    )
+    assert fleet.split() == ["fleet"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")

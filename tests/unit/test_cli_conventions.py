@@ -56,12 +56,15 @@ def test_the_cluster_commands_take_the_connection_flags() -> None:
         "workloadrun cancel",
         "certification list",
         "certification status",
+        "node history",
+        "fleet",
     ):
         found = options(by_path[path])
         assert {"--kubeconfig", "--context"} <= set(found), path
     for path in ("workloadrun status", "workloadrun cancel", "certification list", "certification status"):
         assert "--namespace" in options(by_path[path]), path
-    assert "--namespace" not in options(by_path["cluster info"])  # nodes are cluster-wide
+    for path in ("cluster info", "node history", "fleet"):
+        assert "--namespace" not in options(by_path[path]), path  # nodes and their records are cluster-wide
 
 
 @pytest.mark.parametrize(
@@ -71,6 +74,8 @@ def test_the_cluster_commands_take_the_connection_flags() -> None:
         ["cluster", "info", "--no-such-flag"],
         ["workloadrun", "status"],
         ["workloadrun", "cancel"],
+        ["node", "history"],
+        ["fleet", "extra"],
     ],
 )
 def test_bad_usage_exits_2_without_a_traceback(args: list[str]) -> None:
@@ -81,7 +86,13 @@ def test_bad_usage_exits_2_without_a_traceback(args: list[str]) -> None:
 
 def test_an_unusable_kubeconfig_is_one_error_line(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing-kubeconfig")
-    for args in (["cluster", "info"], ["workloadrun", "status", "x"], ["certification", "list"]):
+    for args in (
+        ["cluster", "info"],
+        ["workloadrun", "status", "x"],
+        ["certification", "list"],
+        ["node", "history", "x"],
+        ["fleet"],
+    ):
         result = CliRunner().invoke(cli, [*args, "--kubeconfig", missing], prog_name="nvcrectl")
         assert result.exit_code == 1, args
         assert result.stderr.startswith("Error: cannot load kubeconfig: "), result.stderr

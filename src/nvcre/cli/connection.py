@@ -99,9 +99,9 @@ def get_or_none(kube: Client, resource: Any, name: str, namespace: str | None = 
         raise
 
 
-def read(kube: Client, resource: Any, name: str, namespace: str, what: str) -> dict[str, Any] | None:
+def read(kube: Client, resource: Any, name: str, namespace: str | None, what: str) -> dict[str, Any] | None:
     """The object as a dict, None when it does not exist; any other error ends the command
-    with one line naming ``what`` was read."""
+    with one line naming ``what`` was read. ``namespace`` None: a cluster-scoped object."""
     try:
         obj = get_or_none(kube, resource, name, namespace)
     except Exception as error:  # API and transport errors

@@ -28,6 +28,12 @@ COMMANDS = {
     ),
     "cluster": ("nvcre.cli.cluster", "cluster_group", "Inspect the GPU nodes nvcre would certify."),
     "completion": ("nvcre.cli.completion", "completion_command", "Shell completion script (bash, zsh)."),
+    "fleet": (
+        "nvcre.cli.fleet_commands",
+        "fleet_command",
+        "GPU nodes certified, failing, regressed, stale or never, from their NodeRecords.",
+    ),
+    "node": ("nvcre.cli.fleet_commands", "node_group", "A node's history of results (its NodeRecord)."),
     "sandbox": (
         "nvcre.sandbox.commands",
         "sandbox_group",
