@@ -113,7 +113,8 @@ def worse_by(key: str, value: float, base: float) -> float:
 
 
 def _number(value: float) -> str:
-    return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    """Whole GB/s for bandwidths (``467``), four figures for smaller values (``1.234`` s)."""
+    return f"{value:.4g}" if abs(value) < 100 else f"{value:.0f}"
 
 
 def regression_message(key: str, value: float, found: Baseline) -> str:
