@@ -15,8 +15,9 @@ import yaml
 from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ConfigError
 
-from nvcre import __version__
+from nvcre import __version__, resources
 from nvcre.api.v1alpha1.constants import Default
+from nvcre.controllers import fleet_metrics
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
@@ -140,6 +141,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
     )
     NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
+    fleet_metrics.watch(manager.informer(resources.NodeRecord), ctx.clock)
     return manager
 
 

@@ -7,6 +7,25 @@ from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+Exposition = Callable[[], bytes]
+"""Families in Prometheus' text format, served on ``/metrics`` after ``prometheus_client``'s."""
+
+_EXPOSITIONS: list[Exposition] = []
+
+
+def add_exposition(render: Exposition) -> None:
+    """Serve ``render()`` on ``/metrics`` too: for families of so many series (one per node) that
+    formatting each sample at every scrape, as ``prometheus_client`` does, would hold the event
+    loop for seconds; ``render`` returns text it formatted once per change. Its families' names
+    must be none of ``prometheus_client``'s registry."""
+    if render not in _EXPOSITIONS:
+        _EXPOSITIONS.append(render)
+
+
+def metrics_text() -> bytes:
+    """The body of ``/metrics``: ``prometheus_client``'s default registry, then each exposition."""
+    return generate_latest() + b"".join(render() for render in _EXPOSITIONS)
+
 
 def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
     head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -30,7 +49,7 @@ async def serve(address: str, ready: Callable[[], bool]) -> asyncio.Server:
                     else _response("503 Service Unavailable", b"not ready")
                 )
             elif path == "/metrics":
-                reply = _response("200 OK", generate_latest(), CONTENT_TYPE_LATEST)
+                reply = _response("200 OK", metrics_text(), CONTENT_TYPE_LATEST)
             else:
                 reply = _response("404 Not Found", b"not found")
             writer.write(reply)
