@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.controllers.fleet_metrics import NODE_RECORDS
+from nvcre.fleet.records import fold
+from nvcre.objects import Obj
 from nvcre.runtime import probes
-
-from .test_fleet_metrics import ALL_REDUCE, TRAINING, Clock, FakeInformer, history, record, result
+from nvcre.runtime.informer import EventHandler
 
 DASHBOARD = (
     Path(__file__).resolve().parents[2] / "charts" / "nvcre" / "files" / "dashboards" / "nvcre-fleet.json"
@@ -93,21 +95,75 @@ def queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def results(category: str, *runs: tuple[float, str, dict[str, float]]) -> list[tuple[str, dict[str, Any]]]:
+    """(category, result) of runs that ended ``days`` ago with a verdict and values."""
+    now = datetime.now(UTC)
+    out = []
+    for i, (days, verdict, values) in enumerate(runs):
+        result: dict[str, Any] = {
+            "time": (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "workflow": {"namespace": "nvcre", "name": "wf", "uid": f"{category}-{i}"},
+            "groupSize": 2,
+            "verdict": verdict,
+            "values": values,
+        }
+        if verdict == "Failed":
+            result.update(reason="ThresholdViolation", cause="ThresholdViolated", message="slow")
+        out.append((category, result))
+    return out
+
+
+def record(node: str, *runs: tuple[str, dict[str, Any]]) -> Obj:
+    """A NodeRecord with ``runs`` folded in, oldest first, by the record's own fold."""
+    status: dict[str, Any] | None = None
+    for category, result in runs:
+        status = fold(status, category, [result], datetime.now(UTC))
+    return {"metadata": {"name": node, "resourceVersion": "1"}, "spec": {"nodeName": node}, "status": status}
+
+
+class Records:
+    """The NodeRecord informer's surface the manager's collector reads."""
+
+    def __init__(self, *records: Obj) -> None:
+        self.records = list(records)
+
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        return self.records
+
+    def add_handler(self, handler: EventHandler) -> None:
+        pass
+
+
 @pytest.fixture
 def exported() -> Iterator[dict[str, int]]:
     """The families of the manager's /metrics body, by name, with their number of samples, while
-    the manager's NodeRecord collector watches records of a few nodes."""
-    passing = record(
-        "gpu-node-001",
-        (ALL_REDUCE, result("a", 2, busBandwidthGBps=487.7), 2),
-        (ALL_REDUCE, result("b", 1, busBandwidthGBps=489.1), 1),
+    the manager's NodeRecord collector watches the records of three nodes: one that passed, then
+    failed below its baseline; one that passed twice; one with a training run."""
+    all_reduce = "communication/nccl-all-reduce"
+    slow = record(
+        "gpu-node-007",
+        *results(
+            all_reduce,
+            (20, "Passed", {"busBandwidthGBps": 480.0}),
+            (10, "Passed", {"busBandwidthGBps": 490.0}),
+            (5, "Failed", {"busBandwidthGBps": 400.0}),
+        ),
     )
-    training = record("gpu-node-002", (TRAINING, result("c", 1, goodputRatio=0.91, avgStepTimeSec=1.2), 1))
-    NODE_RECORDS.watch(FakeInformer(history(), passing, training), Clock())
+    fine = record(
+        "gpu-node-001",
+        *results(
+            all_reduce, (2, "Passed", {"busBandwidthGBps": 487.7}), (1, "Passed", {"busBandwidthGBps": 489.1})
+        ),
+    )
+    training = record(
+        "gpu-node-002",
+        *results("workloadrun/llama", (1, "Passed", {"goodputRatio": 0.91, "avgStepTimeSec": 1.2})),
+    )
+    NODE_RECORDS.watch(Records(slow, fine, training))
     try:
         body = probes.metrics_text().decode()
     finally:
-        NODE_RECORDS.watch(FakeInformer())
+        NODE_RECORDS.watch(Records())
     yield {family.name: len(family.samples) for family in text_string_to_metric_families(body)}
 
 
