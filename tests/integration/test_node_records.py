@@ -24,7 +24,15 @@ from nvcre.naming import certification_workflow_name
 from nvcre.testing.audit import by_manager
 from nvcre.testing.builders import Certification, category, new_pool
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, true_condition, wait_true
+from nvcre.testing.inspect import (
+    failed_nodes_record,
+    get,
+    isolation_retests,
+    jobs_of,
+    kubectl_get,
+    true_condition,
+    wait_true,
+)
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, finish
 from nvcre.testing.waiting import wait_for
@@ -375,12 +383,7 @@ def test_a_node_below_its_own_baseline_regresses_and_isolation_names_it_alone(
         f"{slow}: {why}; {partner}: {why}",
     )
 
-    def round_() -> list[dict[str, Any]] | None:
-        orchestration = get(kube, resources.Workflow, "reg", namespace)["status"]["orchestration"]
-        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
-        return orchestration["groups"] if running else None
-
-    retests = {g["suspect"]: g for g in wait_for(round_, 60, what="the isolation round")}
+    retests = isolation_retests(kube, namespace, "reg")
     assert sorted(retests) == sorted(groups["group-1"]), "both members regressed: both are suspects"
     for suspect, value in ((slow, "401.00"), (partner, "484.00")):
         job = f"reg-{retests[suspect]['name']}-iter-1"

@@ -19,6 +19,7 @@ from nvcre.testing.inspect import (
     config_map_payload,
     failed_nodes_record,
     get,
+    isolation_retests,
     jobs_of,
     trainjob_of,
     true_condition,
@@ -157,12 +158,7 @@ def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
         finish(kube, namespace, job_of[pair])
         complete_bandwidth(kube, namespace, job_of[pair], ["1.20", bus])
 
-    def round_() -> list[dict[str, Any]] | None:
-        orchestration = get(kube, resources.Workflow, "outl", namespace)["status"]["orchestration"]
-        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
-        return orchestration["groups"] if running else None
-
-    retests = {g["suspect"]: g for g in wait_for(round_, 60, what="the isolation round")}
+    retests = isolation_retests(kube, namespace, "outl")
     assert sorted(retests) == list(slow_pair), "both members of the outlier pair are suspects"
     slow, partner = slow_pair  # nodes[4] is the slow one
     for suspect, bus in ((slow, "150.00"), (partner, "475.00")):

@@ -48,6 +48,19 @@ def workflow_status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
     return dict(get(kube, resources.Workflow, name, namespace).get("status") or {})
 
 
+def isolation_retests(
+    kube: Client, namespace: str, workflow: str, timeout: float = 60
+) -> dict[str, dict[str, Any]]:
+    """The Workflow's isolation round once it runs: each re-test group by the suspect it re-tests."""
+
+    def round_() -> list[dict[str, Any]] | None:
+        orchestration = workflow_status(kube, namespace, workflow).get("orchestration") or {}
+        running = (orchestration.get("isolation") or {}).get("stage") == "Running"
+        return orchestration["groups"] if running else None
+
+    return {g["suspect"]: g for g in wait_for(round_, timeout, what=f"the isolation round of {workflow}")}
+
+
 def group_phases(workflow: dict[str, Any]) -> dict[str, str]:
     """Group name -> phase, as one version of the Workflow's status records them."""
     found = ((workflow.get("status") or {}).get("orchestration") or {}).get("groups") or ()

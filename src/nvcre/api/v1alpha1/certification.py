@@ -11,10 +11,12 @@ from nvcre.api.v1alpha1.common import (
     ISOLATION,
     QUANTITY_SIZE_PATTERN,
     SHORT_DURATION_PATTERN,
+    BaselineResults,
     GangSchedulerSpec,
     LocalObjectReference,
     NicResourceName,
     Placement,
+    RegressionFraction,
     TargetSpec,
     Thresholds,
     Toggle,
@@ -109,24 +111,8 @@ class CategoryOptions(NvcreModel):
             "its hardware (docs/expected-performance.md). 0.8 when unset; 0 turns it off."
         ),
     )
-    regression_fraction: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description=(
-            "Fail a node whose group measures more than this fraction worse than the node's own "
-            "baseline in this category (docs/fleet-memory.md). 0.1 when unset; 0 turns it off."
-        ),
-    )
-    baseline_results: int | None = Field(
-        default=None,
-        ge=1,
-        le=20,
-        description=(
-            "How many of a node's latest passing results in a category make its baseline; a node "
-            "with fewer is not judged against its past. 5 when unset."
-        ),
-    )
+    regression_fraction: RegressionFraction = None
+    baseline_results: BaselineResults = None
     allow_missing_data: bool | None = Field(
         default=None,
         description=(

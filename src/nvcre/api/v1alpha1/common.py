@@ -84,6 +84,31 @@ Thresholds = Annotated[
 ]
 """Threshold key (one of :data:`THRESHOLD_KEYS`) to a CEL expression over the double ``value``."""
 
+RegressionFraction = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1,
+        description=(
+            "Fail a node whose group measures more than this fraction worse than the node's own "
+            "baseline: the median of its latest baselineResults passing results of the same "
+            "category and shape, from its NodeRecord (docs/fleet-memory.md). 0.1 when unset; 0 "
+            "turns it off."
+        ),
+    ),
+]
+BaselineResults = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=20,
+        description=(
+            "How many of a node's latest passing results make its baseline; a node with fewer is "
+            "not judged against its past. 5 when unset."
+        ),
+    ),
+]
+
 SampleInterval = Annotated[
     str,
     WithJsonSchema(

@@ -8,11 +8,13 @@ from pydantic import Field
 
 from nvcre.api.v1alpha1.common import (
     ISOLATION,
+    BaselineResults,
     DiagnoseSpec,
     ExecutionSpec,
     GangSchedulerSpec,
     OverrideSpec,
     Placement,
+    RegressionFraction,
     TargetSpec,
     Thresholds,
     Toggle,
@@ -87,26 +89,8 @@ class PerformanceValidation(NvcreModel):
             "(a Certification sets 0.8 unless told otherwise)."
         ),
     )
-    regression_fraction: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description=(
-            "A node whose group measures more than this fraction worse than the node's own baseline "
-            "(the median of its latest baselineResults passing results of the same category and "
-            "shape, from its NodeRecord) fails validation (cause Regression). 0.1 when unset; 0 "
-            "turns it off."
-        ),
-    )
-    baseline_results: int | None = Field(
-        default=None,
-        ge=1,
-        le=20,
-        description=(
-            "How many of a node's latest passing results make its baseline; a node with fewer is "
-            "not judged against its past. 5 when unset."
-        ),
-    )
+    regression_fraction: RegressionFraction = None
+    baseline_results: BaselineResults = None
 
 
 class ValidationSpec(NvcreModel):
