@@ -18,13 +18,12 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 
@@ -34,7 +33,7 @@ from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.nccl import Parser
 from nvcre.measure.profile import compile_profile
 from nvcre.sandbox import control
-from nvcre.sandbox.state import StateDir
+from nvcre.sandbox.control import Started as Box
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing.inspect import get, jobs_of, wait_true
 from nvcre.testing.waiting import wait_for
@@ -47,19 +46,11 @@ NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 SLOW, SLOWER = "gpu-node-001", 0.85
 
 
-@dataclass(frozen=True)
-class Box:
-    state: StateDir
-    kube: Client
-
-
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    with control.running(
-        state, Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3")
-    ) as record:
-        yield Box(state, Client(KubeConfig.from_file(record.kubeconfig)))
+    options = Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    with control.started(tmp_path_factory.mktemp("sandbox"), options) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")

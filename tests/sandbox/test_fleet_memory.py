@@ -22,20 +22,18 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.sandbox import control
-from nvcre.sandbox.state import StateDir
+from nvcre.sandbox.control import Started as Box
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, wait_true
 from nvcre.testing.waiting import wait_for
@@ -51,20 +49,11 @@ REGRESSION = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Box:
-    state: StateDir
-    kube: Client
-    kubeconfig: str
-
-
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    state = StateDir(tmp_path_factory.mktemp("sandbox") / "state")
-    with control.running(
-        state, Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3")
-    ) as record:
-        yield Box(state, Client(KubeConfig.from_file(record.kubeconfig)), str(record.kubeconfig))
+    options = Options(nodes=NODES, platform="aws", product="NVIDIA-H100-80GB-HBM3")
+    with control.started(tmp_path_factory.mktemp("sandbox"), options) as box:
+        yield box
 
 
 def nvcrectl(box: Box, *args: str) -> str:
@@ -180,6 +169,8 @@ def test_three_certifications_and_a_nic_slower_than_its_own_past(box: Box) -> No
         for run, result in enumerate(results[:2]):
             assert (result["verdict"], result["values"]["busBandwidthGBps"]) == ("Passed", runs[run][pair])
             assert result["run"]["name"] == "fleet-nccl" and result["groupSize"] == 2
+            # the image its pods ran, by the digest kwok's kubelet stand-in reports for it
+            assert result["images"] and all(i["imageID"] == f"kwok://{i['image']}" for i in result["images"])
         third = results[2]
         if node != SLOW:
             assert third["verdict"] == "Passed", (node, third)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,20 +28,35 @@ def test_a_port_another_live_process_claimed_is_not_handed_out(
 ) -> None:
     """Two test processes side by side (pytest workers) never get the same port; the claim of
     a process that has exited is taken over."""
+    base = three_free_ports()
     monkeypatch.setattr(processes, "_CLAIMS", tmp_path)
     monkeypatch.setattr(processes, "_handed_out", set())
-    monkeypatch.setattr(processes, "_LOWEST_PORT", 20000)
-    monkeypatch.setattr(processes, "_ephemeral_range", lambda: (20003, 60999))
+    monkeypatch.setattr(processes, "_LOWEST_PORT", base)
+    monkeypatch.setattr(processes, "_ephemeral_range", lambda: (base + 3, 60999))
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        for port in (20000, 20001):
+        for port in (base, base + 1):
             (tmp_path / str(port)).write_text(str(other.pid))
-        assert free_port() == 20002
-        assert (tmp_path / "20002").read_text() == str(os.getpid())
+        assert free_port() == base + 2
+        assert (tmp_path / str(base + 2)).read_text() == str(os.getpid())
     finally:
         other.kill()
         other.wait()
-    assert {free_port(), free_port()} == {20000, 20001}, "the claims of a process gone are taken over"
+    assert {free_port(), free_port()} == {base, base + 1}, "the claims of a process gone are taken over"
+
+
+def three_free_ports() -> int:
+    """The first of three consecutive ports from 20000 that nothing listens on now (a server of
+    another test run may hold any fixed one)."""
+    for base in range(20000, 30000, 3):
+        try:
+            for port in range(base, base + 3):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no three consecutive free ports from 20000 to 30000")
 
 
 def test_stop_escalates_to_kill_when_term_is_ignored(tmp_path: Path) -> None:

@@ -184,6 +184,9 @@ def node_results(
         floors = _floors(job)
         if floors:
             result["floors"] = floors
+        used = (job.get("status") or {}).get("images")
+        if used:
+            result["images"] = [dict(i) for i in used]
         failure = entries.get(node)
         if failure is None and not job_passed(job):
             # Not named by the failed-nodes record (unreadable, or gone) but no Job of its

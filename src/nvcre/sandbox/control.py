@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
@@ -259,6 +260,23 @@ def running(state: StateDir, options: Options) -> Iterator[Record]:
         yield up(state, options)
     finally:
         down(state)
+
+
+@dataclass(frozen=True)
+class Started:
+    """A sandbox :func:`started` runs: its state directory and a client of its cluster."""
+
+    state: StateDir
+    kube: Client
+    kubeconfig: str
+
+
+@contextlib.contextmanager
+def started(work: Path, options: Options) -> Iterator[Started]:
+    """:func:`running` with its state under ``work``, and a client of the cluster."""
+    state = StateDir(work / "state")
+    with running(state, options) as record:
+        yield Started(state, Client(KubeConfig.from_file(record.kubeconfig)), str(record.kubeconfig))
 
 
 def kubectl_path() -> str:

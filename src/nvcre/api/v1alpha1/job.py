@@ -15,7 +15,7 @@ from nvcre.api.v1alpha1.common import (
     expression_schema,
 )
 from nvcre.api.v1alpha1.constants import Kind, Label
-from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH
+from nvcre.api.v1alpha1.limits import EXPRESSION_MAX_LENGTH, MAX_IMAGES
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, label_path, state_columns
 from nvcre.api.v1alpha1.resource import Resource
@@ -129,6 +129,13 @@ class FailureLog(NvcreModel):
     tail: str | None = Field(default=None, max_length=32768)
 
 
+class ContainerImage(NvcreModel):
+    image: str = Field(max_length=512, description="The image as the pod spec names it.")
+    image_id: str = Field(
+        alias="imageID", max_length=512, description="The digest the kubelet resolved it to (imageID)."
+    )
+
+
 class JobStatus(NvcreModel):
     conditions: list[Condition] | None = None
     failed_nodes: list[FailedNode] | None = Field(
@@ -141,6 +148,11 @@ class JobStatus(NvcreModel):
     scheduling_resumed_time: str | None = None
     restart_count: int | None = None
     failure_log: FailureLog | None = None
+    images: list[ContainerImage] | None = Field(
+        default=None,
+        max_length=MAX_IMAGES,
+        description="The images its workload's containers ran, by digest (from the pods' statuses).",
+    )
 
 
 class Job(Resource):

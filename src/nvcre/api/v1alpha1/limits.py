@@ -75,3 +75,6 @@ MACROS_MESSAGE: Final = (
     f"may call at most {EXPRESSION_MAX_MACROS} comprehension macros (all, exists, exists_one, map, filter)"
 )
 SAMPLE_INTERVAL_MESSAGE: Final = f"sampleInterval must be at least {MIN_SAMPLE_INTERVAL}"
+MAX_IMAGES: Final = 16
+"""Images a Job's status (and each NodeRecord result) keeps: a workload runs a few (launcher,
+workers, init containers)."""

@@ -13,6 +13,8 @@ from typing import ClassVar, Final, Literal
 from pydantic import Field
 
 from nvcre.api.v1alpha1.constants import Default, Kind
+from nvcre.api.v1alpha1.job import ContainerImage
+from nvcre.api.v1alpha1.limits import MAX_IMAGES
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, Column
 from nvcre.api.v1alpha1.resource import Resource
@@ -75,6 +77,11 @@ class NodeResult(NvcreModel):
     )
     floors: dict[str, float] | None = Field(
         default=None, description="The Job's expected-performance floors by key (fraction x expected)."
+    )
+    images: list[ContainerImage] | None = Field(
+        default=None,
+        max_length=MAX_IMAGES,
+        description="The images that Job's workload ran, by digest.",
     )
     verdict: Verdict
     reason: str | None = Field(

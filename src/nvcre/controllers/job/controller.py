@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -45,7 +46,7 @@ from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import conditions_of
-from nvcre.decide.job import deletion, health, measurements, next_step, restart
+from nvcre.decide.job import deletion, health, images, measurements, next_step, restart
 from nvcre.measure import verdicts
 from nvcre.measure.thresholds import Verdict
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
@@ -466,12 +467,12 @@ class JobController:
             return await self._reconcile_live(_key(job), ensured=True)
         hardware = await self._hardware_failure(job, pods)
         if isinstance(decision, next_step.Restart):
-            return await self._restart(job, decision, hardware)
+            return await self._restart(job, decision, hardware, pods)
         if isinstance(decision, next_step.Fail):
             await self._fail(job, decision, pods, hardware)
             return None
         if isinstance(decision, next_step.Succeed):
-            return await self._succeed(job, decision, hardware)
+            return await self._succeed(job, decision, hardware, pods)
         # Still open: the same step as last time writes nothing (a newer Job is an event away).
         await self._write_state(
             job,
@@ -481,11 +482,16 @@ class JobController:
             decision.change,
             settled=True,
             hardware=hardware,
+            pods=pods,
         )
         return Result(requeue_after=decision.requeue)
 
     async def _succeed(
-        self, job: Obj, decision: next_step.Succeed, hardware: health.HardwareFailure | None
+        self,
+        job: Obj,
+        decision: next_step.Succeed,
+        hardware: health.HardwareFailure | None,
+        pods: Sequence[Obj],
     ) -> Result | None:
         """Write Succeeded and, when the measurements already allow one, the verdict in the same
         write; else the verdict is judged on later passes (:meth:`_judge`)."""
@@ -514,6 +520,7 @@ class JobController:
             decision.message,
             record,
             hardware=hardware,
+            pods=pods,
         )
         if written is None:
             return None
@@ -524,7 +531,11 @@ class JobController:
         return None
 
     async def _restart(
-        self, job: Obj, decision: next_step.Restart, hardware: health.HardwareFailure | None
+        self,
+        job: Obj,
+        decision: next_step.Restart,
+        hardware: health.HardwareFailure | None,
+        pods: Sequence[Obj],
     ) -> Result | None:
         """Record the restart (one write), then carry it on as every later pass does."""
         written = await self._write_state(
@@ -534,6 +545,7 @@ class JobController:
             decision.message,
             restart.record(decision.workload_uid),
             hardware=hardware,
+            pods=pods,
         )
         if written is None:
             return None  # terminal meanwhile, or gone
@@ -584,7 +596,7 @@ class JobController:
                 )
 
         await self._write_state(
-            job, ConditionType.FAILED, decision.reason, decision.message, record, hardware=hardware
+            job, ConditionType.FAILED, decision.reason, decision.message, record, hardware=hardware, pods=pods
         )
 
     async def _hardware_failure(self, job: Obj, pods: list[Obj]) -> health.HardwareFailure | None:
@@ -620,9 +632,11 @@ class JobController:
         *,
         settled: bool = False,
         hardware: health.HardwareFailure | None = None,
+        pods: Sequence[Obj] = (),
     ) -> Obj | None:
-        """Make ``cond_type`` the Job's one True state, with ``extra`` and what node health found
-        (``hardware``) in the same write. No event for the first InProgress (one request per Job
+        """Make ``cond_type`` the Job's one True state, with ``extra``, what node health found
+        (``hardware``) and the images the workload's ``pods`` run in the same write. No event for
+        the first InProgress (one request per Job
         of a fan-out, saying what the condition says; the Workflow announces the launch once);
         Failed and Succeeded keep theirs; the first hardware failure's warning follows the write."""
         written = await self.ctx.status.set_exclusive(
@@ -631,7 +645,7 @@ class JobController:
             cond_type,
             reason,
             message,
-            extra=_with_hardware(job, extra, hardware, self.ctx.clock.now()),
+            extra=_with_observed(job, extra, hardware, pods, self.ctx.clock.now()),
             unless_terminal=True,
             settled=settled,
             announce=cond_type != ConditionType.IN_PROGRESS,
@@ -641,17 +655,24 @@ class JobController:
         return written
 
 
-def _with_hardware(
-    job: Obj, change: StatusChange | None, hardware: health.HardwareFailure | None, at: datetime
+def _with_observed(
+    job: Obj,
+    change: StatusChange | None,
+    hardware: health.HardwareFailure | None,
+    pods: Sequence[Obj],
+    at: datetime,
 ) -> StatusChange | None:
-    """``change`` and, in the same write, the ``HardwareFailed`` condition node health decided
-    (as of ``at``)."""
-    if hardware is None:
+    """``change`` and, in the same write, the images the workload's ``pods`` run and the
+    ``HardwareFailed`` condition node health decided (as of ``at``)."""
+    if hardware is None and not pods:
         return change
 
     def combined(status: dict[str, Any]) -> None:
         if change is not None:
             change(status)
+        images.record(status, pods)
+        if hardware is None:
+            return
         hardware.change(status)
         set_in_status(
             status,
