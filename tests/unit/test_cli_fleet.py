@@ -77,7 +77,8 @@ class Client:
         found = self.records.get(name)
         return _Obj(found) if found is not None else None  # get_or_none's None: not found
 
-    def list(self, resource: Any, labels: Any = None, **_: Any) -> list[_Obj]:
+    def list(self, resource: Any, labels: Any = None, chunk_size: int | None = None) -> list[_Obj]:
+        assert chunk_size == 500  # paged: a fleet's records do not come in one response
         self.listed.append((resource.__name__, labels))
         if resource.__name__ == "NodeRecord":
             return [_Obj(r) for r in self.records.values()]
