@@ -167,7 +167,7 @@ def test_node_history_and_fleet_show_what_the_records_hold(
         "Regression",
     ]
     assert lines[6:8] == ["", "Failures:"]
-    assert lines[8].startswith(f"  {second[0]}  ") and "baseline" in lines[8]
+    assert lines[8:] == [f"  {second[0]}  busbw 400 GB/s, 18 % below this node's baseline 490 GB/s (1 run)"]
 
     # A node that violated its threshold: failing, 198.3 against 485 is -59.1 %.
     doc = json.loads(nvcrectl(config, "node", "history", broken, "-o", "json").stdout)
@@ -179,7 +179,9 @@ def test_node_history_and_fleet_show_what_the_records_hold(
         "ThresholdViolated",
     )
     assert last["vsBaseline"] == {"busBandwidthGBps": -59.1}
-    assert 'Threshold "busBandwidthGBps" violated: measured 198.3000' in last["message"]
+    assert (
+        last["message"] == 'Threshold "busBandwidthGBps" violated: measured 198.3000, expression: value > 300'
+    )
 
     # A GPU node that never ran has no record: one error line naming it.
     done = nvcrectl(config, "node", "history", idle)
