@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,7 @@ from nvcre.catalog.render import render_category
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.workloadrun import outcome
 from nvcre.decide.job.next_step import Fail, Succeed, follow
+from nvcre.fleet import records as fleet_records
 from nvcre.measure import verdicts
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.lines import Tail
@@ -65,7 +67,7 @@ from nvcre.orchestration.capacity import Exclusions
 from nvcre.orchestration.discovery import discover
 from nvcre.orchestration.iterations import succeeded_nodes, verdict
 from nvcre.orchestration.partition import partition
-from nvcre.orchestration.result_configmaps import merge_failed, merge_succeeded
+from nvcre.orchestration.result_configmaps import failed_entries, merge_failed, merge_succeeded
 from nvcre.render.workloadrun.build import build_workflow
 from nvcre.report.build import (
     CertificationObjects,
@@ -801,6 +803,80 @@ def isolation_case() -> Obj:
     return certification_case(cert, fleet, [lambda wf: _isolated(play_workflow(wf, fleet, 2, runs), runs)])
 
 
+def node_records(runs: Sequence[tuple[Obj, float | None]]) -> list[Obj]:
+    """Each node's NodeRecord as the manager leaves it after ``runs`` (oldest first): each
+    ``certification_case``'s Workflows' results (``fleet.records.node_results``) folded in
+    (``fleet.records.fold``) at its end, moved to ``days`` (negative: before START; None: where
+    it ended)."""
+    statuses: dict[str, Obj] = {}
+    for case, days in runs:
+        for objects in case["workflows"]:
+            workflow = objects["workflow"]
+            results = fleet_records.node_results(
+                workflow,
+                objects["jobs"],
+                objects.get("bandwidths", []),
+                objects.get("goodputs", []),
+                failed_entries(objects.get("failedNodes")),
+            )
+            for node, result in results.items():
+                if days is not None:
+                    result["time"] = at(days * 86400)
+                category = fleet_records.category_of(workflow)
+                now = START + timedelta(days=days or 0)
+                statuses[node] = fleet_records.fold(statuses.get(node), category, [result], now)
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "NodeRecord",
+            "metadata": {"name": node, "labels": {Label.MANAGED_BY: MANAGED_BY_VALUE}},
+            "spec": {"nodeName": node},
+            "status": statuses[node],
+        }
+        for node in sorted(statuses)
+    ]
+
+
+def _own_job_uids(case: Obj) -> Obj:
+    """Each Job of the case with a UID of its own, as the API server gives it, and its
+    measurements labelled with it: :func:`_uid` keeps the first 16 characters of a name, which
+    the Jobs of one Workflow share, and a record takes each node's values from its Job's
+    measurements by that UID."""
+    for objects in case["workflows"]:
+        uids = {}
+        for job in objects["jobs"]:
+            job["metadata"]["uid"] = uids[job["metadata"]["name"]] = str(
+                uuid.uuid5(uuid.NAMESPACE_URL, job["metadata"]["name"])
+            )
+        for measurement in [*objects.get("bandwidths", []), *objects.get("goodputs", [])]:
+            labels = measurement["metadata"]["labels"]
+            labels[Label.JOB_UID] = uids[labels[Label.JOB]]
+    return case
+
+
+def repeat_offenders() -> Obj:
+    """The isolation case on five nodes, one cordoned, after three earlier runs of the same
+    certification (each its own Certification): all passed 45 days before; the slow node failed
+    with its partner 20 days before, and alone after isolation 6 days before. The records hold
+    the earlier runs and this one: the slow node's third failure in 30 days, its last pass 45
+    days old; the cordoned node, new to the fleet, has no record."""
+    slow = {"group-1": GroupRun(faults=("gpu-node-003=slow-nic:0.4",))}
+
+    def run(name: str, fleet: Sequence[Obj], play: Callable[[Obj], Obj]) -> Obj:
+        cert = _certification(name, [_all_reduce("value >= 400")])
+        return _own_job_uids(certification_case(cert, fleet, [play]))
+
+    four = nodes(4)
+    earlier = [
+        (run("cert-0116", four, lambda wf: play_workflow(wf, four, 2, {})), -45),
+        (run("cert-0210", four, lambda wf: play_workflow(wf, four, 2, slow)), -20),
+        (run("cert-0224", four, lambda wf: _isolated(play_workflow(wf, four, 2, slow), slow)), -6),
+    ]
+    five = nodes(5, cordoned=("gpu-node-004",))
+    case = run("cert-0302", five, lambda wf: _isolated(play_workflow(wf, five, 2, slow), slow))
+    return {**case, "nodeRecords": node_records([*earlier, (case, None)])}
+
+
 CASES: dict[str, Callable[[], Obj]] = {
     "isolation": isolation_case,
     "passing": passing,
@@ -811,6 +887,7 @@ CASES: dict[str, Callable[[], Obj]] = {
     "workloadrun": workloadrun,
     "diagnosis": diagnosis,
     "diagnosis-limit": diagnosis_limit,
+    "repeat-offenders": repeat_offenders,
 }
 
 
@@ -832,6 +909,10 @@ def _workflow(data: dict[str, Any]) -> WorkflowObjects:
 def report_of(data: dict[str, Any]) -> Report:
     if "workloadRun" in data:
         workflow = _workflow(data["workflow"]) if data.get("workflow") else None
-        return workloadrun_report(WorkloadRunObjects(data["workloadRun"], workflow, now=READ_AT))
+        return workloadrun_report(
+            WorkloadRunObjects(data["workloadRun"], workflow, now=READ_AT, records=data.get("nodeRecords"))
+        )
     workflows = [_workflow(w) for w in data["workflows"]]
-    return certification_report(CertificationObjects(data["certification"], workflows, now=READ_AT))
+    return certification_report(
+        CertificationObjects(data["certification"], workflows, now=READ_AT, records=data.get("nodeRecords"))
+    )

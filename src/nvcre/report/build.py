@@ -32,6 +32,7 @@ from nvcre.measure import thresholds as th
 from nvcre.measure import verdicts
 from nvcre.measure.early import early_value
 from nvcre.orchestration.result_configmaps import failed_entries, succeeded_names
+from nvcre.report.history import NodeHistory, node_history, run_uids, target_nodes
 from nvcre.report.model import (
     BandwidthRow,
     CategoryReport,
@@ -72,7 +73,10 @@ class CertificationObjects:
     certification: Obj
     workflows: Sequence[WorkflowObjects] = ()
     now: datetime | None = field(default=None, compare=False)
-    """When the objects were read: the end of a running category's runtime."""
+    """When the objects were read: the end of a running category's runtime, and the time the
+    node history is judged at."""
+    records: Sequence[Obj] | None = None
+    """The NodeRecords of the run's nodes (others are ignored); None when not read."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class WorkloadRunObjects:
     workloadrun: Obj
     workflow: WorkflowObjects | None = None
     now: datetime | None = field(default=None, compare=False)
+    records: Sequence[Obj] | None = None
 
 
 # --- small readers --------------------------------------------------------------------------
@@ -733,6 +738,27 @@ def _scale(workflow: Obj | None, category: Mapping[str, Any], spec: Mapping[str,
     return annotation or str(options.get("testScale") or spec.get("testScale") or Default.TEST_SCALE)
 
 
+def _history(
+    records: Sequence[Obj] | None,
+    run: Obj,
+    workflows: Sequence[WorkflowObjects],
+    failed: Iterable[NodeFinding],
+    now: datetime | None,
+) -> NodeHistory | None:
+    """What the records say of the run's nodes (:mod:`nvcre.report.history`): a node in a
+    Workflow's succeeded-nodes record passed in this run."""
+    if records is None:
+        return None
+    return node_history(
+        records,
+        uids=run_uids(run, (w.workflow for w in workflows)),
+        failed=(f.node for f in failed),
+        target=target_nodes(w.workflow for w in workflows),
+        passed={n for w in workflows if w.succeeded_nodes for n in succeeded_names(w.succeeded_nodes)},
+        now=now,
+    )
+
+
 def certification_report(objects: CertificationObjects) -> Report:
     """The report of a Certification: one card per category, in spec order."""
     cert = objects.certification
@@ -768,6 +794,7 @@ def certification_report(objects: CertificationObjects) -> Report:
         findings.extend(found)
     platform, gpu, total, excluded, reason = _header(objects.workflows)
     state = workflow_state(cert)
+    failed = _unique(findings)
     return Report(
         kind="Certification",
         name=str(meta.get("name") or ""),
@@ -779,8 +806,9 @@ def certification_report(objects: CertificationObjects) -> Report:
         excluded_nodes=excluded,
         exclusion_reason=reason,
         categories=tuple(cards),
-        failed_nodes=_unique(findings),
+        failed_nodes=failed,
         state=state,
+        history=_history(objects.records, cert, objects.workflows, failed, objects.now),
     )
 
 
@@ -831,4 +859,5 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
         failed_nodes=_unique(findings),
         nodes=_node_statuses(objects.workflow, findings) if objects.workflow else (),
         state=state,
+        history=_history(objects.records, run, workflows, findings, objects.now),
     )

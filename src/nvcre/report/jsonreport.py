@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvcre.report.history import NodeHistory
 from nvcre.report.model import CategoryReport, Diagnosis, FailedGroup, NodeFinding, Report
 
 
@@ -144,6 +145,22 @@ def _category(category: CategoryReport) -> dict[str, Any]:
     return _compact(data)
 
 
+def _history(history: NodeHistory) -> dict[str, Any]:
+    return _compact(
+        {
+            "repeatFailures": [
+                {"name": r.node, "failures": r.failures, "windowDays": r.days}
+                for r in history.repeat_failures
+            ],
+            "notCertified": [
+                _compact({"name": u.node, "lastPassTime": u.last_pass, "daysSincePass": u.days})
+                for u in history.not_certified
+            ],
+            "staleAfterDays": history.stale_after_days,
+        }
+    )
+
+
 def to_json(report: Report) -> dict[str, Any]:
     data: dict[str, Any] = _compact(
         {
@@ -165,5 +182,7 @@ def to_json(report: Report) -> dict[str, Any]:
             for n in report.nodes
         ]
     data["failedNodes"] = [_finding(f) for f in report.failed_nodes] or None
+    if report.history is not None:
+        data["nodeHistory"] = _history(report.history)
     data["result"] = report.result
     return data

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from nvcre.report.history import NodeHistory
+
 Result = Literal["PASSED", "FAILED", "RUNNING", "INCOMPLETE"]
 CategoryState = Literal["Succeeded", "Failed", "Running", "Pending"]
 IterationState = Literal["Succeeded", "Restarted", "Failed", "Running"]
@@ -197,6 +199,9 @@ class Report:
     nodes: tuple[NodeStatus, ...] = ()
     state: CategoryState = "Pending"
     """The run's own state (Succeeded, Failed, Running, Pending), from its conditions."""
+    history: NodeHistory | None = None
+    """What the nodes' records say beyond this run (repeat failures, nodes not certified
+    recently); None when they say nothing (:mod:`nvcre.report.history`)."""
 
     @property
     def title(self) -> str:

@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Final
 
+from nvcre.report.history import NodeHistory
 from nvcre.report.model import (
     CategoryReport,
     Diagnosis,
@@ -24,6 +25,8 @@ TEXT: Final = INNER - 1
 LOG_LINES: Final = 20
 LOG_BYTES: Final = 4 * 1024
 ICON: Final = {"Succeeded": "✓", "Restarted": "↻", "Failed": "✗", "Running": "⋯"}
+HISTORY_LINES: Final = 20
+"""Nodes listed per block of the Node History card (the JSON report lists them all)."""
 
 
 def fit(text: str, width: int = TEXT) -> str:
@@ -276,10 +279,40 @@ def _summary(report: Report) -> list[str]:
     return _card("Summary", body)
 
 
+def _listed(title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A block of ``node  text`` rows, the first :data:`HISTORY_LINES` and how many more; each
+    text under its node when a row of the longest node name would not fit the card."""
+    out = [f"  {title}"]
+    shown = rows[:HISTORY_LINES]
+    width = max(len(node) for node, _ in shown)
+    if 4 + width + 2 + max(len(text) for _, text in shown) <= TEXT:
+        out.extend(f"    {node:<{width}}  {text}" for node, text in shown)
+    else:
+        out.extend(line for node, text in shown for line in (f"    {node}", f"      {text}"))
+    if len(rows) > HISTORY_LINES:
+        out.append(f"    ... and {len(rows) - HISTORY_LINES} more")
+    return out
+
+
+def history_lines(history: NodeHistory) -> list[str]:
+    """The Node History card: repeat failures, then the nodes not certified recently."""
+    out: list[str] = []
+    if history.repeat_failures:
+        rows = [(r.node, r.text) for r in history.repeat_failures]
+        out += _listed("Repeat failures:", rows)
+    if history.not_certified:
+        rows = [(u.node, u.text) for u in history.not_certified]
+        out += [""] if out else []
+        out += _listed(f"Not certified in {history.stale_after_days} days:", rows)
+    return out
+
+
 def render_text(report: Report) -> str:
     """The box report, ending in a newline."""
     lines = _header(report)
     for category in report.categories:
         lines += ["", *_card(f"{category.domain}/{category.variant}", category_lines(category))]
+    if report.history is not None:
+        lines += ["", *_card("Node History", history_lines(report.history))]
     lines += ["", *_summary(report)]
     return "\n".join(lines) + "\n"
