@@ -39,8 +39,11 @@ class Item(dict[str, Any]):
 class Records:
     """A client holding ``names``' records; records each request; ``refuse``: answers 403."""
 
-    def __init__(self, names: list[str], refuse: bool = False) -> None:
-        self.records = {n: Item(metadata={"name": n}, spec={"nodeName": n}) for n in names}
+    def __init__(self, names: list[str] | None, refuse: bool = False) -> None:
+        """``names`` None: the API server does not serve the kind (404 for every request)."""
+        self.records: dict[str, Item] | None = (
+            None if names is None else {n: Item(metadata={"name": n}, spec={"nodeName": n}) for n in names}
+        )
         self.refuse = refuse
         self.requests: list[tuple[str, Any]] = []
 
@@ -49,15 +52,17 @@ class Records:
         assert namespace is None, "records are cluster-scoped"
         if self.refuse:
             raise forbidden(f'noderecords.nvcre.nvidia.com "{name}" is forbidden')
-        if name not in self.records:
+        if self.records is None or name not in self.records:
             raise api_error(404)
         return self.records[name]
 
     def list(self, resource: Any, *, chunk_size: int | None = None) -> Any:
         self.requests.append(("list", chunk_size))
+        if self.records is None:
+            raise api_error(404, "the server could not find the requested resource")
         if self.refuse:
             raise forbidden("noderecords.nvcre.nvidia.com is forbidden")
-        yield from self.records.values()
+        yield from (self.records or {}).values()
 
 
 def test_a_few_nodes_records_are_read_by_name_and_a_missing_one_is_no_record() -> None:
@@ -73,6 +78,15 @@ def test_many_nodes_records_are_read_in_one_paged_list_keeping_the_targets() -> 
     found = report_io.node_records(kube, [workflow(nodes)])
     assert [r["metadata"]["name"] for r in found or ()] == nodes[::2]
     assert kube.requests == [("list", report_io.RECORDS_PER_PAGE)]
+
+
+@pytest.mark.parametrize("count", [2, report_io.RECORDS_BY_NAME + 1])
+def test_an_install_without_the_noderecord_kind_has_no_records_and_no_warning(
+    count: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube: Any = Records(None)
+    assert report_io.node_records(kube, [workflow([f"gpu-{i:05d}" for i in range(count)])]) == []
+    assert capsys.readouterr().err == ""
 
 
 def test_no_target_node_reads_nothing() -> None:

@@ -157,12 +157,19 @@ def _node_records_or_error(kube: Client, nodes: Sequence[str]) -> list[Obj]:
     if len(nodes) <= RECORDS_BY_NAME:
         found = (get_or_none(kube, NodeRecord, node) for node in nodes)
         return [_plain(r) for r in found if r is not None]
+    from lightkube.core.exceptions import ApiError
+
     wanted = set(nodes)
-    return [
-        _plain(r)
-        for r in kube.list(NodeRecord, chunk_size=RECORDS_PER_PAGE)
-        if r.metadata is not None and r.metadata.name in wanted
-    ]
+    try:
+        return [
+            _plain(r)
+            for r in kube.list(NodeRecord, chunk_size=RECORDS_PER_PAGE)
+            if r.metadata is not None and r.metadata.name in wanted
+        ]
+    except ApiError as error:
+        if error.status.code == 404:  # no NodeRecord kind (an older install): no records, as by name
+            return []
+        raise
 
 
 def node_records(kube: Client, workflows: Sequence[Mapping[str, Any]]) -> list[Obj] | None:
