@@ -75,6 +75,11 @@ def test_acceptance_12_excluded_node_is_incomplete_and_a_running_one_fails_the_c
     assert isinstance(single, dict) and single["result"] == "INCOMPLETE"
     assert single["excludedNodes"] == [excluded]
 
+    page = _report(control_plane, "c1", "-n", namespace, "-o", "html")
+    assert page.exit_code == 0, page.output
+    assert page.stdout.startswith("<!DOCTYPE html>") and page.stdout.rstrip().endswith("</html>")
+    assert "INCOMPLETE" in page.stdout and excluded in page.stdout
+
     missing = _report(control_plane, "c1")
     assert missing.exit_code == 1
     assert missing.stdout == ""
@@ -88,8 +93,19 @@ def test_acceptance_12_excluded_node_is_incomplete_and_a_running_one_fails_the_c
 
     both = tmp_path / "both.json"
     junit = tmp_path / "junit.xml"
+    html = tmp_path / "report.html"
     result = _report(
-        control_plane, "c1", "c2", "-n", namespace, "--results-file", str(both), "--junit-file", str(junit)
+        control_plane,
+        "c1",
+        "c2",
+        "-n",
+        namespace,
+        "--results-file",
+        str(both),
+        "--junit-file",
+        str(junit),
+        "--html-file",
+        str(html),
     )
     assert result.exit_code == 1
     assert result.stdout.count("Certification Report") == 2
@@ -102,6 +118,8 @@ def test_acceptance_12_excluded_node_is_incomplete_and_a_running_one_fails_the_c
     assert reports[1]["categories"][0]["status"] == "Running"
     xml = junit.read_text()
     assert xml.count("<testsuite ") == 2 and xml.count("<error ") == 2
+    page = html.read_text()
+    assert page.count("<h1>") == 2 and "RUNNING" in page and "INCOMPLETE" in page
 
     finish_workflow_jobs(kube, namespace, second, 1)
     wait_true(kube, resources.Certification, "c2", namespace, "Succeeded", timeout=90)
@@ -162,6 +180,14 @@ def test_workloadrun_report_of_a_failed_run(
         (n, "WorkloadFailed") for n in nodes
     ]
     assert junit.read_text().count("<failure ") == 1
+
+    page = CliRunner().invoke(
+        cli, ["workloadrun", "report", "breaks", "-n", namespace, "-o", "html", *kubeconfig]
+    )
+    assert page.exit_code == 1
+    assert "workloadrun/breaks" in page.stdout and "FAILED" in page.stdout
+    for node in nodes:
+        assert f"<title>{node}: failed" in page.stdout  # its fleet-map cell
 
     missing = CliRunner().invoke(cli, ["workloadrun", "report", "breaks", *kubeconfig])
     assert missing.exit_code == 1

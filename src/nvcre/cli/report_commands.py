@@ -13,9 +13,11 @@ from nvcre.cli.report_io import (
     read_certification_report,
     read_workloadrun_report,
     report_exit_errors,
+    write_html,
     write_junit,
     write_results,
 )
+from nvcre.report.html import render_html
 from nvcre.report.jsonreport import to_json
 from nvcre.report.model import Report
 from nvcre.report.text import render_text
@@ -26,13 +28,22 @@ _RESULTS = click.option(
 _JUNIT = click.option(
     "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report here."
 )
+_HTML = click.option(
+    "--html-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report as one self-contained HTML page here.",
+)
 
 
-def _finish(reports: list[Report], results_file: Path | None, junit_file: Path | None) -> None:
+def _finish(
+    reports: list[Report], results_file: Path | None, junit_file: Path | None, html_file: Path | None
+) -> None:
     if results_file is not None:
         write_results(results_file, reports)
     if junit_file is not None:
         write_junit(junit_file, reports)
+    if html_file is not None:
+        write_html(html_file, reports)
     errors = report_exit_errors(reports)
     if errors:
         raise UserError("; ".join(errors))
@@ -40,28 +51,37 @@ def _finish(reports: list[Report], results_file: Path | None, junit_file: Path |
 
 @click.command("report")
 @click.argument("names", nargs=-1, required=True)
+@output_option(default="text", formats=("text", "html"))
 @_RESULTS
 @_JUNIT
+@_HTML
 @connection.cluster_options
 @user_errors
 def certification_report_command(
     names: tuple[str, ...],
+    output: str,
     results_file: Path | None,
     junit_file: Path | None,
+    html_file: Path | None,
     cluster: connection.Cluster,
 ) -> None:
-    """Print the report of one or more Certifications (exit 1 unless all succeeded)."""
+    """Print the report of one or more Certifications (exit 1 unless all succeeded); ``-o html``
+    prints one self-contained HTML page holding them all."""
     kube, namespace = cluster.client(), cluster.namespace
     reports = [read_certification_report(kube, name, namespace) for name in names]
-    click.echo("\n".join(render_text(r) for r in reports), nl=False)
-    _finish(reports, results_file, junit_file)
+    if output == "html":
+        click.echo(render_html(reports), nl=False)
+    else:
+        click.echo("\n".join(render_text(r) for r in reports), nl=False)
+    _finish(reports, results_file, junit_file, html_file)
 
 
 @click.command("report")
 @click.argument("name")
-@output_option(default="text", formats=("text", "json"))
+@output_option(default="text", formats=("text", "json", "html"))
 @_RESULTS
 @_JUNIT
+@_HTML
 @connection.cluster_options
 @user_errors
 def workloadrun_report_command(
@@ -69,6 +89,7 @@ def workloadrun_report_command(
     output: str,
     results_file: Path | None,
     junit_file: Path | None,
+    html_file: Path | None,
     cluster: connection.Cluster,
 ) -> None:
     """Print the report of a WorkloadRun (exit 1 unless it succeeded)."""
@@ -76,6 +97,8 @@ def workloadrun_report_command(
     report = read_workloadrun_report(kube, name, namespace)
     if output == "json":
         click.echo(json.dumps(to_json(report), indent=2, ensure_ascii=False))
+    elif output == "html":
+        click.echo(render_html([report]), nl=False)
     else:
         click.echo(render_text(report), nl=False)
-    _finish([report], results_file, junit_file)
+    _finish([report], results_file, junit_file, html_file)

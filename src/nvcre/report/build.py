@@ -43,11 +43,13 @@ from nvcre.report.model import (
     FailedGroup,
     FailureLog,
     GroupBandwidth,
+    GroupMetrics,
     Iteration,
     NodeFinding,
     NodeStatus,
     Report,
     Result,
+    Retest,
     StageResult,
     TransientFailure,
 )
@@ -434,6 +436,32 @@ def _low(job: Obj | None, value: float | None) -> bool:
     return th.evaluate({th.BUS_BANDWIDTH: str(expression)}, {th.BUS_BANDWIDTH: value}).failed
 
 
+def _bandwidth_limit(job: Obj | None) -> tuple[float | None, str]:
+    """The bound a group's bus bandwidth is judged against: its threshold's (``value >= 400``),
+    else the expected floor."""
+    expression = str(((job or {}).get("spec") or {}).get("thresholds", {}).get(th.BUS_BANDWIDTH) or "")
+    match = _SIMPLE.match(expression)
+    if match and match.group(1) in (">=", ">"):
+        return float(match.group(2)), f"threshold {match.group(1)} {match.group(2)}"
+    for floor in verdicts.floors(job or {}):
+        if floor.key == th.BUS_BANDWIDTH:
+            return floor.floor, f"floor {floor.floor:.1f} GB/s"
+    return None, ""
+
+
+def _sizes(measurement: Obj | None) -> tuple[BandwidthRow, ...]:
+    return tuple(
+        BandwidthRow(
+            int(r["sizeBytes"]),
+            str(r.get("algBW") or ""),
+            str(r.get("busBW") or ""),
+            int(r.get("samples") or 0),
+        )
+        for r in _status(measurement).get("results") or ()
+        if r.get("sizeBytes") is not None
+    )
+
+
 def _bandwidth_groups(groups: Sequence[_Group], findings: Sequence[NodeFinding]) -> list[GroupBandwidth]:
     if not any(
         g.bandwidth is not None or ((g.job or {}).get("spec") or {}).get("bandwidthMeasurement")
@@ -444,6 +472,7 @@ def _bandwidth_groups(groups: Sequence[_Group], findings: Sequence[NodeFinding])
     out = []
     for g in groups:
         text, value = _bandwidth_text(g.bandwidth)
+        limit_gbps, limit = _bandwidth_limit(g.job)
         out.append(
             GroupBandwidth(
                 group=g.name,
@@ -454,6 +483,12 @@ def _bandwidth_groups(groups: Sequence[_Group], findings: Sequence[NodeFinding])
                 transport=_transport(g.bandwidth),
                 failed_nodes=tuple(n for n in g.nodes if n in failed),
                 finished=g.phase in ("Succeeded", "Failed"),
+                nodes=g.nodes,
+                domain=g.domains[0] if g.domains else "",
+                value_gbps=value,
+                limit_gbps=limit_gbps,
+                limit=limit,
+                sizes=_sizes(g.bandwidth),
             )
         )
     return out
@@ -550,6 +585,34 @@ def _metrics(groups: Sequence[_Group]) -> list[DomainMetrics]:
             )
         )
     return out
+
+
+def _group_metrics(groups: Sequence[_Group]) -> list[GroupMetrics]:
+    """Each training group's own goodput, step time and TFLOPs/GPU."""
+    return [
+        GroupMetrics(
+            group=g.name,
+            nodes=g.nodes,
+            domain=g.domains[0] if g.domains else "",
+            passed=g.phase != "Failed",
+            goodput=_float(_status(g.goodput).get("result")),
+            step_time_sec=_float(_status(g.goodput).get("avgStepTimeSec")),
+            tflops_per_gpu=_float(_status(g.goodput).get("avgTFLOPSPerGPU")),
+            provisional=not th.measurement_complete(g.goodput),
+        )
+        for g in groups
+        if g.goodput is not None
+    ]
+
+
+def _retests(workflow: Obj) -> list[Retest]:
+    isolation = _orchestration(workflow).get("isolation") or {}
+    return [
+        Retest(
+            str(r.get("suspect") or ""), tuple(str(p) for p in r.get("partners") or ()), bool(r.get("passed"))
+        )
+        for r in isolation.get("retests") or ()
+    ]
 
 
 def _diagnosis(objects: WorkflowObjects, groups: Sequence[_Group]) -> Diagnosis | None:
@@ -693,6 +756,9 @@ def category_report(
         bandwidth=tuple(rows),
         bandwidth_provisional=provisional,
         excluded_nodes=tuple(orchestration.get("excludedNodes") or ()),
+        nodes=_node_statuses(objects, findings),
+        group_metrics=tuple(_group_metrics(groups)),
+        retests=tuple(_retests(workflow)),
     )
     return card, findings
 

@@ -1,8 +1,8 @@
 """The report of a Certification or WorkloadRun (cli.md 4.5) as plain frozen data.
 
 Built from the objects read from the cluster by :mod:`nvcre.report.build`; rendered as the box
-report (:mod:`nvcre.report.text`), JSON (:mod:`nvcre.report.jsonreport`) and JUnit XML
-(:mod:`nvcre.report.junit`).
+report (:mod:`nvcre.report.text`), JSON (:mod:`nvcre.report.jsonreport`), JUnit XML
+(:mod:`nvcre.report.junit`) and a self-contained HTML page (:mod:`nvcre.report.html`).
 """
 
 from __future__ import annotations
@@ -102,6 +102,18 @@ class GroupBandwidth:
     failed_nodes: tuple[str, ...]
     finished: bool = True
     """False while the group runs (or waits): neither passed nor failed yet."""
+    nodes: tuple[str, ...] = ()
+    domain: str = ""
+    """The group's first topology domain (empty when flat)."""
+    value_gbps: float | None = None
+    """The best bus bandwidth measured (the number behind ``bus_bandwidth``)."""
+    limit_gbps: float | None = None
+    """What it is judged against: the ``busBandwidthGBps`` threshold's bound, else the
+    expected floor; None when neither is a plain number."""
+    limit: str = ""
+    """``threshold >= 400`` or ``floor 389.7 GB/s``: what ``limit_gbps`` is."""
+    sizes: tuple[BandwidthRow, ...] = ()
+    """This group's bus bandwidth by message size."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,29 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class GroupMetrics:
+    """One training group's measured goodput, step time and TFLOPs/GPU."""
+
+    group: str
+    nodes: tuple[str, ...]
+    domain: str
+    passed: bool
+    goodput: float | None
+    step_time_sec: float | None
+    tflops_per_gpu: float | None
+    provisional: bool = False
+
+
+@dataclass(frozen=True)
+class Retest:
+    """An isolation re-test: a suspect run with healthy partners, and whether it passed."""
+
+    suspect: str
+    partners: tuple[str, ...]
+    passed: bool
+
+
+@dataclass(frozen=True)
 class CategoryReport:
     domain: str
     variant: str
@@ -171,6 +206,11 @@ class CategoryReport:
     bandwidth: tuple[BandwidthRow, ...] = ()
     bandwidth_provisional: bool = False
     excluded_nodes: tuple[str, ...] = ()
+    nodes: tuple[NodeStatus, ...] = ()
+    """Every node the category placed in a group, with its group, domain and verdict."""
+    group_metrics: tuple[GroupMetrics, ...] = ()
+    retests: tuple[Retest, ...] = ()
+    """The last isolation round's re-tests."""
 
 
 @dataclass(frozen=True)
