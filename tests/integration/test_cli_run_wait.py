@@ -97,12 +97,25 @@ def test_the_wait_selects_by_label_and_the_report_reads_only_what_the_wait_did_n
     kubeconfig = ["--kubeconfig", str(control_plane.kubeconfig_path)]
     try:
         result = CliRunner().invoke(
-            cli, ["workloadrun", "run", str(tmp_path / "run.yaml"), "--wait", "--timeout", "2m", *kubeconfig]
+            cli,
+            [
+                "workloadrun",
+                "run",
+                str(tmp_path / "run.yaml"),
+                "--wait",
+                "--timeout",
+                "2m",
+                "--html-file",
+                str(tmp_path / "r.html"),
+                *kubeconfig,
+            ],
         )
     finally:
         trainer.join()
     assert result.exit_code == 0, result.output
     assert "PASSED" in result.output
+    page = (tmp_path / "r.html").read_text()  # the same report as one HTML page, from the same poll
+    assert "WorkloadRun Report: waited" in page and "PASSED" in page
 
     waited = requests.of("wait")
     job_lists = lists_of(waited, "jobs")

@@ -3,7 +3,7 @@
 simulated aws H100 nodes, runs the seed example's all-reduce over all of them as one group (it
 fails against the expected floor), screens the 16 nodes in pairs with their neighbours, runs the
 training category, prints the report naming gpu-node-007 alone with its pair's value against the
-floor, tears the sandbox down and exits 1; the JSON and JUnit files say the same."""
+floor, tears the sandbox down and exits 1; the JSON, JUnit and HTML files say the same."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_the_readme_command_names_the_slow_node_alone_and_leaves_nothing(tmp_pat
     result = subprocess.run(
         [NVCRECTL, "sandbox", "run", "examples/certification/gpu-cluster-cert.yaml",
          "--fault", "gpu-node-007=slow-nic:0.4", "--speed", "16", "--state-dir", str(state),
-         "--results-file", str(tmp_path / "r.json"), "--junit-file", str(tmp_path / "j.xml")],
+         "--results-file", str(tmp_path / "r.json"), "--junit-file", str(tmp_path / "j.xml"),
+         "--html-file", str(tmp_path / "r.html")],
         cwd=ROOT, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     out = result.stdout + result.stderr
@@ -66,6 +67,11 @@ def test_the_readme_command_names_the_slow_node_alone_and_leaves_nothing(tmp_pat
     )
     cases = ET.fromstring((tmp_path / "j.xml").read_text()).iter("testcase")
     assert [c.find("failure") is not None for c in cases] == [True, False]
+    page = (tmp_path / "r.html").read_text()
+    assert "1 failed node: gpu-node-007" in page  # the summary line
+    assert '<td class="bad">gpu-node-007</td>' in page  # its row: measured value, bound, reason
+    assert re.search(r"<td>busbw \d+\.\d GB/s</td><td>&lt; floor 389\.7 GB/s", page)
+    assert "<title>gpu-node-007: failed" in page  # its fleet-map cell
 
     assert not state.exists()
     assert _processes_naming(str(state)) == []

@@ -103,7 +103,8 @@ def test_an_unknown_category_lists_the_catalog() -> None:
         (["--wait", "--timeout", "0s"], 'invalid --timeout "0s": must be positive'),
         (["--wait", "--timeout", "-1m"], 'invalid --timeout "-1m": must be positive'),
         (["--wait", "--timeout", "soon"], 'invalid --timeout "soon"'),
-        (["--results-file", "out.json"], "--results-file and --junit-file need --wait"),
+        (["--results-file", "out.json"], "--results-file, --junit-file and --html-file need --wait"),
+        (["--html-file", "out.html"], "--results-file, --junit-file and --html-file need --wait"),
         (["--cleanup"], "--cleanup needs --wait"),
     ],
 )

@@ -38,6 +38,7 @@ class RunFlags:
     cleanup: bool
     results_file: Path | None
     junit_file: Path | None
+    html_file: Path | None
     workload_registry: str
     workload_registry_username: str
     workload_registry_password: str
@@ -68,8 +69,8 @@ class RunFlags:
         timeout: float,
         registry: run_execution.Registry | None,
     ) -> run_execution.RunRequest:
-        if (self.results_file or self.junit_file) and not self.wait:
-            raise UserError("--results-file and --junit-file need --wait")
+        if (self.results_file or self.junit_file or self.html_file) and not self.wait:
+            raise UserError("--results-file, --junit-file and --html-file need --wait")
         if self.cleanup and not self.wait:  # it would delete the run as soon as it is created
             raise UserError("--cleanup needs --wait")
         return run_execution.RunRequest(
@@ -82,10 +83,18 @@ class RunFlags:
             self.results_file,
             self.junit_file,
             created_line,
+            html_file=self.html_file,
         )
 
     def connect(self) -> Client:
         return connection.client(self.kubeconfig, self.context)
+
+
+HTML_FILE: Final = click.option(
+    "--html-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report as one self-contained HTML page.",
+)
 
 
 def run_options(func: Callable[..., R]) -> Callable[..., R]:
@@ -108,6 +117,7 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
         click.option(
             "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
         ),
+        HTML_FILE,
         click.option("--workload-registry", default="", help="Registry of the workload images (nvcr.io)."),
         click.option("--workload-registry-username", default="", help="Its username (e.g. $oauthtoken)."),
         click.option("--workload-registry-password", default="", help="Its password or API key."),

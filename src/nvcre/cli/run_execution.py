@@ -489,6 +489,7 @@ class RunRequest:
     created_line: Callable[[dict[str, Any]], list[str]]
     stays: bool = True
     """Whether the run outlives this command (not in a sandbox torn down after it)."""
+    html_file: Path | None = None
 
 
 def stderr_is_terminal() -> bool:
@@ -583,6 +584,8 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
             _write(lambda: report_io.write_results(results_file, [report]))
         if request.junit_file is not None:
             report_io.write_junit(request.junit_file, [report])  # a write failure fails the command
+        if request.html_file is not None:
+            report_io.write_html(request.html_file, [report])
     if outcome.timed_out:
         if request.stays and not request.cleanup:
             note("")

@@ -234,6 +234,11 @@ def down_command(state_dir: Path | None) -> None:
 @click.option(
     "--junit-file", type=click.Path(path_type=Path, dir_okay=False), help="Write a JUnit XML report."
 )
+@click.option(
+    "--html-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report as one self-contained HTML page.",
+)
 @user_errors
 def run_command(
     state: StateDir,
@@ -242,6 +247,7 @@ def run_command(
     timeout: str | None,
     results_file: Path | None,
     junit_file: Path | None,
+    html_file: Path | None,
 ) -> None:
     """Bring a sandbox up, run the Certification or WorkloadRun in FILE to the end, print its
     report and tear the sandbox down (also on Ctrl-C or an error); exits with the report's verdict.
@@ -295,6 +301,7 @@ def run_command(
                 junit_file,
                 created,
                 stays=False,
+                html_file=html_file,
             )
             run_execution.execute(kube, request)
     finally:
