@@ -125,8 +125,10 @@ def test_html_report_of_each_golden_input(case: str) -> None:
     cells = [
         rect
         for svg in svgs
-        for rect in svg.iter(f"{SVG}rect")
-        if rect.get("width") == "10" and rect.find(f"{SVG}title") is not None
+        for group in svg.iter(f"{SVG}g")
+        if group.get("class") == "m"
+        for rect in group.iter(f"{SVG}rect")
+        if rect.find(f"{SVG}title") is not None
     ]
     expected = sum(len(c.nodes) + len(c.excluded_nodes) for c in report.categories)
     assert len(cells) == expected

@@ -14,6 +14,7 @@ Policy (``default-src 'none'``) forbids any script, font or request: it reads th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -156,6 +157,8 @@ class BarChart:
     bars: tuple[Bar, ...]
     ticks: tuple[tuple[float, str], ...]
     limit: str = ""
+    limit_x: float | None = None
+    """One mark across every bar when all share the bound (else each bar has its own)."""
 
 
 def _nice_max(value: float) -> float:
@@ -202,7 +205,11 @@ def _bar_chart(caption: str, rows: Sequence[_Row], *, limit: str = "", unit: str
         )
         for i, r in enumerate(rows)
     )
+    shared = {b.limit_x for b in bars}
+    if len(shared) == 1 and None not in shared:
+        bars = tuple(dataclasses.replace(b, limit_x=None) for b in bars)
     return BarChart(
+        limit_x=shared.pop() if len(shared) == 1 else None,
         caption=caption,
         width=label_width + PLOT_WIDTH + 110,
         height=len(rows) * row + 22,
@@ -318,10 +325,10 @@ def size_chart(category: CategoryReport) -> LineChart | None:
     left, top_margin, plot_w, plot_h = 56, 10, LINE_W - 76, LINE_H - 46
 
     def x(size: int) -> float:
-        return round(left + (math.log2(size) - low) / span * plot_w, 1)
+        return round(left + (math.log2(size) - low) / span * plot_w)
 
     def y(value: float) -> float:
-        return round(top_margin + plot_h - value / top * plot_h, 1)
+        return round(top_margin + plot_h - value / top * plot_h)
 
     order = sorted(curves, key=lambda c: (c[1] == "f", c[0]))
     series = tuple(
