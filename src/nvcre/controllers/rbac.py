@@ -117,9 +117,10 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(
         GROUP,
         "noderecords",
-        ("get", "list", "watch", "create"),
+        ("get", "list", "watch", "create", "delete"),
         f"{_CACHE}; create: a node's record when an ended Workflow ran it first; get: the live read "
-        "its result is folded into",
+        "its result is folded into; delete: the record of a Node gone longer than "
+        "--node-record-retention (controllers/noderecord_retention.py)",
     ),
     Rule(
         GROUP,

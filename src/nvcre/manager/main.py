@@ -10,6 +10,7 @@ import signal
 import socket
 import sys
 import uuid
+from datetime import timedelta
 
 import yaml
 from lightkube import AsyncClient, KubeConfig
@@ -23,9 +24,11 @@ from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
 from nvcre.controllers.measurement.registry import KINDS as MEASUREMENT_KINDS
 from nvcre.controllers.measurement.shell import MeasurementController
+from nvcre.controllers.noderecord_retention import NodeRecordRetention, describe
 from nvcre.controllers.noderecords import NodeRecordController
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
+from nvcre.fleet.retention import DEFAULT_RETENTION_TEXT, parse_retention
 from nvcre.manager import logs
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import LostLeadership, Manager
@@ -69,6 +72,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Default.NODE_DISCOVERY_TIMEOUT_SECONDS,
         help="seconds a Certification waits for a matching node before it fails (default 300)",
     )
+    parser.add_argument(
+        "--node-record-retention",
+        type=_retention,
+        default=DEFAULT_RETENTION_TEXT,
+        metavar="DURATION",
+        help="how long after its newest result the NodeRecord of a deleted Node is kept: days (90d) "
+        f"or a Go duration (2160h); 0 keeps records forever (default {DEFAULT_RETENTION_TEXT})",
+    )
     parser.add_argument("--log-format", choices=("json", "text"), default="json")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--version", action="version", version=f"nvcre-manager {__version__}")
@@ -83,6 +94,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"{args.lease_duration:g} > {args.renew_deadline:g} > {args.retry_period:g}"
         )
     return args
+
+
+def _retention(value: str) -> timedelta:
+    try:
+        return parse_retention(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _address(value: str) -> str | None:
@@ -141,6 +159,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
     )
     NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
+    NodeRecordRetention(ctx, args.node_record_retention)
     fleet_metrics.watch(manager.informer(resources.NodeRecord), ctx.clock)
     return manager
 
@@ -152,7 +171,7 @@ async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    log.info("nvcre-manager %s starting", __version__)
+    log.info("nvcre-manager %s starting; %s", __version__, describe(args.node_record_retention))
     try:
         await manager.run(stop)
     except LostLeadership:
