@@ -605,14 +605,29 @@ def _group_metrics(groups: Sequence[_Group]) -> list[GroupMetrics]:
     ]
 
 
-def _retests(workflow: Obj) -> list[Retest]:
-    isolation = _orchestration(workflow).get("isolation") or {}
-    return [
-        Retest(
-            str(r.get("suspect") or ""), tuple(str(p) for p in r.get("partners") or ()), bool(r.get("passed"))
+def _retests(objects: WorkflowObjects) -> list[Retest]:
+    """The last isolation round's re-tests, each with its Job's bus bandwidth."""
+    isolation = _orchestration(objects.workflow).get("isolation") or {}
+    bandwidths = _by_job(objects.bandwidths)
+    jobs = {_name(j): j for j in objects.jobs}
+    out = []
+    for r in isolation.get("retests") or ():
+        measurement = bandwidths.get(str(r.get("jobName") or ""))
+        text, value = _bandwidth_text(measurement)
+        limit_gbps, limit = _bandwidth_limit(jobs.get(str(r.get("jobName") or "")))
+        out.append(
+            Retest(
+                suspect=str(r.get("suspect") or ""),
+                partners=tuple(str(p) for p in r.get("partners") or ()),
+                passed=bool(r.get("passed")),
+                bus_bandwidth=text,
+                value_gbps=value,
+                sizes=_sizes(measurement),
+                limit_gbps=limit_gbps,
+                limit=limit,
+            )
         )
-        for r in isolation.get("retests") or ()
-    ]
+    return out
 
 
 def _diagnosis(objects: WorkflowObjects, groups: Sequence[_Group]) -> Diagnosis | None:
@@ -758,7 +773,7 @@ def category_report(
         excluded_nodes=tuple(orchestration.get("excludedNodes") or ()),
         nodes=_node_statuses(objects, findings),
         group_metrics=tuple(_group_metrics(groups)),
-        retests=tuple(_retests(workflow)),
+        retests=tuple(_retests(objects)),
     )
     return card, findings
 

@@ -317,10 +317,29 @@ def size_chart(category: CategoryReport) -> LineChart | None:
         if not points:
             return None
         curves.append(("all groups", "p", points))
+    bounds = [(g.limit_gbps, g.limit) for g in category.bandwidth_groups if g.limit_gbps is not None]
+    return _lines(curves, bounds)
+
+
+def retest_chart(category: CategoryReport) -> LineChart | None:
+    """The isolation re-tests' bus bandwidth against message size: one line per re-test, those
+    that failed again in red."""
+    curves = [
+        (f"{r.suspect} with {', '.join(r.partners)}", "p" if r.passed else "f", points)
+        for r in category.retests
+        if (points := _values((row.size_bytes, row.bus_bw) for row in r.sizes))
+    ]
+    bounds = [(r.limit_gbps, r.limit) for r in category.retests if r.limit_gbps is not None]
+    return _lines(curves, bounds) if curves else None
+
+
+def _lines(
+    curves: list[tuple[str, str, list[tuple[int, float]]]], bounds: list[tuple[float, str]]
+) -> LineChart:
     sizes = [s for _, _, pts in curves for s, _ in pts]
     low, high = math.log2(min(sizes)), math.log2(max(sizes))
     span = max(high - low, 1.0)
-    limits = [g.limit_gbps for g in category.bandwidth_groups if g.limit_gbps is not None]
+    limits = [b for b, _ in bounds]
     top = _nice_max(max([v for _, _, pts in curves for _, v in pts] + limits))
     left, top_margin, plot_w, plot_h = 56, 10, LINE_W - 76, LINE_H - 46
 
@@ -357,7 +376,7 @@ def size_chart(category: CategoryReport) -> LineChart | None:
         x_ticks=x_ticks,
         y_ticks=y_ticks,
         limit_y=y(limit) if limit is not None else None,
-        limit="; ".join(sorted({g.limit for g in category.bandwidth_groups if g.limit})),
+        limit="; ".join(sorted({text for _, text in bounds if text})),
         apart=tuple(name for name, state, _ in curves if state == "f"),
         passing=sum(1 for _, state, _ in curves if state != "f"),
     )
@@ -430,6 +449,7 @@ class CategoryView:
     fleet: FleetMap | None
     bars: BarChart | None
     sizes: LineChart | None
+    retests: LineChart | None
     training: tuple[BarChart, ...]
     failed: tuple[FailedRow, ...]
     logs: tuple[tuple[str, str, str], ...] = field(default=())
@@ -459,6 +479,7 @@ def category_view(category: CategoryReport, index: int, limits: dict[str, str]) 
         fleet=fleet_map(category),
         bars=bandwidth_bars(category),
         sizes=size_chart(category),
+        retests=retest_chart(category),
         training=tuple(training_bars(category)),
         failed=tuple(failed_rows(findings, limits)),
         logs=logs,

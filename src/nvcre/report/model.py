@@ -182,6 +182,13 @@ class Retest:
     suspect: str
     partners: tuple[str, ...]
     passed: bool
+    bus_bandwidth: str = ""
+    """The re-test's best bus bandwidth (``"<n> GB/s"``), empty without data."""
+    value_gbps: float | None = None
+    sizes: tuple[BandwidthRow, ...] = ()
+    limit_gbps: float | None = None
+    limit: str = ""
+    """The re-test's own bound (its threshold, else the floor for its size)."""
 
 
 @dataclass(frozen=True)
