@@ -214,3 +214,28 @@ def test_html_report_holds_several_reports() -> None:
     text = " ".join(parsed.text)
     assert all(r.name in text for r in reports)
     assert [t for t, _ in parsed.tags].count("h1") == 2
+
+
+def test_html_report_draws_each_failed_nodes_trend_from_its_record() -> None:
+    report = _report("repeat-offenders")
+    (trend,) = report.trends
+    assert (trend.node, trend.category, trend.key) == (
+        "gpu-node-003",
+        "communication/nccl-all-reduce",
+        "busBandwidthGBps",
+    )
+    assert [(p.verdict, p.this_run) for p in trend.points] == [
+        ("Passed", False),
+        ("Failed", False),
+        ("Failed", False),
+        ("Failed", True),
+    ]
+    page = render_html([report])
+    parsed = _parse(page)
+    (row,) = [r for r in parsed.rows if r and r[0] == "gpu-node-003" and r[1] == trend.category]
+    assert row[3].startswith("busBandwidthGBps, 4 results: 488.88 GB/s (2026-01-16, Passed) to 194.92 GB/s")
+    (spark,) = [svg for svg in _svgs(page) if svg.find(f"{SVG}circle") is not None]
+    dots = list(spark.iter(f"{SVG}circle"))
+    assert [d.get("class") for d in dots] == ["p", "f", "f", "f now"]
+    assert dots[-1].findtext(f"{SVG}title") == "2026-03-02: 194.92 GB/s, Failed (this run)"
+    assert _report("isolation").trends == ()  # no records, no trend

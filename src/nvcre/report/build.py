@@ -53,6 +53,7 @@ from nvcre.report.model import (
     StageResult,
     TransientFailure,
 )
+from nvcre.report.trends import node_trends
 
 Obj = Mapping[str, Any]
 
@@ -890,6 +891,9 @@ def certification_report(objects: CertificationObjects) -> Report:
         failed_nodes=failed,
         state=state,
         history=_history(objects.records, cert, objects.workflows, failed, objects.now),
+        trends=node_trends(
+            objects.records, (f.node for f in failed), run_uids(cert, (w.workflow for w in objects.workflows))
+        ),
     )
 
 
@@ -941,4 +945,7 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
         nodes=_node_statuses(objects.workflow, findings) if objects.workflow else (),
         state=state,
         history=_history(objects.records, run, workflows, findings, objects.now),
+        trends=node_trends(
+            objects.records, (f.node for f in findings), run_uids(run, (w.workflow for w in workflows))
+        ),
     )

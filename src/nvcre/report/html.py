@@ -26,6 +26,7 @@ import jinja2
 
 from nvcre.report.model import CategoryReport, GroupBandwidth, NodeFinding, Report
 from nvcre.report.text import LOG_BYTES, human_size
+from nvcre.report.trends import NodeTrend
 
 CELL: Final = 10
 """A fleet-map cell's side in px."""
@@ -439,6 +440,75 @@ def failed_rows(findings: Iterable[NodeFinding], limits: dict[str, str]) -> list
     return out
 
 
+# --- a failed node's trend across runs -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dot:
+    x: float
+    y: float
+    state: str
+    this_run: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class Spark:
+    node: str
+    category: str
+    label: str
+    width: int
+    height: int
+    points: str
+    dots: tuple[Dot, ...]
+    summary: str
+
+
+SPARK_STEP: Final = 28
+SPARK_H: Final = 44
+
+
+def sparkline(trend: NodeTrend) -> Spark | None:
+    """The node's last results of one category as a small line, each result a dot coloured by its
+    verdict (this run's ringed), named on hover."""
+    measured = [p for p in trend.points if p.value is not None]
+    if not measured:
+        return None
+    values = [p.value for p in measured if p.value is not None]
+    low, high = min(values), max(values)
+    span = (high - low) or max(abs(high), 1.0)
+    unit = f" {trend.unit}" if trend.unit else ""
+    dots = []
+    for i, point in enumerate(measured):
+        value = point.value if point.value is not None else low
+        state = {"Passed": "p", "Failed": "f"}.get(point.verdict, "r")
+        title = f"{point.time[:10]}: {value:g}{unit}, {point.verdict or 'no verdict'}"
+        dots.append(
+            Dot(
+                x=8 + i * SPARK_STEP,
+                y=round(6 + (high - value) / span * (SPARK_H - 12), 1),
+                state=state,
+                this_run=point.this_run,
+                title=title + (" (this run)" if point.this_run else ""),
+            )
+        )
+    first, last = measured[0], measured[-1]
+    return Spark(
+        node=trend.node,
+        category=trend.category,
+        label=trend.key,
+        width=16 + (len(dots) - 1) * SPARK_STEP,
+        height=SPARK_H,
+        points=" ".join(f"{d.x},{d.y}" for d in dots),
+        dots=tuple(dots),
+        summary=(
+            f"{len(measured)} result{'s' if len(measured) != 1 else ''}: "
+            f"{first.value:g}{unit} ({first.time[:10]}, {first.verdict}) to "
+            f"{last.value:g}{unit} ({last.time[:10]}, {last.verdict})"
+        ),
+    )
+
+
 # --- the page -------------------------------------------------------------------------------
 
 
@@ -522,6 +592,7 @@ def render_html(reports: Sequence[Report]) -> str:
                 _summary(report),
                 [category_view(c, r_index * 1000 + i, limits) for i, c in enumerate(report.categories)],
                 failed_rows(report.failed_nodes, limits),
+                [spark for t in report.trends if (spark := sparkline(t)) is not None],
             )
         )
     title = ", ".join(f"{r.kind} {r.name}" for r in reports) or "Report"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nvcre.report.history import NodeHistory
+from nvcre.report.trends import NodeTrend
 
 Result = Literal["PASSED", "FAILED", "RUNNING", "INCOMPLETE"]
 CategoryState = Literal["Succeeded", "Failed", "Running", "Pending"]
@@ -249,6 +250,8 @@ class Report:
     history: NodeHistory | None = None
     """What the nodes' records say beyond this run (repeat failures, nodes not certified
     recently); None when they say nothing (:mod:`nvcre.report.history`)."""
+    trends: tuple[NodeTrend, ...] = ()
+    """Each failed node's last results per category, from its record (:mod:`nvcre.report.trends`)."""
 
     @property
     def title(self) -> str:
