@@ -160,8 +160,9 @@ def _browser(width: int, height: int) -> Iterator[_Pipe]:
             "--force-color-profile=srgb",
             "--disable-dev-shm-usage",
         ]
-        if os.geteuid() == 0:
-            args.append("--no-sandbox")  # Chromium refuses to run its sandbox as root
+        # Chromium's own sandbox refuses root and needs user namespaces, which CI containers
+        # often lack; the pages opened here are the tests' own files.
+        args.append("--no-sandbox")
         fds = (to_browser_r, from_browser_w)
 
         def child_fds() -> None:
@@ -231,10 +232,11 @@ class Chromium:
         full_page: bool = True,
         max_height: int = 16384,
         timeout: float = 60,
+        fast: bool = True,
     ) -> PageLoad:
         """Load ``path``: its requests and console, the time to its load event and to its first
         screenshot (layout and paint done), and a PNG of the page (``full_page``: all of it, up to
-        ``max_height`` px)."""
+        ``max_height`` px; ``fast``: light compression, else a small file for keeping)."""
         pipe = self.pipe
         url = path.resolve().as_uri()
         load = PageLoad(url=url)
@@ -264,9 +266,10 @@ class Chromium:
         load.height = int(measured.get("height") or self.height)
         if screenshot:
             data = viewport["data"]
-            if full_page and load.height > self.height:
-                self._metrics(session, min(load.height, max_height))
-                data = pipe.send("Page.captureScreenshot", SHOT, session=session, timeout=timeout)["data"]
+            if (full_page and load.height > self.height) or not fast:
+                self._metrics(session, min(load.height, max_height) if full_page else self.height)
+                shot = SHOT if fast else {"format": "png"}
+                data = pipe.send("Page.captureScreenshot", shot, session=session, timeout=timeout)["data"]
             load.png = base64.b64decode(data)
         # whatever arrived meanwhile (a late request or message) counts too
         with suppress(BrowserError):
