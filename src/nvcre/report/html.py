@@ -74,10 +74,11 @@ class FleetMap:
     counts: tuple[tuple[str, int], ...]
 
 
-def _cell_state(category: CategoryReport, node: str, status: str, group: str, blamed: set[str]) -> str:
+def _cell_state(node: str, status: str, group: str, blamed: set[str], failed_groups: set[str]) -> str:
+    """Passed; failed when blamed or in a failed group (an execution failure blames no node);
+    else not finished."""
     if status == "Passed":
         return "p"
-    failed_groups = {g.name for g in category.failed_groups}
     if node in blamed or group in failed_groups:
         return "f"
     return "r"
@@ -89,9 +90,10 @@ def fleet_map(category: CategoryReport) -> FleetMap | None:
     if not category.nodes and not category.excluded_nodes:
         return None
     blamed = {f.node for g in category.failed_groups for f in g.findings}
+    failed_groups = {g.name for g in category.failed_groups}
     domains: dict[str, list[Cell]] = {}
     for node in category.nodes:
-        state = _cell_state(category, node.name, node.status, node.group, blamed)
+        state = _cell_state(node.name, node.status, node.group, blamed, failed_groups)
         domains.setdefault(node.rack, []).append(Cell(0, 0, node.name, state, node.group))
     if category.excluded_nodes:
         domains["excluded"] = [Cell(0, 0, n, "x", "") for n in sorted(category.excluded_nodes)]
