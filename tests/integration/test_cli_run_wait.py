@@ -6,8 +6,8 @@ test plays Kubeflow Trainer (it ends the run's TrainJob).
 
 The wait's poll reads the run, its Workflows by the run's label and their Jobs by the Workflow
 label, never everything the namespace holds; the report that follows is built from the poll that
-saw the run end, so it reads only what the poll did not: the measurements (by the Job label) and
-the node-result ConfigMaps.
+saw the run end, so it reads only what the poll did not: the measurements (by the Job label), the
+node-result ConfigMaps and the NodeRecords of the run's nodes (by name: the report's node history).
 """
 
 from __future__ import annotations
@@ -66,10 +66,17 @@ class Requests:
 
 
 def resource(path: str) -> str:
-    """The plural a namespaced request's path names (``""`` for a Namespace itself)."""
-    parts = path.split("/")
-    at = parts.index("namespaces") + 2 if "namespaces" in parts else len(parts)
+    """The plural a request's path names, namespaced (``.../namespaces/NS/PLURAL/...``) or
+    cluster-scoped (``/apis/GROUP/VERSION/PLURAL/...``); ``""`` for a Namespace itself."""
+    parts = path.strip("/").split("/")
+    scoped = parts.index("namespaces") + 2 if "namespaces" in parts else None
+    at = scoped if scoped is not None else (3 if parts[0] == "apis" else 2)
     return parts[at] if at < len(parts) else ""
+
+
+def record_reads(requests: list[tuple[str, str, str]]) -> list[str]:
+    """The NodeRecords ``requests`` read, by name."""
+    return [path.rsplit("/", 1)[1] for method, path, _ in requests if resource(path) == "noderecords"]
 
 
 def lists_of(requests: list[tuple[str, str, str]], plural: str) -> list[str]:
@@ -88,7 +95,7 @@ def test_the_wait_selects_by_label_and_the_report_reads_only_what_the_wait_did_n
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pool, _ = new_pool(gpu_nodes, 1)
+    pool, nodes = new_pool(gpu_nodes, 1)
     document = WorkloadRun("waited").namespace(namespace).framework(MPI).nodes(1).pool(pool).obj()
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(document))
     requests = Requests(monkeypatch, kube)
@@ -124,10 +131,11 @@ def test_the_wait_selects_by_label_and_the_report_reads_only_what_the_wait_did_n
     assert set(lists_of(waited, "workflows")) == {"nvcre.nvidia.com/workload-run=waited"}
 
     reported = requests.of("report")
-    assert {resource(path) for _, path, _ in reported} <= {*MEASUREMENTS, "configmaps"}, (
+    assert {resource(path) for _, path, _ in reported} <= {*MEASUREMENTS, "configmaps", "noderecords"}, (
         "the run, its Workflow and their Jobs are the ones the last poll read",
         reported,
     )
+    assert record_reads(reported) == nodes, "the history of the run's one node: its record, by name"
     for plural in MEASUREMENTS:
         assert lists_of(reported, plural) == ["nvcre.nvidia.com/job in (waited-job)"], plural
 
@@ -137,7 +145,13 @@ def test_the_wait_selects_by_label_and_the_report_reads_only_what_the_wait_did_n
     assert again.exit_code == 0, again.output
     report = requests.of("report-command")
     lists = [(resource(path), selector) for method, path, selector in report if method == "GET"]
-    assert [(plural, selector) for plural, selector in lists if selector or plural != "configmaps"] == [
+    assert record_reads(report) == nodes
+    shown = [
+        (plural, selector)
+        for plural, selector in lists
+        if selector or plural not in ("configmaps", "noderecords")
+    ]
+    assert shown == [
         ("workloadruns", ""),
         ("workflows", "nvcre.nvidia.com/workload-run=waited"),
         ("jobs", "nvcre.nvidia.com/workflow in (waited)"),
