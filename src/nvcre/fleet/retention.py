@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from nvcre.api.v1alpha1.constants import Default
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.durations import format_duration, parse_duration
 
-DEFAULT_RETENTION = timedelta(days=90)
+DEFAULT_RETENTION = timedelta(days=Default.NODE_RECORD_RETENTION_DAYS)
 """Records of nodes gone for 90 days after their newest result are deleted."""
-DEFAULT_RETENTION_TEXT = "90d"
+DEFAULT_RETENTION_TEXT = f"{Default.NODE_RECORD_RETENTION_DAYS}d"
 """:data:`DEFAULT_RETENTION` as the flag and the chart's value spell it."""
 KEEP_FOREVER = timedelta(0)
 """A retention of ``0``: no record is ever deleted."""

@@ -240,6 +240,9 @@ class Default:
     STALE_AFTER_DAYS: Final = 30
     """A node whose last pass is more than this many days old is stale: no longer counted as
     certified (``nvcrectl fleet``, docs/fleet-memory.md)."""
+    NODE_RECORD_RETENTION_DAYS: Final = 90
+    """nvcre-manager's ``--node-record-retention``: the record of a Node that is gone is deleted
+    this many days after its newest result (docs/fleet-memory.md#retention)."""
     NUM_ITERATIONS: Final = 100
     NUM_CYCLES: Final = 10
     DIAGNOSE_NUM_ITERATIONS: Final = 5
