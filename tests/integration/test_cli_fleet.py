@@ -11,7 +11,6 @@ violates its threshold. A seventh GPU node never runs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import jobs_of, wait_true
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, finish
+from nvcre.testing.records import run_again
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import workflow
 
@@ -71,14 +71,7 @@ def run(
     ``bus[i]`` GB/s, wait for the Workflow to end ``outcome`` and for ``runs`` results in every
     node's record; the nodes of each group, by group name."""
     name = body["metadata"]["name"]
-    with contextlib.suppress(ApiError):
-        kube.delete(resources.Workflow, name, namespace=namespace)
-    wait_for(
-        lambda: name not in {w.metadata.name for w in kube.list(resources.Workflow, namespace=namespace)},
-        60,
-        what=f"the previous {name} gone",
-    )
-    kube.create(resources.Workflow.from_dict(body))
+    run_again(kube, namespace, body)
     jobs = [f"{name}-group-{i}-iter-1" for i in range(len(bus))]
     wait_for(lambda: sorted(jobs_of(kube, namespace, name)) == jobs, 60, what=f"the Jobs of {name}")
     for job, value in zip(jobs, bus, strict=True):

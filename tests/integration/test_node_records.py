@@ -35,36 +35,12 @@ from nvcre.testing.inspect import (
 )
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, finish
+from nvcre.testing.records import record, results_of, run_again, wait_results
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import workflow
 
 THRESHOLD = {"busBandwidthGBps": "value > 400"}
 MESSAGE = 'Threshold "busBandwidthGBps" violated: measured 198.3000, expression: value > 400'
-
-
-def record(kube: Client, node: str) -> dict[str, Any] | None:
-    try:
-        return dict(kube.get(resources.NodeRecord, node).to_dict())
-    except ApiError as error:
-        if error.status.code == 404:
-            return None
-        raise
-
-
-def results_of(kube: Client, node: str) -> list[dict[str, Any]]:
-    """Every result of the node's record, every category."""
-    status = (record(kube, node) or {}).get("status") or {}
-    return [r for h in status.get("categories") or () for r in h["results"]]
-
-
-def wait_results(kube: Client, nodes: list[str], count: int) -> dict[str, dict[str, Any]]:
-    """The nodes' records once each holds ``count`` results."""
-    wait_for(
-        lambda: all(len(results_of(kube, n)) >= count for n in nodes),
-        60,
-        what=f"{count} results in the records of {nodes}",
-    )
-    return {n: record(kube, n) or {} for n in nodes}
 
 
 def run_pairs(
@@ -329,19 +305,6 @@ def test_a_certifications_category_records_its_run_and_category(
         assert result["values"]["busBandwidthGBps"] == 489.4
         assert result["thresholds"] == {"busBandwidthGBps": "value >= 400"}
         assert records[node]["status"]["summary"]["lastCategory"] == "communication/nccl-all-reduce"
-
-
-def run_again(kube: Client, namespace: str, body: dict[str, Any]) -> None:
-    """Create the Workflow ``body`` once the previous one of its name is gone (records stay)."""
-    name = body["metadata"]["name"]
-    with contextlib.suppress(ApiError):
-        kube.delete(resources.Workflow, name, namespace=namespace)
-    wait_for(
-        lambda: name not in {w.metadata.name for w in kube.list(resources.Workflow, namespace=namespace)},
-        60,
-        what=f"the previous {name} gone",
-    )
-    kube.create(resources.Workflow.from_dict(body))
 
 
 def test_a_node_below_its_own_baseline_regresses_and_isolation_names_it_alone(
