@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from lightkube.resources.core_v1 import ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
 
 from nvcre import resources
+from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.cli.main import cli
 from nvcre.testing.access import (
     aggregate_cluster_roles,
@@ -114,6 +116,13 @@ def test_a_node_that_failed_two_runs_is_reported_as_its_second_failure(
     pool = pool_name()
     nodes = sorted(str(n.metadata.name) for n in gpu_nodes(2, pool_spec(pool)) if n.metadata)
     _failing_run(kube, namespace, pool, "fails-first", nodes)
+    # A result's time is whole seconds: the second run must end in a later second than the first,
+    # or the first run's report cannot tell the second's failure from one at the same moment.
+    conditions = get(kube, resources.Workflow, "fails-first", namespace)["status"]["conditions"]
+    ended = parse_time(next(c for c in conditions if c["type"] == "Failed")["lastTransitionTime"])
+    wait_for(
+        lambda: datetime.now(UTC).replace(microsecond=0) > ended, 5, what="a second after the first run's end"
+    )
     _failing_run(kube, namespace, pool, "fails-again", nodes)
 
     second = _report(control_plane, "fails-again", namespace)
