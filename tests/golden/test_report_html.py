@@ -172,6 +172,22 @@ def test_html_report_of_the_isolation_case_names_the_slow_node_and_draws_it_apar
     assert "passed, cleared (1): gpu-node-002 with gpu-node-000 (4" in text
 
 
+def test_a_failed_re_test_of_a_node_cleared_by_its_other_re_test_does_not_read_as_its_failure() -> None:
+    """Suspects re-tested in pairs on a ring: a healthy node's pair with the bad one fails too,
+    and its other pair clears it. The tree says the re-test failed and the node was cleared."""
+    report = _report("isolation")
+    category = report.categories[0]
+    cleared = next(n.name for n in category.nodes if n.status == "Passed")
+    with_bad = dataclasses.replace(category.retests[-1], suspect=cleared, partners=("gpu-node-003",))
+    category = dataclasses.replace(category, retests=(*category.retests, with_bad))
+    text = " ".join(
+        " ".join(_parse(render_html([dataclasses.replace(report, categories=(category,))])).text).split()
+    )
+    assert f"{cleared} with gpu-node-003: re-test failed (19" in text
+    assert f"; {cleared} cleared by its other re-test" in text
+    assert "gpu-node-003 with gpu-node-001: failed again (19" in text
+
+
 def test_html_report_of_a_diagnosis_draws_its_rounds_with_the_faulty_node() -> None:
     report = _report("diagnosis")
     assert report.categories[0].diagnosis is not None
