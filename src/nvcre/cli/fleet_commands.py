@@ -17,6 +17,7 @@ from nvcre.cli.common import UserError, emit, output_option, user_errors
 from nvcre.cli.status_commands import table
 from nvcre.fleet import overview
 from nvcre.fleet.baselines import METRICS
+from nvcre.fleet.records import FAILED, record_node
 from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, GOODPUT_RATIO
 
 # --- pure ----------------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def history_table(node: str, state: str, rows: Sequence[Mapping[str, Any]]) -> s
                 str(row.get("cause") or row.get("reason") or NONE),
             )
         )
-        if row.get("verdict") == overview.FAILED and row.get("message"):
+        if row.get("verdict") == FAILED and row.get("message"):
             failures.append(f"  {row.get('time')}  {row['message']}")
     out = header + table(lines)
     if failures:
@@ -220,7 +221,7 @@ def fleet_command(output: str, selector: str, kubeconfig: str | None, context: s
     records = _list(kube, resources.NodeRecord, "NodeRecords")
     if selector:
         names = {str((n.get("metadata") or {}).get("name")) for n in nodes}
-        records = [r for r in records if overview.record_node(r) in names]
+        records = [r for r in records if record_node(r) in names]
     doc = overview.fleet(records, nodes, datetime.now(UTC))
     if output == "table":
         click.echo(fleet_table(doc), nl=False)

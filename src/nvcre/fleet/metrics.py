@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.noderecord import FAILURE_WINDOW_DAYS
+from nvcre.fleet.records import record_node
 from nvcre.measure.thresholds import number
 
 PASSED: Final = "Passed"
@@ -116,14 +117,9 @@ def _seconds(text: Any) -> float | None:
         return None
 
 
-def node_of(record: Mapping[str, Any]) -> str:
-    """The node a record is of: ``spec.nodeName``, else its name."""
-    return str((record.get("spec") or {}).get("nodeName") or (record.get("metadata") or {}).get("name") or "")
-
-
 def node_series(record: Mapping[str, Any]) -> NodeSeries:
     """The samples of one NodeRecord (its results kept oldest first, as the fold writes them)."""
-    node = node_of(record)
+    node = record_node(record)
     status = record.get("status") or {}
     out: list[Sample] = []
     failures: list[float] = []
@@ -203,7 +199,6 @@ __all__ = [
     "Sample",
     "exported",
     "failures_since",
-    "node_of",
     "node_series",
     "record_samples",
     "samples",

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import Default, FailureCause, NodeLabel
-from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.fleet import baselines
+from nvcre.fleet.records import PASSED, record_node, result_time
 from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, GOODPUT_RATIO, number
 from nvcre.orchestration.isolation import domain_key
 from nvcre.platform import node_platform
@@ -46,10 +46,6 @@ STATES: Final = (CERTIFIED, FAILING, REGRESSED, STALE, NEVER)
 """Every state a node is filed under, in the order the counts list them."""
 UNKNOWN: Final = "unknown"
 """The domain or GPU type of a node that has none."""
-PASSED: Final = "Passed"
-FAILED: Final = "Failed"
-EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-"""The time of a result whose time cannot be read (it sorts first, and is never recent)."""
 SHOWN_VALUES: Final = (BUS_BANDWIDTH, AVG_STEP_TIME, GOODPUT_RATIO)
 """The measured values a history row shows (the JSON keeps every value the record holds)."""
 
@@ -66,19 +62,6 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return _mapping(_mapping(obj.get("metadata")).get("labels"))
 
 
-def when(result: Mapping[str, Any]) -> datetime:
-    """The result's time; :data:`EPOCH` when it cannot be read."""
-    try:
-        return parse_time(str(result.get("time") or ""))
-    except ValueError:
-        return EPOCH
-
-
-def record_node(record: Mapping[str, Any]) -> str:
-    """The node a record is of (``spec.nodeName``, else its name)."""
-    return str(_mapping(record.get("spec")).get("nodeName") or _name(record))
-
-
 def _results(record: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]]]]:
     status = _mapping(record.get("status"))
     out = []
@@ -92,7 +75,7 @@ def _results(record: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any
 def newest(record: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     """The record's newest result with its category (by time, then category name, as the
     record's summary orders them); None when it has none."""
-    found = [(when(r), category, r) for category, results in _results(record) for r in results]
+    found = [(result_time(r), category, r) for category, results in _results(record) for r in results]
     if not found:
         return None
     _, category, result = max(found, key=lambda t: (t[0], t[1]))
@@ -158,7 +141,7 @@ def history(record: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "cause": result.get("cause"),
                 "message": result.get("message"),
             }
-            rows.append((when(result), category, row))
+            rows.append((result_time(result), category, row))
     rows.sort(key=lambda t: (t[0], t[1]))
     return [row for _, _, row in rows]
 
@@ -173,7 +156,7 @@ def state_of(record: Mapping[str, Any] | None, now: datetime, stale_after_days: 
         return NEVER
     _, result = found
     if result.get("verdict") == PASSED:
-        recent = now - when(result) <= timedelta(days=stale_after_days)
+        recent = now - result_time(result) <= timedelta(days=stale_after_days)
         return CERTIFIED if recent else STALE
     return REGRESSED if result.get("cause") == FailureCause.REGRESSION else FAILING
 
@@ -228,7 +211,7 @@ class FleetNode:
 
 def _last_pass(record: Mapping[str, Any]) -> str | None:
     passes = [r for _, results in _results(record) for r in results if r.get("verdict") == PASSED]
-    return str(max(passes, key=when).get("time")) if passes else None
+    return str(max(passes, key=result_time).get("time")) if passes else None
 
 
 def fleet_nodes(
@@ -313,7 +296,6 @@ __all__ = [
     "history",
     "newest",
     "node_domain",
-    "record_node",
     "state_of",
     "trend",
 ]

@@ -218,7 +218,13 @@ def recorded(status: Mapping[str, Any] | None, category: str, result: Mapping[st
     return False
 
 
-def _when(result: Mapping[str, Any]) -> datetime:
+def record_node(record: Mapping[str, Any]) -> str:
+    """The Node a record is of: ``spec.nodeName``, else its name (they are the same)."""
+    return str((record.get("spec") or {}).get("nodeName") or _meta(record).get("name") or "")
+
+
+def result_time(result: Mapping[str, Any]) -> datetime:
+    """The result's time; :data:`EPOCH` when it cannot be read (it sorts first)."""
     try:
         return parse_time(str(result.get("time") or ""))
     except ValueError:
@@ -228,7 +234,7 @@ def _when(result: Mapping[str, Any]) -> datetime:
 def summary(categories: Iterable[Mapping[str, Any]], now: datetime) -> dict[str, Any]:
     """The summary of the kept results, as of ``now``."""
     results = sorted(
-        ((_when(r), h.get("name", ""), r) for h in categories for r in h.get("results") or ()),
+        ((result_time(r), h.get("name", ""), r) for h in categories for r in h.get("results") or ()),
         key=lambda t: (t[0], t[1]),
     )
     out: dict[str, Any] = {}
@@ -289,9 +295,9 @@ def _baselines(categories: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         bus = number((last.get("values") or {}).get(BUS_BANDWIDTH))
         before = baselines.passing_values(results[:-1], shape, BUS_BANDWIDTH)
         earlier = baselines.median_of(before, BUS_BANDWIDTH, min(len(before), Default.BASELINE_RESULTS))
-        fresher = newest is None or _when(last) >= newest[0]
+        fresher = newest is None or result_time(last) >= newest[0]
         if bus is not None and earlier is not None and earlier.value > 0 and fresher:
-            newest = (_when(last), bus, earlier.value)
+            newest = (result_time(last), bus, earlier.value)
     out: dict[str, Any] = {}
     if found:
         out["baselines"] = found
@@ -317,11 +323,11 @@ def fold(
         history = {"name": category, "results": []}
         categories.append(history)
     before = list(history.get("results") or ())
-    kept = sorted([*before, *added], key=_when)[-MAX_RESULTS:]
+    kept = sorted([*before, *added], key=result_time)[-MAX_RESULTS:]
     if kept == before:
         return out  # only results older than every kept one: nothing to write
     history["results"] = kept
-    categories.sort(key=lambda h: max(_when(r) for r in h["results"]), reverse=True)
+    categories.sort(key=lambda h: max(result_time(r) for r in h["results"]), reverse=True)
     categories = sorted(categories[:MAX_CATEGORIES], key=lambda h: str(h["name"]))
     out["categories"] = categories
     out["summary"] = summary(categories, now)
@@ -329,12 +335,15 @@ def fold(
 
 
 __all__ = [
+    "EPOCH",
     "FAILED",
     "PASSED",
     "category_of",
     "fold",
     "node_results",
+    "record_node",
     "recorded",
+    "result_time",
     "run_of",
     "summary",
 ]

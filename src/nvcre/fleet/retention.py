@@ -23,6 +23,7 @@ from typing import Any
 from nvcre.api.v1alpha1.constants import Default
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.durations import format_duration, parse_duration
+from nvcre.fleet.records import record_node
 
 DEFAULT_RETENTION = timedelta(days=Default.NODE_RECORD_RETENTION_DAYS)
 """Records of nodes gone for 90 days after their newest result are deleted."""
@@ -106,11 +107,6 @@ def newest_result(record: Mapping[str, Any]) -> datetime | None:
     return max((t for t in times if t is not None), default=None)
 
 
-def node_of(record: Mapping[str, Any]) -> str:
-    """The Node a record is of: ``spec.nodeName``, else its name (they are the same)."""
-    return str((record.get("spec") or {}).get("nodeName") or (record.get("metadata") or {}).get("name") or "")
-
-
 def _stamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -129,7 +125,7 @@ def sweep(
     expired: list[Expired] = []
     upcoming: list[datetime] = []
     for record in records:
-        node = node_of(record)
+        node = record_node(record)
         if not node or node in nodes:
             continue
         meta = record.get("metadata") or {}
@@ -172,7 +168,6 @@ __all__ = [
     "Sweep",
     "format_retention",
     "newest_result",
-    "node_of",
     "parse_retention",
     "sweep",
 ]
