@@ -97,6 +97,25 @@ def median_of(values: list[float], key: str, count: int) -> Baseline | None:
     return Baseline(key, statistics.median(latest), len(latest))
 
 
+def recent(values: list[float], key: str) -> Baseline | None:
+    """The median of up to :data:`Default.BASELINE_RESULTS` latest ``values``, however few (the
+    record's summary and the trend it shows); None without any."""
+    return median_of(values, key, min(len(values), Default.BASELINE_RESULTS))
+
+
+def against_earlier(
+    before: Iterable[Mapping[str, Any]], result: Mapping[str, Any], key: str
+) -> tuple[float, Baseline] | None:
+    """``result``'s ``key`` against :func:`recent` of the passing results of its shape ``before``
+    it: the change in percent, rounded to 0.1 (-17.5: 17.5 % below), and that baseline; None
+    without a value or an earlier passing one."""
+    value = number((result.get("values") or {}).get(key))
+    base = recent(passing_values(before, shape_of(result), key), key)
+    if value is None or base is None or base.value <= 0:
+        return None
+    return round((value / base.value - 1) * 100, 1), base
+
+
 def baseline(
     status: Mapping[str, Any] | None, category: str, shape: Shape, key: str, count: int
 ) -> Baseline | None:

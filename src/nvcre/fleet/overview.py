@@ -33,7 +33,7 @@ from typing import Any, Final
 from nvcre.api.v1alpha1.constants import Default, FailureCause, NodeLabel
 from nvcre.fleet import baselines
 from nvcre.fleet.records import PASSED, record_node, result_time
-from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, GOODPUT_RATIO, number
+from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, GOODPUT_RATIO
 from nvcre.orchestration.isolation import domain_key
 from nvcre.platform import node_platform
 
@@ -91,19 +91,13 @@ def trend(
     """``result``'s change against the results ``before`` it (same category, oldest first), by
     key, in percent rounded to 0.1 (-17.5: 17.5 % below; for step time a positive change is
     slower), and the baselines it is against (``{key: {value, results}}``)."""
-    shape = baselines.shape_of(result)
     changes: dict[str, float] = {}
     bases: dict[str, dict[str, float]] = {}
     for key in baselines.METRICS:
-        value = number((result.get("values") or {}).get(key))
-        if value is None:
-            continue
-        earlier = baselines.passing_values(before, shape, key)
-        base = baselines.median_of(earlier, key, min(len(earlier), Default.BASELINE_RESULTS))
-        if base is None or base.value <= 0:
-            continue
-        changes[key] = round((value / base.value - 1) * 100, 1)
-        bases[key] = {"value": round(base.value, 2), "results": base.results}
+        found = baselines.against_earlier(before, result, key)
+        if found is not None:
+            changes[key] = found[0]
+            bases[key] = {"value": round(found[1].value, 2), "results": found[1].results}
     return changes, bases
 
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre import failednodes
-from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Default, Kind, Label
+from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Kind, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.noderecord import (
     FAILURE_WINDOW_DAYS,
@@ -271,7 +271,7 @@ def _baselines(categories: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     over up to :data:`Default.BASELINE_RESULTS` latest passing results; ``busBandwidthVsBaseline``:
     the newest bus bandwidth against the baseline of the passing results before it, in percent."""
     found: list[dict[str, Any]] = []
-    newest: tuple[datetime, float, float] | None = None
+    newest: tuple[datetime, float] | None = None
     for history in categories:
         results = list(history.get("results") or ())
         if not results:
@@ -279,8 +279,7 @@ def _baselines(categories: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         last = results[-1]
         shape = baselines.shape_of(last)
         for key in baselines.METRICS:
-            values = baselines.passing_values(results, shape, key)
-            base = baselines.median_of(values, key, min(len(values), Default.BASELINE_RESULTS))
+            base = baselines.recent(baselines.passing_values(results, shape, key), key)
             if base is not None:
                 found.append(
                     {
@@ -292,17 +291,14 @@ def _baselines(categories: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                         "results": base.results,
                     }
                 )
-        bus = number((last.get("values") or {}).get(BUS_BANDWIDTH))
-        before = baselines.passing_values(results[:-1], shape, BUS_BANDWIDTH)
-        earlier = baselines.median_of(before, BUS_BANDWIDTH, min(len(before), Default.BASELINE_RESULTS))
-        fresher = newest is None or result_time(last) >= newest[0]
-        if bus is not None and earlier is not None and earlier.value > 0 and fresher:
-            newest = (result_time(last), bus, earlier.value)
+        change = baselines.against_earlier(results[:-1], last, BUS_BANDWIDTH)
+        if change is not None and (newest is None or result_time(last) >= newest[0]):
+            newest = (result_time(last), change[0])
     out: dict[str, Any] = {}
     if found:
         out["baselines"] = found
     if newest is not None:
-        out["busBandwidthVsBaseline"] = round((newest[1] / newest[2] - 1) * 100, 1)
+        out["busBandwidthVsBaseline"] = newest[1]
     return out
 
 
