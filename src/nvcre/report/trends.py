@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from nvcre.fleet import history as fh
+from nvcre.fleet.records import record_node
+from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, GOODPUT_RATIO, number
 
 LAST: Final = 10
-KEYS: Final = ("busBandwidthGBps", "avgStepTimeSec", "goodputRatio")
+KEYS: Final = (BUS_BANDWIDTH, AVG_STEP_TIME, GOODPUT_RATIO)
 """The value a trend follows: the first of these the category's results hold."""
-UNITS: Final = {"busBandwidthGBps": "GB/s", "avgStepTimeSec": "s", "goodputRatio": ""}
+UNITS: Final = {BUS_BANDWIDTH: "GB/s", AVG_STEP_TIME: "s", GOODPUT_RATIO: ""}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def node_trends(
     """The trends of the ``failed`` nodes (sorted), each category's in the record's order."""
     if not records:
         return ()
-    by_name = {str((r.get("metadata") or {}).get("name") or ""): r for r in records}
+    by_name = {record_node(r): r for r in records}
     out = []
     for node in sorted(set(failed)):
         record = by_name.get(node)
@@ -72,7 +74,7 @@ def node_trends(
             points = tuple(
                 TrendPoint(
                     time=str(r.get("time") or ""),
-                    value=_number((r.get("values") or {}).get(key)),
+                    value=number((r.get("values") or {}).get(key)),
                     verdict=str(r.get("verdict") or ""),
                     this_run=fh.of_run(r, uids),
                 )
@@ -80,11 +82,3 @@ def node_trends(
             )
             out.append(NodeTrend(node, str(history.get("name") or ""), key, points))
     return tuple(out)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number == number else None
