@@ -75,6 +75,23 @@ async def delete_if_present(client: AsyncClient, resource: Any, name: str, names
     return True
 
 
+async def delete_unchanged(
+    client: AsyncClient, resource: Any, name: str, namespace: str | None, uid: str, resource_version: str
+) -> None:
+    """DELETE with preconditions on the ``uid`` and ``resource_version`` the caller decided on
+    (a 409 when the object changed since; lightkube's ``delete`` sends no DeleteOptions body)."""
+    http = client._client
+    request = http.prepare_request("delete", resource, name=name, namespace=namespace)
+    preconditions = {"uid": uid, "resourceVersion": resource_version}
+    request.data = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {k: v for k, v in preconditions.items() if v},
+    }
+    response = await http.send(http.build_adapter_request(request))  # type: ignore[no-untyped-call]
+    http.raise_for_status(response)  # type: ignore[no-untyped-call]
+
+
 def adopt(existing: Obj, ours: Callable[[Obj], bool]) -> Created:
     """The collision policy for ``existing``, the live holder of a child's name.
 

@@ -26,6 +26,7 @@ from lightkube import ApiError, AsyncClient
 
 from nvcre import resources
 from nvcre.controllers import indexes
+from nvcre.controllers.children import delete_unchanged
 from nvcre.controllers.context import Context
 from nvcre.fleet.retention import Expired, format_retention, sweep
 from nvcre.objects import Obj, ObjectKey
@@ -54,18 +55,10 @@ def _added(event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
 
 
 async def delete_record(client: AsyncClient, expired: Expired) -> None:
-    """DELETE the record with preconditions on the uid and resourceVersion the pass decided on
-    (lightkube's ``delete`` sends no body)."""
-    http = client._client
-    request = http.prepare_request("delete", resources.NodeRecord, name=expired.name)
-    preconditions = {"uid": expired.uid, "resourceVersion": expired.resource_version}
-    request.data = {
-        "apiVersion": "v1",
-        "kind": "DeleteOptions",
-        "preconditions": {k: v for k, v in preconditions.items() if v},
-    }
-    response = await http.send(http.build_adapter_request(request))  # type: ignore[no-untyped-call]
-    http.raise_for_status(response)  # type: ignore[no-untyped-call]
+    """DELETE the record unless it changed since the pass decided on it."""
+    await delete_unchanged(
+        client, resources.NodeRecord, expired.name, None, expired.uid, expired.resource_version
+    )
 
 
 class NodeRecordRetention:
