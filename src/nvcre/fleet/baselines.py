@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import Default
+from nvcre.api.v1alpha1.noderecord import PASSED
 from nvcre.measure.thresholds import AVG_STEP_TIME, BUS_BANDWIDTH, number
-
-PASSED: Final = "Passed"
 
 Shape = tuple[int, int]
 """(nodes of the group, topology domains it spans; 0 when unknown)."""

@@ -14,10 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.api.v1alpha1.noderecord import FAILURE_WINDOW_DAYS
-
-PASSED = "Passed"
-FAILED = "Failed"
+from nvcre.api.v1alpha1.noderecord import FAILED, FAILURE_WINDOW_DAYS, PASSED
 
 Result = Mapping[str, Any]
 

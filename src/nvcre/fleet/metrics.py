@@ -18,12 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.api.v1alpha1.noderecord import FAILURE_WINDOW_DAYS
+from nvcre.api.v1alpha1.noderecord import FAILED, FAILURE_WINDOW_DAYS, PASSED
 from nvcre.fleet.records import record_node
 from nvcre.measure.thresholds import number
-
-PASSED: Final = "Passed"
-FAILED: Final = "Failed"
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,10 +24,12 @@ from nvcre import failednodes
 from nvcre.api.v1alpha1.constants import Annotation, ConditionType, Kind, Label
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.api.v1alpha1.noderecord import (
+    FAILED,
     FAILURE_WINDOW_DAYS,
     MAX_CATEGORIES,
     MAX_PARTNERS,
     MAX_RESULTS,
+    PASSED,
 )
 from nvcre.conditions import condition_true, ended
 from nvcre.fleet import baselines
@@ -35,8 +37,6 @@ from nvcre.measure.thresholds import BUS_BANDWIDTH, measured_values, number
 from nvcre.measure.verdicts import group_nodes
 from nvcre.orchestration.completion import group_failure
 
-PASSED = "Passed"
-FAILED = "Failed"
 RUN_KINDS = (Kind.CERTIFICATION, Kind.WORKLOAD_RUN)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The time of a result whose time cannot be read (it sorts first)."""

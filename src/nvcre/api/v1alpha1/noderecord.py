@@ -29,7 +29,10 @@ MAX_PARTNERS: Final = 16
 FAILURE_WINDOW_DAYS: Final = 30
 """``summary.failuresLast30Days`` counts the kept results of this many days before the write."""
 
+PASSED: Final = "Passed"
+FAILED: Final = "Failed"
 Verdict = Literal["Passed", "Failed"]
+"""A result's verdict: :data:`PASSED` or :data:`FAILED`."""
 
 
 class ObjectRef(NvcreModel):
