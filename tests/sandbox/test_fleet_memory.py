@@ -35,7 +35,7 @@ from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.sandbox import control
 from nvcre.sandbox.control import Started as Box
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, wait_true
+from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, true_condition, wait_true
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "certification" / "fleet-nccl.yaml"
@@ -70,25 +70,18 @@ def nvcrectl(box: Box, *args: str) -> str:
 
 
 def certify(box: Box) -> dict[str, Any]:
-    """The seed example with ``baselineResults: 2``, run to its end; its pairs' bus bandwidths by
-    node (the largest final busBW of each pair's BandwidthMeasurement, as the record keeps it)."""
+    """The seed example with ``baselineResults: 2``, created and waited for until it ended."""
     document = yaml.safe_load(EXAMPLE.read_text())
     document["spec"]["baselineResults"] = 2
     name, namespace = document["metadata"]["name"], document["metadata"]["namespace"]
     box.kube.create(resources.Certification.from_dict(document))
-    wait_for(
-        lambda: (
-            get(box.kube, resources.Certification, name, namespace).get("status", {}).get("categoryStatuses")
-            and any(
-                c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
-                for c in get(box.kube, resources.Certification, name, namespace)["status"].get("conditions")
-                or ()
-            )
-        ),
-        900,
-        what=f"Certification {name} ended",
-    )
-    return get(box.kube, resources.Certification, name, namespace)
+
+    def ended() -> dict[str, Any] | None:
+        cert = get(box.kube, resources.Certification, name, namespace)
+        state = true_condition(cert)
+        return cert if state and state[0] in ("Succeeded", "Failed") else None
+
+    return dict(wait_for(ended, 900, what=f"Certification {name} ended"))
 
 
 def pairs_of(box: Box, cert: dict[str, Any]) -> dict[tuple[str, ...], float]:
