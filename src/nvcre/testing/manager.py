@@ -124,3 +124,11 @@ class ManagerProcess:
 
     def log_tail(self, lines: int = 60) -> str:
         return self.process.log_tail(lines) if self.process else ""
+
+    def log_lines(self, containing: str) -> list[str]:
+        """Every line of the whole log (all starts) that contains ``containing``."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if containing in line]
