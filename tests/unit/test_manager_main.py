@@ -8,10 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from lightkube import AsyncClient
+from lightkube.config.kubeconfig import KubeConfig
 
-from nvcre.manager.main import main
+from nvcre.manager.main import build, main, parse_args
 
 EMPTY_KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
+TOKEN_KUBECONFIG = {
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "c",
+}
 NO_PROBES = ["--metrics-bind-address=0", "--health-probe-bind-address=0"]
 
 
@@ -105,9 +113,27 @@ def test_leader_election_timings_must_nest(timing: list[str], capsys: pytest.Cap
     assert "needs --lease-duration > --renew-deadline > --retry-period > 0" in capsys.readouterr().err
 
 
-def test_no_flag_for_controllers_that_do_not_exist(capsys: pytest.CaptureFixture[str]) -> None:
-    """A flag that changes nothing must not be offered (no measurement controller runs yet)."""
+def test_manager_registers_every_controller_with_its_workers() -> None:
+    """The measurement controllers run, sized by their own flag (the reference's), the others by
+    ``--max-concurrent-reconciles``; the retention pass is one worker."""
+    client = AsyncClient(config=KubeConfig.from_dict(TOKEN_KUBECONFIG))
+    args = parse_args(["--max-concurrent-reconciles=7", "--measurement-max-concurrent-reconciles=3"])
+    manager = build(args, client)
+    assert [(c.name, c.workers) for c in manager.controllers] == [
+        ("workflow", 7),
+        ("job", 7),
+        ("bandwidthmeasurement", 3),
+        ("goodputmeasurement", 3),
+        ("workloadrun", 7),
+        ("certification", 7),
+        ("noderecord", 7),
+        ("noderecord-retention", 1),
+    ]
+    assert parse_args([]).measurement_max_concurrent_reconciles == 5
+
+
+def test_measurement_workers_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["--measurement-max-concurrent-reconciles=5"])
+        main(["--measurement-max-concurrent-reconciles=0"])
     assert exited.value.code == 2
-    assert "unrecognized arguments: --measurement-max-concurrent-reconciles=5" in capsys.readouterr().err
+    assert "--measurement-max-concurrent-reconciles must be greater than 0, got 0" in capsys.readouterr().err

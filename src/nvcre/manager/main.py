@@ -65,7 +65,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=":8081",
         help='host:port for /healthz and /readyz ("0" disables)',
     )
-    parser.add_argument("--max-concurrent-reconciles", type=int, default=Default.MAX_CONCURRENT_RECONCILES)
+    parser.add_argument(
+        "--max-concurrent-reconciles",
+        type=int,
+        default=Default.MAX_CONCURRENT_RECONCILES,
+        help="workers of each controller but the measurement ones (default 10)",
+    )
+    parser.add_argument(
+        "--measurement-max-concurrent-reconciles",
+        type=int,
+        default=Default.MEASUREMENT_MAX_CONCURRENT_RECONCILES,
+        help="workers of the BandwidthMeasurement and GoodputMeasurement controllers (default 5)",
+    )
     parser.add_argument(
         "--node-discovery-timeout",
         type=float,
@@ -86,8 +97,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.node_discovery_timeout < 0:
         parser.error("--node-discovery-timeout must not be negative")
-    if args.max_concurrent_reconciles < 1:
-        parser.error("--max-concurrent-reconciles must be greater than 0")
+    for flag in ("--max-concurrent-reconciles", "--measurement-max-concurrent-reconciles"):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value < 1:
+            parser.error(f"{flag} must be greater than 0, got {value}")
     if not args.lease_duration > args.renew_deadline > args.retry_period > 0:
         parser.error(
             "leader election needs --lease-duration > --renew-deadline > --retry-period > 0, got "
@@ -153,7 +166,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     WorkflowController(ctx, workers=args.max_concurrent_reconciles)
     JobController(ctx, workers=args.max_concurrent_reconciles)
     for kind in MEASUREMENT_KINDS:
-        MeasurementController(ctx, kind(), workers=args.max_concurrent_reconciles)
+        MeasurementController(ctx, kind(), workers=args.measurement_max_concurrent_reconciles)
     WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
     CertificationController(
         ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout

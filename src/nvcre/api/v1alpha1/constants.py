@@ -222,6 +222,7 @@ class Default:
     TOPOLOGY_KEY: Final = NodeLabel.GPU_CLIQUE
     """A WorkloadRun's ``orchestration.topologyKey`` when unset."""
     MAX_CONCURRENT_RECONCILES: Final = 10
+    MEASUREMENT_MAX_CONCURRENT_RECONCILES: Final = 5
     MAX_WORKLOAD_LABELS: Final = 32
     # Certification category options (spec/catalog.md) when a category leaves them unset
     TEST_SCALE: Final = "full-scale"
