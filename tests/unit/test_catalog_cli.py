@@ -36,15 +36,38 @@ def cert(tmp_path: Path) -> Path:
     return path
 
 
-def test_list_categories_table() -> None:
+def test_list_categories_table_is_domain_and_variant() -> None:
     code, out, _ = _run("certification", "list-categories")
     assert code == 0
     lines = out.splitlines()
+    assert re.match(r"^DOMAIN {15}VARIANT$", lines[0])
+    assert "communication        nccl-all-reduce" in lines
+    assert lines[1:] == [
+        "communication        nccl-all-gather",
+        "communication        nccl-all-reduce",
+        "communication        nccl-alltoall",
+        "communication        nccl-loopback",
+        "communication        nccl-loopback-nvswitch",
+        "diagnostics          dcgm-level1",
+        "diagnostics          dcgm-level2",
+        "diagnostics          dcgm-level3",
+        "diagnostics          dcgm-level4",
+        "training             nemotron5-56b",
+        "training             nemotron5-8b",
+    ]
+
+
+def test_list_categories_wide_adds_framework_timeout_and_description() -> None:
+    code, out, _ = _run("certification", "list-categories", "-o", "wide")
+    assert code == 0
+    lines = out.splitlines()
     assert re.match(r"^DOMAIN {15}VARIANT {18}FRAMEWORK +TIMEOUT +DESCRIPTION$", lines[0])
-    assert len(lines) == 10
+    assert len(lines) == 12
     row = next(line for line in lines if " dcgm-level4 " in line)
     assert row.startswith("diagnostics          dcgm-level4 ")
     assert re.search(r"\btorch\s+2h\s+DCGM diagnostics level 4", row)
+    row = next(line for line in lines if " dcgm-level1 " in line)
+    assert re.search(r"\btorch\s+1h\s+DCGM diagnostics level 1 \(dcgmi diag --run 1\)", row)
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
@@ -200,3 +223,17 @@ def test_dry_run_discovers_schedulable_target_nodes_and_validates_server_side(
     assert docs[0]["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["numNodes"] == 2  # a, b
     assert [dry for _, dry in client.created] == [True, True]
     assert "Dry-run validation: c1-communication-nccl-all-16989 accepted" in err
+
+
+@pytest.mark.parametrize("level", ["1", "2"])
+def test_render_dcgm_levels_one_and_two(tmp_path: Path, level: str) -> None:
+    path = tmp_path / "cert.yaml"
+    path.write_text(CERT.replace("dcgm-level4", f"dcgm-level{level}"))
+    code, out, _ = _run("certification", "render", "--platform", "aws", str(path))
+    assert code == 0
+    workflow = list(yaml.safe_load_all(out))[1]
+    assert workflow["metadata"]["name"] == f"c1-diagnostics-dcgm-level{level}"
+    trainer = workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]
+    assert trainer["command"] == ["dcgmi"]
+    assert trainer["args"][:5] == ["diag", "--host", "nvidia-dcgm.gpu-operator.svc:5555", "--run", level]
+    assert workflow["spec"]["orchestration"]["execution"]["timeoutPerJob"] == "1h"

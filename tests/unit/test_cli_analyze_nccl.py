@@ -108,7 +108,7 @@ def test_bad_input_exits_2() -> None:
     code, _, err = run("--profile", "no-such-profile", "-")
     assert (code, err) == (
         2,
-        "Error: no-such-profile: neither a built-in LogProfile (megatron-bridge, megatron-training, nccl-bandwidth, nccl-loopback, nemo-training) nor a file\n",
+        "Error: no-such-profile: neither a built-in LogProfile (megatron-bridge, megatron-training, nccl-all-reduce, nccl-bandwidth, nccl-loopback, nemo-training, nemo4) nor a file\n",
     )
 
 

@@ -84,8 +84,8 @@ class Command:
 
 
 NOT_A_PROFILE = (
-    "neither a built-in LogProfile (megatron-bridge, megatron-training, nccl-bandwidth, nccl-loopback, "
-    "nemo-training) nor a file"
+    "neither a built-in LogProfile (megatron-bridge, megatron-training, nccl-all-reduce, nccl-bandwidth, "
+    "nccl-loopback, nemo-training, nemo4) nor a file"
 )
 
 

@@ -93,8 +93,8 @@ def test_a_measurement_profile_is_looked_for_among_the_files_validated(tmp_path:
     assert (code, out) == (0, f"{run_file}: WorkloadRun/ok: OK\n")
     assert err == (
         f"{run_file}: WorkloadRun/ok: warning: spec.goodputMeasurement.logProfileRef: LogProfile "
-        '"my-training" is neither built in (megatron-bridge, megatron-training, nccl-bandwidth, '
-        "nccl-loopback, nemo-training) nor among the manifests validated; it must exist on the cluster\n"
+        '"my-training" is neither built in (megatron-bridge, megatron-training, nccl-all-reduce, '
+        "nccl-bandwidth, nccl-loopback, nemo-training, nemo4) nor among the manifests validated; it must exist on the cluster\n"
     )
     profile = tmp_path / "profile.yaml"
     profile.write_text(

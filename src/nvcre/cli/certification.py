@@ -33,16 +33,21 @@ def certification_group() -> None:
 
 @certification_group.command("list-categories")
 @click.argument("extra", nargs=-1)
-@output_option(default="table", formats=("table", "yaml", "json"))
+@output_option(default="table", formats=("table", "wide", "yaml", "json"))
 @user_errors
 def list_categories(extra: tuple[str, ...], output: str) -> None:
-    """List the catalog's categories (no cluster needed)."""
+    """List the catalog's categories (no cluster needed); ``wide`` adds framework, timeout and what it runs."""
     if extra:
         raise UserError(f"list-categories takes no arguments, got {' '.join(extra)}")
     entries = load_catalog().list()
-    if output != "table":
+    if output in ("yaml", "json"):
         items = [entry.to_dict() for entry in entries]
         click.echo(json.dumps(items, indent=2) if output == "json" else to_yaml(items), nl=output == "json")
+        return
+    if output == "table":
+        click.echo(f"{'DOMAIN':<20} VARIANT")
+        for entry in entries:
+            click.echo(f"{entry.domain:<20} {entry.variant}")
         return
     click.echo(f"{'DOMAIN':<20} {'VARIANT':<24} {'FRAMEWORK':<10} {'TIMEOUT':<8} DESCRIPTION")
     for entry in entries:
