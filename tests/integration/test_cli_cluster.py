@@ -18,12 +18,13 @@ from typing import Any
 import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import Node
+from lightkube.resources.resource_v1 import ResourceSlice
 
 from nvcre import resources
 from nvcre.testing import binaries
 from nvcre.testing.builders import WorkloadRun
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.nodes import node_ready, platform_node_spec
+from nvcre.testing.nodes import gpu_resource_slice, node_ready, platform_node_spec
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import POOL_LABEL, pool_name
 
@@ -102,6 +103,35 @@ def test_acceptance_case_10(control_plane: ControlPlane, kube: Client, gpu_nodes
     topology = lines.index(f"TOPOLOGY ({AWS_RACK}):")
     assert lines[topology + 1] == "  rack-a    2 nodes"
     assert done.stderr == ""
+
+
+def test_a_dra_only_node_is_known_by_its_resource_slice(
+    control_plane: ControlPlane, kube: Client, gpu_nodes: Any
+) -> None:
+    """A node with no GPU Operator label and no nvidia.com/gpu resource is a GPU node by the
+    gpu.nvidia.com ResourceSlice the NVIDIA DRA driver publishes for it: product and count."""
+    pool = pool_name()
+    spec = dataclasses.replace(platform_node_spec("aws", H100), dra=True, labels={POOL_LABEL: pool})
+    (name,) = [str(n.metadata.name) for n in gpu_nodes(1, spec) if n.metadata]
+    selector = ("-l", f"{POOL_LABEL}={pool}", "--kubeconfig", control_plane.kubeconfig_path)
+
+    unknown = nvcrectl("cluster", "info", *selector)
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith(
+        "Error: no GPU nodes found: no node is labelled nvidia.com/gpu.present=true"
+    )
+
+    created = kube.create(gpu_resource_slice(name, H100, 4))
+    try:
+        done = nvcrectl("cluster", "info", "-o", "json", *selector)
+    finally:
+        kube.delete(ResourceSlice, str(created.metadata.name if created.metadata else ""))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    out = json.loads(done.stdout)
+    assert (out["platform"], out["gpuArchitecture"], out["gpuProduct"]) == ("aws", "h100", H100)
+    assert (out["gpusPerNode"], out["totalGPUs"]) == (4, 4)
+    assert [(n["name"], n["gpus"], n["product"]) for n in out["nodes"]] == [(name, 4, H100)]
 
 
 def test_no_gpu_node_is_one_error_line(control_plane: ControlPlane) -> None:

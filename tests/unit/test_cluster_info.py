@@ -8,6 +8,8 @@ import pytest
 
 from nvcre.clusterinfo import ClusterInfoError, cluster_info, render_table, to_dict
 from nvcre.expected import TABLE_VERSION
+from nvcre.platform import GPUInventory
+from nvcre.testing.nodes import gpu_resource_slice
 
 AWS_RACK = "topology.k8s.aws/network-node-layer-1"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -362,3 +364,32 @@ def test_a_gb200_group_inside_one_clique_expects_multi_node_nvlink() -> None:
     assert [(e["value"], e["row"]) for e in allreduce["expected"]] == [
         (834.57, "gb200/any/all_reduce/mnnvl-2-18-nodes")
     ]
+
+
+# --- DRA-only nodes ---------------------------------------------------------------------------------
+
+
+def test_a_node_without_gpu_labels_is_known_by_its_dra_resource_slice() -> None:
+    nodes = [
+        node("a"),
+        node("b", gpus=None, product=None, gpu_present=False),
+        node("c", gpus=None, product=None, gpu_present=False),
+    ]
+    dra = GPUInventory.from_slices(
+        [
+            gpu_resource_slice("b", H100, 8).to_dict(),
+            gpu_resource_slice("c", "NVIDIA-GB200", 4).to_dict(),
+        ]
+    )
+    info = cluster_info(nodes, dra=dra)
+    assert (info.gpu_architecture, info.gpu_product) == ("h100", H100)
+    assert [(n.name, n.gpus, n.product) for n in info.nodes] == [("a", 8, H100), ("b", 8, H100)]
+    assert [(e.node, e.reason, e.message) for e in info.exclusions] == [
+        (
+            "c",
+            "GPUArchitecture",
+            "GPU architecture gb200, not the majority h100 (nvcre certifies one architecture at a time)",
+        )
+    ]
+    with pytest.raises(ClusterInfoError, match="no GPU nodes found"):
+        cluster_info(nodes[1:])

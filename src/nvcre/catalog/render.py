@@ -191,12 +191,15 @@ def render_category(
     offline: bool = False,
     resolve_overrides: bool = True,
     catalog: Catalog | None = None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> CategoryRender:
     """The Workflow of ``cert.spec.categories[index]`` on the target ``nodes`` (Node objects as dicts).
 
     ``platform`` forces the platform instead of detecting it from the nodes' providerIDs.
     ``resolve_overrides=False`` leaves the entry's overrides in the Workflow, unresolved (an
     offline render whose platform is not known); the platform then counts as unknown.
+    ``gpu_products`` (node name -> product, from DRA ResourceSlices) stands in for the product
+    label of a node without one.
     ``offline`` marks synthetic nodes (``nvcrectl certification render`` without ``--dry-run``):
     they only carry the platform and architecture, so no GPU-capacity filter runs and
     ``nodesPerJob`` defaults to the smallest count the entry can run on instead of every node.
@@ -219,7 +222,7 @@ def render_category(
             platform = detect_platform(nodes).require_consistent()
         except HeterogeneousPlatformError as exc:
             raise BuildError(f"{key}: {exc}", field="spec.target") from exc
-    arch_detection = detect_gpu_architecture(nodes)
+    arch_detection = detect_gpu_architecture(nodes, gpu_products)
     events: list[Event] = list(arch_detection.events)
     arch = arch_detection.architecture
     kept = arch_detection.filter(nodes)

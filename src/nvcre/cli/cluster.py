@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nvcre.cli import connection
 from nvcre.cli.common import UserError, emit, output_option, user_errors
+
+if TYPE_CHECKING:
+    from nvcre.platform.dra import GPUInventory
 
 
 @click.group("cluster")
@@ -39,6 +42,28 @@ def label_selector(text: str) -> dict[str, Any]:
             raise UserError(f'invalid --selector "{text}": empty label key in "{term}"')
         terms[key.strip()] = value
     return terms
+
+
+def gpu_inventory(kube: Any) -> GPUInventory:
+    """The GPUs the NVIDIA DRA driver publishes in ResourceSlices (resource.k8s.io/v1): how a node
+    without GPU labels is known. None on a cluster that does not serve the API; a refused list
+    is said on stderr and reads as none."""
+    from lightkube.core.exceptions import ApiError
+    from lightkube.resources.resource_v1 import ResourceSlice
+
+    from nvcre.platform.dra import GPU_DRIVER, GPUInventory
+
+    try:
+        slices = [s.to_dict() for s in kube.list(ResourceSlice, fields={"spec.driver": GPU_DRIVER})]
+    except ApiError as error:
+        if error.status.code != 404:
+            click.echo(
+                f"Warning: cannot list ResourceSlices ({connection.api_error(error)}); "
+                "nodes without GPU labels are not recognised",
+                err=True,
+            )
+        return GPUInventory()
+    return GPUInventory.from_slices(slices)
 
 
 @cluster_group.command("info")
@@ -74,7 +99,7 @@ def info_command(
     except Exception as error:  # API and transport errors alike end the command
         raise UserError(f"cannot list nodes: {connection.api_error(error)}") from error
     try:
-        info = cluster_info(nodes, topology_key=topology_key)
+        info = cluster_info(nodes, topology_key=topology_key, dra=gpu_inventory(kube))
     except ClusterInfoError as error:
         raise UserError(str(error)) from error
     if output == "table":

@@ -34,6 +34,7 @@ from nvcre.orchestration.discovery import discover
 from nvcre.platform import (
     TOPOLOGY_KEYS,
     UNKNOWN_ARCHITECTURE,
+    GPUInventory,
     detect_gpu_architecture,
     detect_platform,
     gpu_defaults,
@@ -285,12 +286,16 @@ def _workload_nodes(job: Mapping[str, Any]) -> int:
 
 
 def category_fit(
-    entry: Entry, nodes: Sequence[Mapping[str, Any]], product: str, catalog: Catalog
+    entry: Entry,
+    nodes: Sequence[Mapping[str, Any]],
+    product: str,
+    catalog: Catalog,
+    dra: GPUInventory | None = None,
 ) -> CategoryFit:
     """Whether the Certification controller could run the category on ``nodes``, and on how many."""
     cert = _probe_certification(product, entry.domain, entry.variant)
     try:
-        render = render_category(cert, 0, nodes, catalog=catalog)
+        render = render_category(cert, 0, nodes, catalog=catalog, gpu_products=dra.products if dra else None)
     except BuildError as error:
         return CategoryFit(entry.domain, entry.variant, False, message=str(error))
     used = [node for node in nodes if node_name(node) in set(render.nodes)]
@@ -367,12 +372,15 @@ def cluster_info(
     *,
     topology_key: str | None = None,
     catalog: Catalog | None = None,
+    dra: GPUInventory | None = None,
 ) -> ClusterInfo:
     """What nvcre finds on a cluster of these nodes; :class:`ClusterInfoError` when it finds no GPU node.
 
-    ``topology_key`` overrides the platform's default network-block label.
+    ``topology_key`` overrides the platform's default network-block label. ``dra`` is what the
+    NVIDIA DRA driver's ResourceSlices publish: a node without GPU labels is known by them.
     """
-    found = discover(all_nodes, None)
+    dra = dra or GPUInventory()
+    found = discover(all_nodes, None, dra)
     if not found.nodes:
         if found.cordoned:
             raise ClusterInfoError(
@@ -380,26 +388,30 @@ def cluster_info(
                 f"({', '.join(found.cordoned)})"
             )
         raise ClusterInfoError(
-            f"no GPU nodes found: no node is labelled {NodeLabel.GPU_PRESENT}=true "
-            "(is the NVIDIA GPU Operator installed?)"
+            f"no GPU nodes found: no node is labelled {NodeLabel.GPU_PRESENT}=true and no "
+            "gpu.nvidia.com ResourceSlice publishes a GPU (is the NVIDIA GPU Operator or DRA driver installed?)"
         )
-    architecture = detect_gpu_architecture(found.nodes)
+    architecture = detect_gpu_architecture(found.nodes, dra.products)
     if architecture.architecture == UNKNOWN_ARCHITECTURE:
         raise ClusterInfoError(f"no nodes have {NodeLabel.GPU_PRODUCT} label")
     kept = architecture.filter(found.nodes)
     platform = detect_platform(kept)
+
+    def product_of(node: Mapping[str, Any]) -> str:
+        return _label(node, NodeLabel.GPU_PRODUCT) or dra.products.get(node_name(node), "")
+
     products: dict[str, int] = {}
     for node in kept:
-        product = _label(node, NodeLabel.GPU_PRODUCT)
+        product = product_of(node)
         products[product] = products.get(product, 0) + 1
     product = max(sorted(products), key=lambda p: products[p])
     key = topology_key if topology_key is not None else TOPOLOGY_KEYS.get(platform.platform, "")
     infos = tuple(
         NodeInfo(
             name=node_name(node),
-            gpus=allocatable_gpus(node) or 0,
+            gpus=allocatable_gpus(node) or dra.counts.get(node_name(node), 0),
             ready=is_ready(node),
-            product=_label(node, NodeLabel.GPU_PRODUCT),
+            product=product_of(node),
             rack=_label(node, key),
             nvlink_domain=_label(node, NodeLabel.GPU_CLIQUE),
             nics={
@@ -425,7 +437,7 @@ def cluster_info(
         for name in found.cordoned
     ]
     unlabelled = set(architecture.unlabeled)
-    arch_of = {node_name(node): node_architecture(node) for node in found.nodes}
+    arch_of = {node_name(node): node_architecture(node, dra.products) for node in found.nodes}
     exclusions += [
         Exclusion(
             name,
@@ -449,7 +461,7 @@ def cluster_info(
         for name, count in filter_capacity(kept, defaults.gpus_per_node).excluded
     ]
     catalog = catalog or load_catalog()
-    fits = tuple(category_fit(entry, kept, product, catalog) for entry in catalog.list())
+    fits = tuple(category_fit(entry, kept, product, catalog, dra) for entry in catalog.list())
     return ClusterInfo(
         platform=platform.platform,
         platforms=dict(platform.counts),

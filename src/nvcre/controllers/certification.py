@@ -47,6 +47,7 @@ from nvcre.controllers.children import (
 )
 from nvcre.controllers.context import IMMEDIATE, REQUEUE, Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
 from nvcre.decide import certification as sequencing
 from nvcre.objects import Obj, ObjectKey
@@ -175,8 +176,9 @@ class CertificationController:
         try:
             model = Certification.model_validate(cert)
             target = model.spec.target.to_dict() if model.spec.target else None
-            found = discover(self.nodes.items(), target)
-            render = render_category(model, index, found.nodes)
+            dra = await gpu_inventory(self.ctx.client)
+            found = discover(self.nodes.items(), target, dra)
+            render = render_category(model, index, found.nodes, gpu_products=dra.products)
         except CategoryNotFound:
             await self._write_state(
                 cert,

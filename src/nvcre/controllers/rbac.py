@@ -155,6 +155,12 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     ),
     Rule(JOBSET_GROUP, "jobsets", ("get",), "the owner chain of a workload pod, each JobSet read once"),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
+    Rule(
+        "resource.k8s.io",
+        "resourceslices",
+        ("list",),
+        "list: the NVIDIA DRA driver's GPUs when nodes are discovered (a node without GPU labels)",
+    ),
     Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
     Rule(
         "",

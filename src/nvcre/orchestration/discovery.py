@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.platform.dra import GPUInventory
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -76,14 +77,26 @@ class Discovery:
     """GPU nodes that matched the target but are cordoned, sorted."""
 
 
-def discover(all_nodes: Iterable[Node], target: Mapping[str, Any] | None) -> Discovery:
+def is_gpu_node(node: Node, dra: GPUInventory | None = None) -> bool:
+    """Labelled ``nvidia.com/gpu.present=true`` by the GPU Operator, or, on a DRA-only stack, with
+    full GPUs in the NVIDIA DRA driver's ResourceSlices."""
+    return labels_of(node).get(NodeLabel.GPU_PRESENT) == "true" or (
+        dra is not None and dra.has_gpus(name_of(node))
+    )
+
+
+def discover(
+    all_nodes: Iterable[Node], target: Mapping[str, Any] | None, dra: GPUInventory | None = None
+) -> Discovery:
+    """The target's GPU nodes (see :func:`is_gpu_node`; ``dra`` is what the cluster's ResourceSlices
+    publish), cordoned ones apart."""
     keep_cordoned = cordoned_opt_in(target)
     eligible: list[dict[str, Any]] = []
     cordoned: list[str] = []
     for node in all_nodes:
         if not matches_target(node, target):
             continue
-        gpu = labels_of(node).get(NodeLabel.GPU_PRESENT) == "true"
+        gpu = is_gpu_node(node, dra)
         if node.get("spec", {}).get("unschedulable") and not keep_cordoned:
             if gpu:
                 cordoned.append(name_of(node))

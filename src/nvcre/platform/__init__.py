@@ -24,7 +24,7 @@ from nvcre.platform.detect import (
     sort_nodes,
     topology_domain_count,
 )
-from nvcre.platform.dra import gpus_from_resource_slices, products_from_resource_slices
+from nvcre.platform.dra import GPUInventory, gpus_from_resource_slices, products_from_resource_slices
 from nvcre.platform.events import Event
 from nvcre.platform.gpu_defaults import GPUDefaults, gpu_defaults, resolve_gpu_defaults
 from nvcre.platform.nic import NICDetection, detect_nic_resource, detection_applies, resolve_nic_resource
@@ -39,6 +39,7 @@ __all__ = [
     "Event",
     "GPUArchitectureDetection",
     "GPUDefaults",
+    "GPUInventory",
     "HeterogeneousPlatformError",
     "NICDetection",
     "Platform",

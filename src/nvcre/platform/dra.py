@@ -9,6 +9,7 @@ normalized to the label form before ``parse_product`` sees it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 GPU_DRIVER: Final = "gpu.nvidia.com"
@@ -66,3 +67,22 @@ def gpus_from_resource_slices(slices: Iterable[Mapping[str, Any]]) -> dict[str, 
     for node, _ in _gpu_slices(slices):
         counts[node] = counts.get(node, 0) + 1
     return counts
+
+
+@dataclass(frozen=True)
+class GPUInventory:
+    """The full GPUs the NVIDIA DRA driver publishes, by node: what a DRA-only node (no GPU
+    Operator labels, no ``nvidia.com/gpu`` allocatable) is known by. Empty on other stacks."""
+
+    products: Mapping[str, str] = field(default_factory=dict)
+    """Node name -> product in the label form (``NVIDIA-H100-80GB-HBM3``)."""
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """Node name -> number of full GPUs."""
+
+    @classmethod
+    def from_slices(cls, slices: Iterable[Mapping[str, Any]]) -> GPUInventory:
+        listed = list(slices)
+        return cls(products_from_resource_slices(listed), gpus_from_resource_slices(listed))
+
+    def has_gpus(self, node: str) -> bool:
+        return self.counts.get(node, 0) > 0

@@ -103,11 +103,14 @@ def resolve_workflow(
     annotate: bool = True,
     validated: bool = False,
     platform_detection: PlatformDetection | None = None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> ResolvedWorkflow:
     """Detect platform and architecture from ``nodes``, apply overrides, enforce the gang contract.
 
     ``platform`` / ``gpu_architecture`` replace detection when given (e.g. cached detection);
     ``platform_detection`` is the caller's own detection of ``nodes``, not made again.
+    ``gpu_products`` (node name -> product, from DRA ResourceSlices) stands in for the product
+    label of a node without one.
     ``validated``: the caller built ``workflow`` itself from an object already checked (a
     WorkloadRun), so the Workflow model is not built and run again (a tenth of a cold render).
     Raises ``HeterogeneousPlatformError``, ``OverrideError``, ``GangSchedulingConflict``,
@@ -118,7 +121,7 @@ def resolve_workflow(
     head, base_spec, overrides = _split(workflow, validated=validated)
     platform_detection = platform_detection or detect_platform(node_list)
     detected_platform = platform if platform is not None else platform_detection.require_consistent()
-    gpu = detect_gpu_architecture(node_list)
+    gpu = detect_gpu_architecture(node_list, gpu_products)
     kept = tuple(gpu.filter(node_list))
     architecture = gpu_architecture if gpu_architecture is not None else gpu.architecture
 

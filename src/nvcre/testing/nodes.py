@@ -21,11 +21,14 @@ from dataclasses import dataclass, field
 from lightkube import Client
 from lightkube.models.core_v1 import NodeSpec, NodeStatus, Taint
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.resource_v1 import Device, DeviceAttribute, ResourcePool, ResourceSliceSpec
 from lightkube.resources.core_v1 import Node
+from lightkube.resources.resource_v1 import ResourceSlice
 
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.platform.detect import FORGE_SITE_LABEL, parse_product
 from nvcre.platform.detect import TOPOLOGY_KEYS as TOPOLOGY_KEYS  # the render's topology keys, re-exported
+from nvcre.platform.dra import GPU_DRIVER
 from nvcre.platform.gpu_defaults import resolve_gpu_defaults
 from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
@@ -103,6 +106,9 @@ class GpuNodeSpec:
     annotations: Mapping[str, str] = field(default_factory=dict)
     extra_resources: Mapping[str, str] = field(default_factory=dict)
     taints: list[Taint] = field(default_factory=list)
+    dra: bool = False
+    """A DRA-only node: no GPU Operator labels and no ``nvidia.com/gpu`` resource; its GPUs are
+    published in a ResourceSlice (:func:`gpu_resource_slice`)."""
 
 
 def gpu_node(name: str, spec: GpuNodeSpec | None = None) -> Node:
@@ -114,16 +120,17 @@ def gpu_node(name: str, spec: GpuNodeSpec | None = None) -> Node:
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "arm64" if spec.product.startswith(("NVIDIA-GB", "NVIDIA-GH")) else "amd64",
         "type": "kwok",
-        GPU_PRESENT: "true",
-        GPU_PRODUCT: spec.product,
-        GPU_COUNT: str(spec.gpus),
     }
+    if not spec.dra:
+        labels.update({GPU_PRESENT: "true", GPU_PRODUCT: spec.product, GPU_COUNT: str(spec.gpus)})
     if spec.clique:
         labels[GPU_CLIQUE] = spec.clique
     if spec.platform == "togetherai":
         labels[TOGETHER_WORKER] = ""
     labels.update(spec.labels)
-    resources = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods, GPU_RESOURCE: str(spec.gpus)}
+    resources = {"cpu": spec.cpu, "memory": spec.memory, "pods": spec.pods}
+    if not spec.dra:
+        resources[GPU_RESOURCE] = str(spec.gpus)
     if spec.rdma_ib is not None:
         resources[RDMA_RESOURCE] = str(spec.rdma_ib)
     if spec.mlnx_nics is not None:
@@ -138,6 +145,31 @@ def gpu_node(name: str, spec: GpuNodeSpec | None = None) -> Node:
             taints=list(spec.taints) or None,
         ),
         status=NodeStatus(capacity=dict(resources), allocatable=dict(resources)),
+    )
+
+
+def gpu_resource_slice(node: str, product: str, gpus: int) -> ResourceSlice:
+    """The ResourceSlice the NVIDIA DRA driver publishes for ``node``: ``gpus`` full GPUs, each
+    with its product name as the driver spells it (``NVIDIA H100 80GB HBM3``)."""
+    name = " ".join(product.split("-"))
+    return ResourceSlice(
+        metadata=ObjectMeta(name=f"{node}-gpu.nvidia.com"),
+        spec=ResourceSliceSpec(
+            driver=GPU_DRIVER,
+            nodeName=node,
+            pool=ResourcePool(name=node, generation=1, resourceSliceCount=1),
+            devices=[
+                Device(
+                    name=f"gpu-{index}",
+                    attributes={
+                        "type": DeviceAttribute(string="gpu"),
+                        "productName": DeviceAttribute(string=name),
+                        "index": DeviceAttribute(int=index),
+                    },
+                )
+                for index in range(gpus)
+            ],
+        ),
     )
 
 

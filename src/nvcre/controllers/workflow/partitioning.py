@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, NodeLabel, WorkflowReason
+from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.workflow.diagnosing import first_round
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
@@ -34,9 +36,11 @@ def resolve(
     *,
     cached: bool,
     platform: PlatformDetection | None = None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> ResolvedWorkflow:
     """Overrides resolved against ``nodes`` (with the stored detection when ``cached``, with
-    ``platform`` when the caller has just detected it)."""
+    ``platform`` when the caller has just detected it; ``gpu_products`` from DRA ResourceSlices
+    for nodes without a product label)."""
     orchestration = state.orchestration
     try:
         return resolve_workflow(
@@ -46,6 +50,7 @@ def resolve(
             gpu_architecture=orchestration.get("detectedGPUArchitecture") if cached else None,
             annotate=False,
             platform_detection=platform,
+            gpu_products=gpu_products,
         )
     except HeterogeneousPlatformError as error:
         raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, str(error)) from error
@@ -72,7 +77,8 @@ async def discover_and_partition(state: WorkflowState) -> Result:
     cache did not change would cost what the examination does; it runs once per Workflow, and
     its detection is stored in the status for every later pass (see ``resolving``)."""
     orchestration_spec = state.spec.get("orchestration") or {}
-    found = discover(state.caches.nodes.items(), orchestration_spec.get("target"))
+    dra = await gpu_inventory(state.ctx.client)
+    found = discover(state.caches.nodes.items(), orchestration_spec.get("target"), dra)
     if not found.nodes:
         raise Failure(
             WorkflowReason.NODE_DISCOVERY_ERROR, "No target nodes found matching orchestration target"
@@ -86,7 +92,7 @@ async def discover_and_partition(state: WorkflowState) -> Result:
             EventReason.CORDONED_NODES_EXCLUDED,
             f"Excluded {len(found.cordoned)} cordoned node(s) from certification: {', '.join(found.cordoned)}",
         )
-    resolved = resolve(state, found.nodes, cached=False, platform=platform)
+    resolved = resolve(state, found.nodes, cached=False, platform=platform, gpu_products=dra.products)
     gpu = resolved.gpu
     architecture_excluded = sorted(set(map(name_of, found.nodes)) - set(map(name_of, resolved.nodes)))
     request = requested_gpus(resolved.spec.get("jobTemplate"), resolved.spec.get("dependencies"))

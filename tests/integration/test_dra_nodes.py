@@ -1,0 +1,71 @@
+"""A DRA-only cluster: GPU nodes known only by the NVIDIA DRA driver's ResourceSlices.
+
+Such a node carries no GPU Operator label (``nvidia.com/gpu.present``, ``nvidia.com/gpu.product``)
+and no ``nvidia.com/gpu`` allocatable; the Certification and Workflow controllers discover it by
+its ``gpu.nvidia.com`` ResourceSlice (resource.k8s.io/v1) and read its product there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lightkube import Client
+from lightkube.resources.resource_v1 import ResourceSlice
+
+from nvcre import resources
+from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, category, new_pool
+from nvcre.testing.inspect import get, true_condition, wait_true
+from nvcre.testing.nodes import gpu_resource_slice
+from nvcre.testing.waiting import wait_for
+
+H100 = "NVIDIA-H100-80GB-HBM3"
+DCGM = category("diagnostics", "dcgm-level3")
+
+
+@pytest.fixture
+def slices(kube: Client) -> Iterator[list[str]]:
+    """Names of the ResourceSlices a test creates (cluster-scoped), deleted after it."""
+    created: list[str] = []
+    yield created
+    for name in created:
+        kube.delete(ResourceSlice, name)
+
+
+def test_a_certification_runs_on_nodes_known_by_their_resource_slices(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, slices: list[str]
+) -> None:
+    pool, nodes = new_pool(gpu_nodes, 2, dra=True)
+    cert = Certification("dra").namespace(namespace).pool(pool).allow_missing_data().categories(DCGM).obj()
+    kube.create(resources.Certification.from_dict(cert))
+
+    # without ResourceSlices the nodes are not GPU nodes: the Certification waits for some
+    waiting = true_condition(wait_true(kube, resources.Certification, "dra", namespace, "InProgress"))
+    assert waiting is not None and waiting[1] == "WaitingForNodes"
+    assert re.match(r"No schedulable nodes match ", waiting[2])
+
+    for node in nodes:
+        created = kube.create(gpu_resource_slice(node, H100, 8))
+        slices.append(str(created.metadata.name if created.metadata else ""))
+
+    name = certification_workflow_name("dra", "diagnostics", "dcgm-level3")
+    orchestration = wait_for(
+        lambda: (
+            (
+                (get(kube, resources.Workflow, name, namespace).get("status") or {}).get("orchestration", {})
+            ).get("groups")
+            and get(kube, resources.Workflow, name, namespace)["status"]["orchestration"]
+        ),
+        60,
+        what="the Workflow's groups on the DRA-only nodes",
+        ignore=(Exception,),
+    )
+    assert (orchestration["detectedPlatform"], orchestration["detectedGPUArchitecture"]) == ("aws", "h100")
+    assert sorted(n for g in orchestration["groups"] for n in g["nodes"]) == nodes
+    assert "excludedNodes" not in orchestration
+    workflow = get(kube, resources.Workflow, name, namespace)
+    trainer = workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]
+    assert trainer["args"][:5] == ["diag", "--host", "nvidia-dcgm.gpu-operator.svc:5555", "--run", "3"]
