@@ -55,6 +55,19 @@ WORKER_START_WAIT_SECONDS = 1200
 #: launcher pod is ``restartPolicy: Never`` so the failed container, and its log, stay for the
 #: failure log. A group is retried by the Workflow's ``execution.retryFailedGroups``, in status.
 LAUNCHER_BACKOFF_LIMIT = 0
+#: Under a gang scheduler the launcher's init container waits for the workers' sshd, one
+#: ``WORKER_START_WAIT_SECONDS`` window per pod: a worker slow to start (an image pull) gets the
+#: Job default's 6 more windows, while ``MPIRUN_FAILURE_POLICY`` still fails the Job at once
+#: when mpirun itself exits non-zero.
+GANG_LAUNCHER_BACKOFF_LIMIT = 6
+MPIRUN_FAILURE_POLICY: dict[str, Any] = {
+    "rules": [
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": WORKLOAD_CONTAINER_NAME, "operator": "NotIn", "values": [0]},
+        }
+    ]
+}
 
 _COPY_KEYS = f"""mkdir -p {ROOT_SSH_PATH}
 cp {MPI_SSH_RAW_PATH}/* {ROOT_SSH_PATH}/
@@ -277,6 +290,17 @@ def _worker(inputs: RuntimeInputs) -> dict[str, Any]:
     return worker
 
 
+def _launcher_retries(gang: bool) -> dict[str, Any]:
+    """The launcher Job's retry fields: none, or under a gang scheduler retries of the worker
+    wait only (a failed mpirun still fails the Job at once)."""
+    if not gang:
+        return {"backoffLimit": LAUNCHER_BACKOFF_LIMIT}
+    return {
+        "backoffLimit": GANG_LAUNCHER_BACKOFF_LIMIT,
+        "podFailurePolicy": copy.deepcopy(MPIRUN_FAILURE_POLICY),
+    }
+
+
 def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
     gang = inputs.gang is not None
     init_mounts = [_ssh_auth_mount(), _ssh_keys_mount()]
@@ -316,7 +340,7 @@ def _launcher(inputs: RuntimeInputs) -> dict[str, Any]:
         launcher["dependsOn"] = [{"name": ReplicatedJob.NODE, "status": "Ready"}]
     launcher["template"] = {
         "metadata": {"labels": {Label.TRAINJOB_ANCESTOR_STEP: TRAINJOB_ANCESTOR_STEP_TRAINER}},
-        "spec": {"backoffLimit": LAUNCHER_BACKOFF_LIMIT, "template": {"spec": pod_spec}},
+        "spec": {**_launcher_retries(gang), "template": {"spec": pod_spec}},
     }
     stamp_replicated_job(launcher, inputs.gang)
     return launcher
