@@ -158,6 +158,45 @@ def test_faulty_node_confirmed_and_recorded(
         assert names <= ({"screen-0", "screen-1"} if round_ == 1 else {"confirm-0", "confirm-1"}), version
 
 
+def test_cross_boundary_probing_narrows_a_link_inside_a_rack(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Rack r1's six nodes fail together while its halves pass alone: the mixes of the halves'
+    halves narrow the fault to the nodes that fail only together, not the two whole halves."""
+    pool = pool_name()
+    r1 = pool_nodes(gpu_nodes, 6, pool, labels={"rack": "r1"})
+    r2 = pool_nodes(gpu_nodes, 2, pool, labels={"rack": "r2"})
+    kube.create(resources.Workflow.from_dict(diagnose_workflow("mix", namespace, pool)))
+    driver = Driver(kube, namespace, lambda job, _: job in ("mix-screen-0-iter-1", "mix-cross-0-mix1-iter-3"))
+    wf = run_until_terminal(kube, namespace, "mix", driver)
+    assert true_condition(wf) == (
+        "Failed",
+        "IterationsFailed",
+        "Diagnosis complete: 1 infrastructure faults detected",
+    )
+    diagnose = wf["status"]["orchestration"]["diagnose"]
+    assert diagnose["infrastructureFaults"] == [
+        {"domain": "r1", "groupA": r1[1:3], "groupB": r1[4:6], "stage": "cross-boundary"}
+    ]
+    assert diagnose["outcome"] == "Faulty" and "crossBoundaryState" not in diagnose
+    groups = wf["status"]["orchestration"]["groups"]
+    assert [(g["name"], g["nodes"], g["phase"]) for g in groups] == [
+        ("cross-0-mix0", [r1[0], r1[3]], "Succeeded"),
+        ("cross-0-mix1", [*r1[1:3], *r1[4:6]], "Failed"),
+    ]
+    assert sorted(jobs_of(kube, namespace, "mix")) == [
+        "mix-bisect-2-0a-iter-2",
+        "mix-bisect-2-0b-iter-2",
+        "mix-cross-0-mix0-iter-3",
+        "mix-cross-0-mix1-iter-3",
+        "mix-screen-0-iter-1",
+        "mix-screen-1-iter-1",
+    ]
+    failed, succeeded = node_results(kube, namespace, wf)
+    assert failed == [], "a link is no node's fault"
+    assert succeeded == ",".join(sorted(r1 + r2))
+
+
 def test_transient_failure_is_not_blamed_and_max_concurrent_holds(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:

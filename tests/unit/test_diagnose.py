@@ -188,20 +188,129 @@ def test_no_healthy_reference() -> None:
     assert failed_names(result.verdict) == ["node-000", "node-001"]
 
 
-def test_link_inside_a_domain_found_by_bisection() -> None:
-    fleet = Fleet({"block-0": ["a", "b", "c", "d"], "block-1": ["e", "f"]})
-    fleet.faulty = set()
-    # model a bad link between the halves of block-0 as its own pseudo-domains
-    inner = Fleet(
-        {"h1": ["a", "b"], "h2": ["c", "d"], "block-1": ["e", "f"]}, links={frozenset(("h1", "h2"))}
-    )
-    step = dg.start(fleet.labels, "k", "t")
+def diagnose_links(
+    domains: dict[str, list[str]], links: dict[str, list[str]], *pairs: tuple[str, str]
+) -> tuple[list[tuple[str, tuple[dg.Group, ...]]], dg.Step]:
+    """A diagnosis of ``domains`` (as labelled) whose groups fail when they hold both ends of a
+    bad link: ``links`` names sets of nodes (pseudo-domains of the model fleet), ``pairs`` the
+    bad links between them."""
+    labelled = Fleet(domains)
+    rest = [n for nodes in domains.values() for n in nodes if not any(n in s for s in links.values())]
+    inner = Fleet({**links, "rest": rest}, links={frozenset(p) for p in pairs})
+    step = dg.start(labelled.labels, "k", "t")
+    rounds = []
     while step.verdict is None:
+        rounds.append((str(step.status["stage"]), step.groups))
         step = dg.advance(step.status, [inner.result(g) for g in step.groups], dg.Settings())
-    assert step.verdict.failed == ()
+    return rounds, step
+
+
+EIGHT = {"block-0": list("abcdefgh"), "block-1": ["i", "j"]}
+
+
+def test_link_between_halves_too_small_to_probe_is_found_by_bisection() -> None:
+    rounds, step = diagnose_links(
+        {"block-0": ["a", "b", "c", "d"], "block-1": ["e", "f"]},
+        {"h1": ["a", "b"], "h2": ["c", "d"]},
+        ("h1", "h2"),
+    )
+    assert step.verdict is not None and step.verdict.failed == ()
     assert step.verdict.message == "Diagnosis complete: 1 infrastructure faults detected"
     (fault,) = step.status["infrastructureFaults"]
     assert fault == {"domain": "block-0", "groupA": ["a", "b"], "groupB": ["c", "d"], "stage": "bisection"}
+    assert [s for s, _ in rounds] == ["intra-screening", "bisection"]
+
+
+def test_cross_boundary_probing_narrows_a_link_to_the_failing_mix() -> None:
+    """Halves [a-d] and [e-h] pass alone: mix0 = [a, b] + [e, f] passes, mix1 = [c, d] + [g, h]
+    fails, so the link lies between [c, d] and [g, h], not between the whole halves."""
+    rounds, step = diagnose_links(EIGHT, {"q2": ["c", "d"], "q4": ["g", "h"]}, ("q2", "q4"))
+    assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
+    assert [(g.name, g.nodes) for g in rounds[2][1]] == [
+        ("cross-0-mix0", ("a", "b", "e", "f")),
+        ("cross-0-mix1", ("c", "d", "g", "h")),
+    ]
+    assert step.verdict is not None and step.verdict.failed == ()
+    assert step.verdict.message == "Diagnosis complete: 1 infrastructure faults detected"
+    (fault,) = step.status["infrastructureFaults"]
+    assert fault == {
+        "domain": "block-0",
+        "groupA": ["c", "d"],
+        "groupB": ["g", "h"],
+        "stage": "cross-boundary",
+    }
+    assert "crossBoundaryState" not in step.status
+    assert sorted(step.verdict.healthy) == sorted("abcdefghij")
+
+
+def test_cross_boundary_probing_both_mixes_fail_keeps_the_sides() -> None:
+    rounds, step = diagnose_links(EIGHT, {"x": list("abcd"), "y": list("efgh")}, ("x", "y"))
+    assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
+    (fault,) = step.status["infrastructureFaults"]
+    assert fault == {
+        "domain": "block-0",
+        "groupA": list("abcd"),
+        "groupB": list("efgh"),
+        "stage": "cross-boundary",
+    }
+
+
+def test_cross_boundary_probing_both_mixes_pass_is_transient() -> None:
+    rounds, step = diagnose_links(EIGHT, {"q1": ["a", "b"], "q4": ["g", "h"]}, ("q1", "q4"))
+    assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
+    assert step.verdict is not None and step.verdict.succeeded
+    assert step.verdict.message == dg.CROSS_BOUNDARY_CLEARED
+    assert "infrastructureFaults" not in step.status
+    assert step.status["transientFailures"] == [
+        {"round": 3, "group": "cross-0", "nodes": list("abcdefgh"), "stage": "cross-boundary"}
+    ]
+    assert step.status["outcome"] == "Inconclusive"
+    assert sorted(step.verdict.healthy) == sorted("abcdefghij")
+
+
+def test_cross_boundary_probing_stops_after_four_rounds() -> None:
+    """128 nodes, a link between node-000 and node-064: probing halves the sides 64 -> 32 -> 16 ->
+    8 -> 4 in four rounds and records the fault between the sides of four it reached."""
+    nodes = [f"node-{i:03d}" for i in range(128)]
+    rounds, step = diagnose_links(
+        {"big": nodes, "small": ["z1", "z2"]}, {"x": ["node-000"], "y": ["node-064"]}, ("x", "y")
+    )
+    stages = [s for s, _ in rounds]
+    assert stages == ["intra-screening", "bisection", *["cross-boundary"] * dg.MAX_PROBE_ROUNDS]
+    assert [len(groups[0].nodes) for _, groups in rounds[2:]] == [64, 32, 16, 8]
+    (fault,) = step.status["infrastructureFaults"]
+    assert fault == {"domain": "big", "groupA": nodes[:4], "groupB": nodes[64:68], "stage": "cross-boundary"}
+
+
+def test_probes_run_beside_the_bisection_of_another_group() -> None:
+    """One domain's halves pass alone (a probe), another domain holds a faulty node (bisected on):
+    one round holds both, and the diagnosis names the node and the link."""
+    domains = {"d0": list("abcdefgh"), "d1": [f"n{i}" for i in range(8)], "d2": ["z1", "z2"]}
+    labelled = Fleet(domains)
+    inner = Fleet(
+        {"q2": ["c", "d"], "q4": ["g", "h"], "rest": [n for n in labelled.labels if n not in "cdgh"]},
+        faulty={"n5"},
+        links={frozenset(("q2", "q4"))},
+    )
+    step = dg.start(labelled.labels, "k", "t")
+    rounds = []
+    while step.verdict is None:
+        rounds.append((str(step.status["stage"]), [g.name for g in step.groups]))
+        step = dg.advance(step.status, [inner.result(g) for g in step.groups], dg.Settings())
+    assert rounds == [
+        ("intra-screening", ["screen-0", "screen-1", "screen-2"]),
+        ("bisection", ["bisect-2-0a", "bisect-2-0b", "bisect-2-1a", "bisect-2-1b"]),
+        ("cross-boundary", ["bisect-3-0a", "bisect-3-0b", "cross-0-mix0", "cross-0-mix1"]),
+        ("confirmation", ["confirm-0", "confirm-1"]),
+    ]
+    assert step.verdict is not None
+    assert failed_names(step.verdict) == ["n5"]
+    assert (
+        step.verdict.message
+        == "Diagnosis complete: 1 faulty nodes confirmed; 1 infrastructure faults detected"
+    )
+    (fault,) = step.status["infrastructureFaults"]
+    assert (fault["groupA"], fault["groupB"]) == (["c", "d"], ["g", "h"])
 
 
 def test_advance_refuses_a_complete_diagnosis() -> None:

@@ -10,7 +10,9 @@ Stages: ``intra-screening`` (one group per topology domain, else sqrt(N) chunks)
 MNNVL job ``intra-screening-no-nvl`` (every domain again with NVLink off), ``inter-screening`` (one
 healthy node of each domain together), ``cross-boundary`` (when that failed: every pair of
 domains, to name the link), ``bisection`` (failed groups halved until at most ``minGroupSize``
-nodes) and ``confirmation`` (each suspect with a healthy reference node, preferably of its own
+nodes; two halves that both pass where their whole failed are probed across their boundary,
+``cross-<p>-mix0`` = first half of each side, ``mix1`` = second half of each, and narrowed to the
+failing mix) and ``confirmation`` (each suspect with a healthy reference node, preferably of its own
 domain). A group whose Job failed in a way that may be transient has already been re-run once
 by the controller; ``GroupResult.transient`` says it passed only on that re-test.
 """
@@ -42,6 +44,11 @@ ALL_SCREENING_PASSED: Final = "All screening passed, no faults detected"
 BISECTION_PASSED: Final = "Bisection complete: all groups passed"
 CROSS_BOUNDARY_CLEARED: Final = "Cross-boundary probing complete: no faults confirmed"
 SUSPECTS_CLEARED: Final = "All suspects cleared, no faults confirmed"
+
+MAX_PROBE_ROUNDS: Final = 4
+"""Rounds of cross-boundary probing one pair of sides gets before its fault is recorded as is."""
+PROBE_SIDE_NODES: Final = 2
+"""A pair of sides is probed (split again) only while one has more nodes than this."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,27 @@ def _bisect(failed: Sequence[Sequence[str]], round_: int, min_size: int) -> list
     return groups
 
 
+def _halves(nodes: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A side split at its midpoint, as :func:`_bisect` splits a group."""
+    ordered = sorted(nodes)
+    mid = len(ordered) // 2
+    return ordered[:mid], ordered[mid:]
+
+
+def _mixes(index: int, probe: Mapping[str, Any]) -> list[Group]:
+    """The groups of a pending probe: ``mix0`` = the first halves of both sides, ``mix1`` = the
+    second halves."""
+    a, b = _halves(probe["halfA"]), _halves(probe["halfB"])
+    return [Group(f"cross-{index}-mix{i}", tuple(sorted(a[i] + b[i]))) for i in (0, 1)]
+
+
+def _probed(side_a: Sequence[str], side_b: Sequence[str], probe_round: int) -> bool:
+    """Whether two sides that fail only together are split again: within the probe rounds, while
+    both sides can be halved and one has more than :data:`PROBE_SIDE_NODES` nodes."""
+    sizes = (len(side_a), len(side_b))
+    return probe_round <= MAX_PROBE_ROUNDS and min(sizes) >= 2 and max(sizes) > PROBE_SIDE_NODES
+
+
 def _confirmation(state: _State) -> list[Group]:
     """Each suspect with a healthy reference (:func:`~nvcre.orchestration.pairing.references`)."""
     healthy = state.nodes("healthyNodes")
@@ -343,6 +371,8 @@ class _Machine:
         return self.next_round("cross-boundary", groups, "Cross-boundary probing")
 
     def after_cross(self, results: Sequence[GroupResult]) -> Step:
+        if (self.status.get("crossBoundaryState") or {}).get("originStage") == "bisection":
+            return self.after_bisection(results)
         faults = list(self.status.get("infrastructureFaults") or [])
         for r in results:
             if not r.passed:
@@ -383,33 +413,73 @@ class _Machine:
         return self.finish(cleared)
 
     def after_bisection(self, results: Sequence[GroupResult]) -> Step:
-        self.state.add("healthyNodes", [n for r in results if r.passed for n in r.nodes])
+        """A bisection round ended, with the mixes of the cross-boundary probes it ran, if any."""
+        bisected = [r for r in results if r.name.startswith("bisect-")]
+        self.state.add("healthyNodes", [n for r in bisected if r.passed for n in r.nodes])
         by_name = {r.name: r for r in results}
-        faults = list(self.status.get("infrastructureFaults") or [])
+        pending = (self.status.get("crossBoundaryState") or {}).get("pendingProbes") or []
+        probes = [p for i, probe in enumerate(pending) for p in self._after_probe(i, probe, by_name)]
         domain_of = self.state.domain_of()
-        for r in results:
+        for r in bisected:
             if r.name.endswith("a") and r.passed:
                 sibling = by_name.get(r.name[:-1] + "b")
                 if sibling is not None and sibling.passed:
                     # Both halves pass, the whole failed: the fault lies between them.
-                    faults.append(
-                        {
-                            "domain": domain_of.get(r.nodes[0], UNKNOWN_DOMAIN),
-                            "groupA": list(r.nodes),
-                            "groupB": list(sibling.nodes),
-                            "stage": "bisection",
-                        }
-                    )
-        if faults:
-            self.status["infrastructureFaults"] = faults
-        failed = [r.nodes for r in results if not r.passed]
+                    domain = domain_of.get(r.nodes[0], UNKNOWN_DOMAIN)
+                    probes += self._narrowed(domain, r.nodes, sibling.nodes, 1)
+        failed = [r.nodes for r in bisected if not r.passed]
         groups = _bisect(failed, self.state.round + 1, self.settings.min_group_size)
-        self.state.remove("suspectNodes", [n for r in results if r.passed for n in r.nodes])
+        self.state.remove("suspectNodes", [n for r in bisected if r.passed for n in r.nodes])
+        if probes:
+            self.status["crossBoundaryState"] = {"originStage": "bisection", "pendingProbes": probes}
+            groups += [g for i, probe in enumerate(probes) for g in _mixes(i, probe)]
+            return self.next_round("cross-boundary", groups, "Cross-boundary probing")
+        self.status.pop("crossBoundaryState", None)
         if groups:
             return self.next_round("bisection", groups, "Bisection")
         if self.state.nodes("suspectNodes"):
             return self.confirm()
-        return self.finish(BISECTION_PASSED)
+        return self.finish(CROSS_BOUNDARY_CLEARED if pending else BISECTION_PASSED)
+
+    def _after_probe(
+        self, index: int, probe: Mapping[str, Any], by_name: Mapping[str, GroupResult]
+    ) -> list[dict[str, Any]]:
+        """Both mixes fail: the fault lies between the sides as they are. Both pass: not
+        reproduced (transient). One fails: its halves are the sides of the next probe."""
+        mix0, mix1 = (by_name[g.name] for g in _mixes(index, probe))
+        domain, side_a, side_b = probe["domain"], probe["halfA"], probe["halfB"]
+        if mix0.passed and mix1.passed:
+            self.status["transientFailures"] = [
+                *(self.status.get("transientFailures") or []),
+                {
+                    "round": self.state.round,
+                    "group": f"cross-{index}",
+                    "nodes": sorted([*side_a, *side_b]),
+                    "stage": "cross-boundary",
+                },
+            ]
+            return []
+        if not mix0.passed and not mix1.passed:
+            self._fault(domain, side_a, side_b, "cross-boundary")
+            return []
+        i = 0 if not mix0.passed else 1
+        return self._narrowed(domain, _halves(side_a)[i], _halves(side_b)[i], int(probe["probeRound"]) + 1)
+
+    def _narrowed(
+        self, domain: str, side_a: Sequence[str], side_b: Sequence[str], probe_round: int
+    ) -> list[dict[str, Any]]:
+        """The probe of two sides that fail only together, or, once they cannot be narrowed
+        further, their infrastructure fault."""
+        if _probed(side_a, side_b, probe_round):
+            return [
+                {"domain": domain, "halfA": list(side_a), "halfB": list(side_b), "probeRound": probe_round}
+            ]
+        self._fault(domain, side_a, side_b, "bisection" if probe_round == 1 else "cross-boundary")
+        return []
+
+    def _fault(self, domain: str, side_a: Sequence[str], side_b: Sequence[str], stage: str) -> None:
+        fault = {"domain": domain, "groupA": list(side_a), "groupB": list(side_b), "stage": stage}
+        self.status["infrastructureFaults"] = [*(self.status.get("infrastructureFaults") or []), fault]
 
     def confirm(self) -> Step:
         if not self.state.nodes("healthyNodes"):
