@@ -390,3 +390,19 @@ def test_which_failures_are_re_tested(conditions: dict[str, tuple[str, str]], tr
         "status": {"conditions": [{"type": t, "status": s, "reason": r} for t, (s, r) in conditions.items()]}
     }
     assert may_be_transient(job) is transient
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 40), st.data())
+def test_a_link_inside_a_domain_never_blames_a_node(size: int, data: st.DataObject) -> None:
+    """A bad link between two nodes of one domain: no node is blamed, and any fault recorded
+    has the two ends on opposite sides."""
+    nodes = [f"node-{i:03d}" for i in range(size)]
+    x, y = data.draw(st.lists(st.sampled_from(nodes), min_size=2, max_size=2, unique=True))
+    rounds, step = diagnose_links({"big": nodes, "small": ["z1", "z2"]}, {"x": [x], "y": [y]}, ("x", "y"))
+    assert step.verdict is not None and step.verdict.failed == ()
+    assert sorted(step.verdict.healthy) == sorted([*nodes, "z1", "z2"])
+    for fault in step.status.get("infrastructureFaults") or ():
+        assert {x, y} & set(fault["groupA"]) and {x, y} & set(fault["groupB"])
+    probe_rounds = sum(1 for s, _ in rounds if s == "cross-boundary")
+    assert probe_rounds <= dg.MAX_PROBE_ROUNDS
