@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -44,8 +45,27 @@ class RunFlags:
     workload_registry_password: str
     workload_registry_password_stdin: bool
     name: str
+    max_nodes: int | None
+    deadline: str | None
     kubeconfig: str | None
     context: str | None
+
+    def limits(self) -> dict[str, Any]:
+        """The spec fields ``--max-nodes`` and ``--deadline`` set (they win over the file's)."""
+        from nvcre.api.v1alpha1.common import SHORT_DURATION_PATTERN
+        from nvcre.durations import parse_duration
+
+        fields: dict[str, Any] = {}
+        if self.max_nodes is not None:
+            fields["maxNodes"] = self.max_nodes
+        if self.deadline is not None:
+            if not re.fullmatch(SHORT_DURATION_PATTERN, self.deadline) or parse_duration(self.deadline) <= 0:
+                raise UserError(
+                    f'--deadline "{self.deadline}": give a duration longer than 0 in whole h, m, s or ms '
+                    "(90m, 2h, 1h30m)"
+                )
+            fields["deadline"] = self.deadline
+        return fields
 
     def registry(self, stdin_allowed: bool = True) -> run_execution.Registry | None:
         if self.workload_registry_password_stdin and not stdin_allowed:
@@ -125,6 +145,17 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
             "--workload-registry-password-stdin", is_flag=True, help="Read the registry password from stdin."
         ),
         click.option("--name", default="", help="Name of the run (overrides the file's)."),
+        click.option(
+            "--max-nodes",
+            type=click.IntRange(min=0),
+            default=None,
+            help="The most nodes the run may take (spec.maxNodes; 0: no limit): refused if its target has more.",
+        ),
+        click.option(
+            "--deadline",
+            default=None,
+            help="Deadline of the whole run from its creation (spec.deadline: 90m, 2h); then it stops, Failed.",
+        ),
         connection.kubeconfig_options,
     ]
     for option in reversed(options):
@@ -176,6 +207,7 @@ def workloadrun_run_command(file: Path, flags: RunFlags, namespace: str) -> None
         WORKLOADRUN_TIMEOUT, True
     )
     document = load_workloadrun(file, flags.name, namespace)
+    document["spec"].update(flags.limits())
     request = flags.request(
         run_execution.workloadrun_kind(),
         document,
@@ -355,6 +387,7 @@ def certification_run_command(
         )
         if value
     }
+    options.update(flags.limits())
     if document is not None and options:
         document["spec"].update(options)
     kube = flags.connect()

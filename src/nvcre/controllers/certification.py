@@ -3,14 +3,18 @@
 Each reconcile reads the Certification live and takes one step:
 
 * deleting: delete the Workflows it controls, wait until they are gone, release the finalizer;
-* terminal: only the stale-failure check (a category marked Failed whose Workflow still runs);
+* terminal: only the stale-failure check (a category marked Failed whose Workflow still runs)
+  and ``ResourcesReleased``, combined from its Workflows';
 * otherwise: start the first Pending category (``nvcre.catalog.render_category`` renders its
   Workflow from the node cache; no matching node yet means ``WaitingForNodes`` for up to five
   minutes), follow the InProgress one, or, when every category is done, decide the outcome.
 
-What each step decides is :mod:`nvcre.decide.certification`'s; this shell reads, creates the
-Workflow and writes the status. Workflows of finished categories stay until the Certification is
-deleted, for the report.
+What each step decides is :mod:`nvcre.decide.certification`'s and, for the run's limits,
+:mod:`nvcre.decide.limits`': a category whose target resolves to more nodes than the run may take
+fails it ``TooManyNodes`` before its Workflow exists; past ``spec.deadline`` no category starts
+and the run ends ``DeadlineExceeded`` (each Workflow carries the deadline and stops itself). This
+shell reads, creates the Workflow and writes the status. Workflows of finished categories stay
+until the Certification is deleted, for the report.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from nvcre.api.v1alpha1.constants import (
     Label,
 )
 from nvcre.catalog import BuildError, CategoryNotFound, NoNodesMatch, render_category
+from nvcre.catalog.options import name_clash
 from nvcre.conditions import condition_of, is_terminal, set_in_status
 from nvcre.controllers import indexes
 from nvcre.controllers.children import (
@@ -47,12 +52,15 @@ from nvcre.controllers.children import (
 )
 from nvcre.controllers.context import IMMEDIATE, REQUEUE, Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
+from nvcre.controllers.releases import write_release
 from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
+from nvcre.controllers.tcpxo import installer_pods
 from nvcre.decide import certification as sequencing
+from nvcre.decide import limits, release
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import discover
-from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.controller import Controller, Result, owned_by, wake_by
 from nvcre.runtime.errors import is_invalid
 
 DELETE_POLL = Result(requeue_after=2.0)
@@ -65,9 +73,11 @@ class CertificationController:
         *,
         workers: int = Default.MAX_CONCURRENT_RECONCILES,
         node_discovery_timeout: float = Default.NODE_DISCOVERY_TIMEOUT_SECONDS,
+        max_nodes_per_run: int = Default.MAX_NODES_PER_RUN,
     ) -> None:
         self.ctx = ctx
         self.node_discovery_timeout = node_discovery_timeout
+        self.max_nodes_per_run = max_nodes_per_run
         manager = ctx.manager
         self.certifications = manager.informer(resources.Certification)
         self.workflows = manager.informer(resources.Workflow)
@@ -101,7 +111,10 @@ class CertificationController:
         if await ensure_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION):
             return None
         if is_terminal(conditions_of(cert)):
-            return await self._recover_stale_failure(cert)
+            recovered = await self._recover_stale_failure(cert)
+            if recovered is None:
+                await self._mirror_release(cert)
+            return recovered
         statuses = copy.deepcopy((cert.get("status") or {}).get("categoryStatuses") or [])
         if not statuses:
             unknown = sequencing.unknown_category(cert)
@@ -113,8 +126,22 @@ class CertificationController:
                     f"Unknown certification category: {unknown}",
                 )
                 return None
+            clash = self._name_clash(cert)
+            if clash is not None:
+                await self._write_state(
+                    cert, ConditionType.FAILED, CertificationReason.WORKFLOW_NAME_COLLISION, clash
+                )
+                return None
             statuses = sequencing.initial_statuses(cert)
         return await self._process(cert, statuses)
+
+    @staticmethod
+    def _name_clash(cert: Obj) -> str | None:
+        """Why the Certification cannot run when two of its categories would run as one Workflow
+        (refused before the first one runs, not when the second finds its name taken)."""
+        spec = Certification.model_validate(cert).spec
+        clash = name_clash(cert["metadata"]["name"], spec.categories)
+        return None if clash is None else clash.message(spec.categories)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -161,24 +188,46 @@ class CertificationController:
             validation = (
                 await self._validation_failure(cert, statuses) if sequencing.any_failed(statuses) else None
             )
-            await self._write_state(
-                cert, *sequencing.outcome(statuses, validation), statuses, validation=validation
-            )
+            outcome = sequencing.outcome(statuses, validation)
+            if await self._stopped_by_deadline(cert, statuses):
+                outcome = self._deadline_exceeded(cert)
+            await self._write_state(cert, *outcome, statuses, validation=validation)
             return None
         if sequencing.following(statuses[index]):
-            return await self._follow(cert, statuses, index)
+            return await self._follow(cert, statuses, index)  # its Workflow keeps the deadline
+        if limits.passed(limits.deadline_of(cert), self.ctx.clock.now()):
+            await self._write_state(cert, *self._deadline_exceeded(cert), statuses)
+            return None
         return await self._start(cert, statuses, index)
+
+    @staticmethod
+    def _deadline_exceeded(cert: Obj) -> sequencing.Transition:
+        return sequencing.Transition(
+            ConditionType.FAILED, CertificationReason.DEADLINE_EXCEEDED, limits.deadline_message(cert)
+        )
+
+    async def _stopped_by_deadline(self, cert: Obj, statuses: list[dict[str, Any]]) -> bool:
+        """A failed category's Workflow was stopped by the deadline."""
+        for _, namespace, name in sequencing.failed_workflows(cert, statuses):
+            if limits.ended_by_deadline(await self._workflow(namespace, name)):
+                return True
+        return False
 
     async def _start(self, cert: Obj, statuses: list[dict[str, Any]], index: int) -> Result | None:
         entry = statuses[index]
         key = f"{entry['domain']}/{entry['variant']}"
-        total = len(statuses)
         try:
             model = Certification.model_validate(cert)
             target = model.spec.target.to_dict() if model.spec.target else None
             dra = await gpu_inventory(self.ctx.client)
             found = discover(self.nodes.items(), target, dra)
-            render = render_category(model, index, found.nodes, gpu_products=dra.products)
+            render = render_category(
+                model,
+                index,
+                found.nodes,
+                gpu_products=dra.products,
+                tcpxo_installers=await installer_pods(self.ctx.client, found.nodes),
+            )
         except CategoryNotFound:
             await self._write_state(
                 cert,
@@ -198,7 +247,10 @@ class CertificationController:
                     sequencing.waiting_message(cert["spec"].get("target"), remaining),
                     statuses,
                 )
-                return Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5))
+                return wake_by(
+                    Result(requeue_after=min(Default.REQUEUE_SECONDS, remaining + 0.5)),
+                    limits.seconds_left(limits.deadline_of(cert), self.ctx.clock.now()),
+                )
             await self._write_state(
                 cert,
                 ConditionType.FAILED,
@@ -207,10 +259,17 @@ class CertificationController:
                 statuses,
             )
             return None
+        refusal = limits.too_many_nodes(len(found.nodes), cert["spec"], self.max_nodes_per_run)
+        if refusal is not None:
+            await self._write_state(
+                cert, ConditionType.FAILED, CertificationReason.TOO_MANY_NODES, refusal, statuses
+            )
+            return None
         name = render.name
         namespace = cert["metadata"]["namespace"]
+        body = limits.with_deadline(render.workflow, limits.deadline_of(cert))
         try:
-            created = await create_controlled(self.ctx.client, resources.Workflow, render.workflow, cert)
+            created = await create_controlled(self.ctx.client, resources.Workflow, body, cert)
         except HolderTerminating:
             return Result(requeue_after=1.0)
         except NameTaken:
@@ -230,18 +289,6 @@ class CertificationController:
             await self.ctx.recorder.warning(cert, EventReason.WORKFLOW_CREATION_ERROR, message)
             await self._write_state(
                 cert, ConditionType.FAILED, CertificationReason.WORKFLOW_FAILED, message, statuses
-            )
-            return None
-        holder = sequencing.holder_of(statuses, index, name)
-        if holder is not None:
-            other = statuses[holder]
-            await self._write_state(
-                cert,
-                ConditionType.FAILED,
-                CertificationReason.WORKFLOW_NAME_COLLISION,
-                f'Workflow "{name}" of category {other["domain"]}/{other["variant"]} ({holder + 1} of {total}) '
-                f"has the name category {key} ({index + 1} of {total}) needs; refusing to reuse it",
-                statuses,
             )
             return None
         statuses[index], transition = sequencing.started(
@@ -293,6 +340,25 @@ class CertificationController:
         )
         return REQUEUE
 
+    # -- terminal: resources released ---------------------------------------------------------
+
+    async def _mirror_release(self, cert: Obj) -> None:
+        """An ended Certification's ``ResourcesReleased`` combines its Workflows'."""
+        namespace = cert["metadata"]["namespace"]
+        refs = [
+            entry.get("workflowRef") or {}
+            for entry in (cert.get("status") or {}).get("categoryStatuses") or ()
+        ]
+        decided = release.combine(
+            {
+                ref["name"]: self.workflows.get(ref.get("namespace") or namespace, ref["name"])
+                for ref in refs
+                if ref.get("name")
+            }
+        )
+        if decided is not None:
+            await write_release(self.ctx, resources.Certification, cert, decided)
+
     # -- deletion -----------------------------------------------------------------------------
 
     def _owned_workflows(self, cert: Obj) -> set[tuple[str, str]]:
@@ -320,7 +386,9 @@ class CertificationController:
             remaining += 1
             if workflow["metadata"].get("deletionTimestamp"):
                 continue
-            await delete_if_present(self.ctx.client, resources.Workflow, name, namespace)
+            await delete_if_present(
+                self.ctx.client, resources.Workflow, name, namespace, uid=workflow["metadata"]["uid"]
+            )
         if remaining:
             return DELETE_POLL
         await remove_finalizer(self.ctx.client, resources.Certification, cert, Finalizer.CERTIFICATION)

@@ -1,15 +1,17 @@
 """The WorkloadRun controller: build the run's one Workflow, then only mirror it (spec §3).
 
-A reconcile reads the run live. A terminal run (Succeeded or Failed) is never touched again.
+A reconcile reads the run live. A terminal run (Succeeded or Failed) keeps its outcome.
 Without ``status.workflowRef`` the run's target nodes are discovered from the node cache and
 ``nvcre.render.workloadrun.build_workflow`` (the render ``nvcrectl workloadrun render`` uses)
 turns the run into its Workflow, created under the run's name with a controller owner
 reference. Every render error is ``Failed``/``BuildFailed``. Once the ref is recorded the
-controller never builds again: it copies the Workflow's outcome, detection and node-result refs.
+controller never builds again: it copies the Workflow's outcome, detection and node-result refs,
+and once the run has ended only its Workflow's ``ResourcesReleased``.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from lightkube import ApiError
@@ -31,8 +33,11 @@ from nvcre.conditions import condition_of, condition_true, is_terminal
 from nvcre.controllers import indexes
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import REQUEUE, Context
+from nvcre.controllers.releases import write_release
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.verdict_writes import set_validation
+from nvcre.decide import limits, release
+from nvcre.decide.certification import RECORDED_FIELDS
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
@@ -41,7 +46,8 @@ from nvcre.runtime.errors import is_invalid
 
 
 def mirrored_fields(workflow: Obj) -> dict[str, Any]:
-    """What a WorkloadRun copies from its Workflow's status (only the fields that are set)."""
+    """What a WorkloadRun copies from its Workflow's status (only the fields that are set): the
+    detection, and what a Certification's category copies (the node-result refs, the provenance)."""
     status = workflow.get("status") or {}
     orchestration = status.get("orchestration") or {}
     out: dict[str, Any] = {}
@@ -49,9 +55,9 @@ def mirrored_fields(workflow: Obj) -> dict[str, Any]:
         out["detectedPlatform"] = orchestration["detectedPlatform"]
     if orchestration.get("detectedGPUArchitecture"):
         out["detectedGPUArchitecture"] = orchestration["detectedGPUArchitecture"]
-    for ref in ("succeededNodesRef", "failedNodesRef"):
-        if status.get(ref):
-            out[ref] = dict(status[ref])
+    for key in RECORDED_FIELDS:
+        if status.get(key):
+            out[key] = copy.deepcopy(status[key])
     return out
 
 
@@ -75,8 +81,15 @@ def outcome(workflow: Obj) -> tuple[str, str, str] | None:
 
 
 class WorkloadRunController:
-    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        workers: int = Default.MAX_CONCURRENT_RECONCILES,
+        max_nodes_per_run: int = Default.MAX_NODES_PER_RUN,
+    ) -> None:
         self.ctx = ctx
+        self.max_nodes_per_run = max_nodes_per_run
         manager = ctx.manager
         self.runs = manager.informer(resources.WorkloadRun)
         self.workflows = manager.informer(resources.Workflow)
@@ -88,7 +101,10 @@ class WorkloadRunController:
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         run = await get_live(self.ctx.client, resources.WorkloadRun, key.name, key.namespace)
-        if run is None or is_terminal(conditions_of(run)):
+        if run is None:
+            return None
+        if is_terminal(conditions_of(run)):
+            await self._mirror_release(run)
             return None
         if ((run.get("status") or {}).get("workflowRef") or {}).get("name"):
             return await self._mirror(run)
@@ -124,23 +140,32 @@ class WorkloadRunController:
 
     # -- first pass: build and create ---------------------------------------------------------
 
-    def _render(self, run: Obj) -> WorkloadRunRender:
+    def _render(self, run: Obj) -> tuple[WorkloadRunRender, int]:
+        """The run's Workflow, and how many nodes its target resolves to."""
         model = WorkloadRun.model_validate(run)
         target = model.spec.target.to_dict() if model.spec.target else None
         # Best effort: with no matching node the Workflow is still created and fails with
         # NodeDiscoveryError, which the run then mirrors (the reference behaves the same).
         nodes = discover(self.nodes.items(), target).nodes
-        return build_workflow(model, nodes, resolve=False)
+        return build_workflow(model, nodes, resolve=False), len(nodes)
 
     async def _build(self, run: Obj) -> Result | None:
         name = run["metadata"]["name"]
         namespace = run["metadata"]["namespace"]
+        deadline = limits.deadline_of(run)
+        if limits.passed(deadline, self.ctx.clock.now()):
+            await self._fail(run, WorkloadRunReason.DEADLINE_EXCEEDED, limits.deadline_message(run))
+            return None
         try:
-            render = self._render(run)
+            render, count = self._render(run)
         except (BuildError, ValidationError, ValueError) as error:
             await self._fail(run, WorkloadRunReason.BUILD_FAILED, f"workloadrun {name}: {error}")
             return None
-        body = render.workflow
+        refusal = limits.too_many_nodes(count, run["spec"], self.max_nodes_per_run)
+        if refusal is not None:
+            await self._fail(run, WorkloadRunReason.TOO_MANY_NODES, refusal)
+            return None
+        body = limits.with_deadline(render.workflow, deadline)
         try:
             created = await create_controlled(self.ctx.client, resources.Workflow, body, run)
         except HolderTerminating:
@@ -181,6 +206,17 @@ class WorkloadRunController:
 
     # -- afterwards: mirror -------------------------------------------------------------------
 
+    async def _mirror_release(self, run: Obj) -> None:
+        """An ended run's ``ResourcesReleased`` is its Workflow's."""
+        ref = (run.get("status") or {}).get("workflowRef") or {}
+        if not ref.get("name"):
+            return
+        namespace = ref.get("namespace") or run["metadata"]["namespace"]
+        workflow = self.workflows.get(namespace, ref["name"])
+        decided = release.combine({ref["name"]: workflow})
+        if decided is not None:
+            await write_release(self.ctx, resources.WorkloadRun, run, decided)
+
     async def _mirror(self, run: Obj) -> Result | None:
         ref = run["status"]["workflowRef"]
         namespace = ref.get("namespace") or run["metadata"]["namespace"]
@@ -210,6 +246,12 @@ class WorkloadRunController:
 
             await self.ctx.status.update(resources.WorkloadRun, run, failed_validation)
         terminal = outcome(workflow)
+        if limits.ended_by_deadline(workflow):
+            terminal = (
+                ConditionType.FAILED,
+                WorkloadRunReason.DEADLINE_EXCEEDED,
+                limits.deadline_message(run),
+            )
         if terminal is not None:
             await self._write_state(run, *terminal, mirror)
             return None

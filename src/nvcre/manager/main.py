@@ -84,6 +84,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds a Certification waits for a matching node before it fails (default 300)",
     )
     parser.add_argument(
+        "--max-nodes-per-run",
+        type=int,
+        default=Default.MAX_NODES_PER_RUN,
+        metavar="N",
+        help="the most nodes a Certification or WorkloadRun that sets no spec.maxNodes may take; "
+        "0: no limit (default 0)",
+    )
+    parser.add_argument(
+        "--release-timeout",
+        type=float,
+        default=Default.RELEASE_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="how long after a run ended its pods, JobSets, TrainJobs and Job-scoped TrainingRuntime "
+        "copies may take to go before ResourcesReleased says ReleaseTimedOut (default 600)",
+    )
+    parser.add_argument(
         "--node-record-retention",
         type=_retention,
         default=DEFAULT_RETENTION_TEXT,
@@ -97,6 +113,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.node_discovery_timeout < 0:
         parser.error("--node-discovery-timeout must not be negative")
+    if not args.release_timeout > 0:
+        parser.error(f"--release-timeout must be positive, got {args.release_timeout:g}")
+    if args.max_nodes_per_run < 0:
+        parser.error(f"--max-nodes-per-run must not be negative, got {args.max_nodes_per_run}")
     for flag in ("--max-concurrent-reconciles", "--measurement-max-concurrent-reconciles"):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value < 1:
@@ -163,13 +183,18 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
         probe_address=_address(args.health_probe_bind_address),
     )
     ctx = Context.for_manager(manager)
-    WorkflowController(ctx, workers=args.max_concurrent_reconciles)
+    WorkflowController(ctx, workers=args.max_concurrent_reconciles, release_timeout=args.release_timeout)
     JobController(ctx, workers=args.max_concurrent_reconciles)
     for kind in MEASUREMENT_KINDS:
         MeasurementController(ctx, kind(), workers=args.measurement_max_concurrent_reconciles)
-    WorkloadRunController(ctx, workers=args.max_concurrent_reconciles)
+    WorkloadRunController(
+        ctx, workers=args.max_concurrent_reconciles, max_nodes_per_run=args.max_nodes_per_run
+    )
     CertificationController(
-        ctx, workers=args.max_concurrent_reconciles, node_discovery_timeout=args.node_discovery_timeout
+        ctx,
+        workers=args.max_concurrent_reconciles,
+        node_discovery_timeout=args.node_discovery_timeout,
+        max_nodes_per_run=args.max_nodes_per_run,
     )
     NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
     NodeRecordRetention(ctx, args.node_record_retention)

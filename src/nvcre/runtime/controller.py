@@ -31,6 +31,17 @@ class Result:
     requeue_after: float | None = None
 
 
+def wake_by(result: Result | None, left: float | None) -> Result | None:
+    """``result``, looking again no later than just past a deadline ``left`` seconds away (None:
+    no deadline)."""
+    if left is None:
+        return result
+    wake = max(left, 0.0) + 0.1
+    if result is not None and result.requeue_after is not None:
+        wake = min(wake, result.requeue_after)
+    return Result(requeue_after=wake)
+
+
 class TerminalError(Exception):
     """A reconcile that retrying cannot fix (controller-runtime's ``TerminalError``).
 

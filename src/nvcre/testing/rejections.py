@@ -157,6 +157,20 @@ REJECTED_BOTH = [
     ),
     Rejection("run-no-image", at(RUN, "spec.image", "<delete>"), "spec.image", "Required value"),
     Rejection(
+        "run-deadline-zero",
+        at(RUN, "spec.deadline", "0s"),
+        "spec.deadline",
+        "deadline must be longer than 0s",
+    ),
+    Rejection("cert-deadline-fraction", at(CERT, "spec.deadline", "1.5h"), "spec.deadline", "should match"),
+    Rejection(
+        "cert-max-nodes-negative",
+        at(CERT, "spec.maxNodes", -1),
+        "spec.maxNodes",
+        "should be greater than or equal to 0",
+        offline_text="greater than or equal to 0",
+    ),
+    Rejection(
         "run-zero-nodes",
         at(RUN, "spec.numNodes", 0),
         "spec.numNodes",
@@ -286,6 +300,7 @@ REJECTED_BOTH = [
 
 ACCEPTED_BOTH = [
     # (id, document): near misses both layers accept.
+    ("run-limits", at(at(RUN, "spec.maxNodes", 0), "spec.deadline", "1h30m")),
     (
         "run-every-threshold-key",
         at(

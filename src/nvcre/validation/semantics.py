@@ -10,7 +10,9 @@ can check runs here, with the functions the controllers run:
 - node-health and override ``when`` expressions compiled within their limits and tried on a
   sample node or render context: an undeclared name, a result that is not a bool or an evaluation
   over budget is reported (an error that depends on the node's own fields is not);
-- ``sampleInterval`` at least the minimum;
+- ``sampleInterval`` at least the minimum, a run's ``deadline`` longer than zero;
+- a Certification's categories: no two may run as one Workflow (a category listed twice without
+  options of its own that its Workflow's name carries);
 - a LogProfile's patterns compiled;
 - a measurement's ``logProfileRef``: a profile known here (built in, or a LogProfile validated
   alongside) must have the pattern the measurement reads; an unknown name is a warning, as the
@@ -71,14 +73,17 @@ def semantic_findings(document: Mapping[str, Any], profiles: Profiles | None = N
     spec = _dig(document, "spec")
     match document.get("kind"):
         case "WorkloadRun":
+            checker.deadline(spec.get("deadline"))
             checker.thresholds(spec.get("thresholds"), "spec.thresholds")
             checker.measurements(spec, "spec")
             checker.overrides(spec.get("overrides"), "spec.overrides")
         case "Certification":
+            checker.deadline(spec.get("deadline"))
             checker.thresholds(spec.get("thresholds"), "spec.thresholds")
             for index, category in _items(spec.get("categories")):
                 path = f"spec.categories[{index}].options.thresholds"
                 checker.thresholds(_dig(category, "options").get("thresholds"), path)
+            checker.categories(str(_dig(document, "metadata").get("name") or ""), spec.get("categories"))
         case "Workflow":
             checker.job_spec(_dig(spec, "jobTemplate", "spec"), "spec.jobTemplate.spec")
             performance = _dig(spec, "validation", "performance", "thresholds")
@@ -105,6 +110,18 @@ class _Checker:
     def _error(self, path: str, message: str) -> None:
         self.out.findings.append(Finding(path, message))
 
+    def deadline(self, deadline: Any) -> None:
+        """A run's ``spec.deadline`` longer than zero (the CRD's CEL rule)."""
+        from nvcre.api.v1alpha1.common import DEADLINE_MESSAGE
+
+        if isinstance(deadline, str) and deadline:
+            try:
+                zero = parse_duration(deadline) <= 0
+            except ValueError:
+                zero = False  # the schema's pattern says so
+            if zero:
+                self._error("spec.deadline", DEADLINE_MESSAGE)
+
     def job_spec(self, spec: Mapping[str, Any], path: str) -> None:
         """A Job spec, or the part of one an override patches in."""
         self.thresholds(spec.get("thresholds"), f"{path}.thresholds")
@@ -129,6 +146,21 @@ class _Checker:
                 check_threshold(expression)
             except CELError as error:
                 self._error(f"{path}[{json.dumps(key)}]", _invalid(expression, error.error))
+
+    def categories(self, certification: str, categories: Any) -> None:
+        """Two categories that would run as one Workflow (the controller refuses them alike)."""
+        from pydantic import ValidationError
+
+        from nvcre.api.v1alpha1.certification import Category
+        from nvcre.catalog.options import name_clash
+
+        try:
+            parsed = [Category.model_validate(c) for c in categories or ()]
+        except ValidationError:
+            return  # the schema reports it
+        clash = name_clash(certification, parsed)
+        if clash is not None:
+            self._error(f"spec.categories[{clash.second}]", clash.message(parsed))
 
     def health_expression(self, expression: str, path: str) -> None:
         from nvcre.health.nodes import with_defaults

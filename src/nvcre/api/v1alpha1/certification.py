@@ -14,9 +14,11 @@ from nvcre.api.v1alpha1.common import (
     BaselineResults,
     GangSchedulerSpec,
     LocalObjectReference,
+    MaxNodes,
     NicResourceName,
     Placement,
     RegressionFraction,
+    RunDeadline,
     TargetSpec,
     Thresholds,
     Toggle,
@@ -27,6 +29,7 @@ from nvcre.api.v1alpha1.common import (
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
+from nvcre.api.v1alpha1.provenance import Provenance
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, cel_config
 
@@ -146,6 +149,8 @@ class CertificationSpec(CategoryOptions):
     target: TargetSpec
     categories: list[Category] = Field(min_length=1, max_length=64)
     gang_scheduler: GangSchedulerSpec | None = None
+    max_nodes: MaxNodes = None
+    deadline: RunDeadline = None
 
 
 CategoryPhase = Literal["Pending", "InProgress", "Succeeded", "Failed"]
@@ -158,6 +163,10 @@ class CategoryStatus(NvcreModel):
     status: CategoryPhase
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    provenance: Provenance | None = Field(
+        default=None,
+        description="The category's Workflow's: its spec's digest and the images its pods really ran.",
+    )
 
 
 class CertificationStatus(NvcreModel):

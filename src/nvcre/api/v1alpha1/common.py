@@ -128,6 +128,32 @@ SampleInterval = Annotated[
 """How often a running Job's logs are sampled: a Go duration of at least 5s."""
 SAMPLE_INTERVAL_DESCRIPTION = f"Duration, at least {MIN_SAMPLE_INTERVAL}; 60s when unset."
 
+MaxNodes = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        description=(
+            "The most nodes the run may take: a target that resolves to more is refused before any "
+            "Workflow exists (Failed, TooManyNodes). 0: no limit. When unset, the manager's "
+            "--max-nodes-per-run applies."
+        ),
+    ),
+]
+DEADLINE_MESSAGE = "deadline must be longer than 0s"
+RunDeadline = Annotated[
+    str | None,
+    Field(
+        pattern=SHORT_DURATION_PATTERN,
+        max_length=64,
+        description=(
+            "The whole run's deadline, a duration counted from its creation (90m, 2h). When it "
+            "passes nothing more starts, what runs is deleted and the run ends Failed, "
+            "DeadlineExceeded; what was judged before keeps its result."
+        ),
+        json_schema_extra=cel(("duration(self) > duration('0s')", DEADLINE_MESSAGE)),
+    ),
+]
+
 
 class LocalObjectReference(NvcreModel):
     name: str | None = None

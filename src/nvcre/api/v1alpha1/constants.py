@@ -214,7 +214,15 @@ class Default:
     REQUEUE_SECONDS: Final = 15.0
     REQUEUE_IMMEDIATE_SECONDS: Final = 0.05
     NODE_DISCOVERY_TIMEOUT_SECONDS: Final = 300.0
+    MAX_NODES_PER_RUN: Final = 0
+    """The manager's node limit of a run that sets no ``spec.maxNodes``; 0: none."""
     POD_DRAIN_GRACE_SECONDS: Final = 300.0
+    RELEASE_TIMEOUT_SECONDS: Final = 600.0
+    """nvcre-manager's ``--release-timeout``: how long after a run ended its pods, JobSets,
+    TrainJobs and Job-scoped TrainingRuntime copies may take to go before ``ResourcesReleased``
+    says ``ReleaseTimedOut``."""
+    RELEASE_RECHECK_SECONDS: Final = 5.0
+    """How often an ended run that is still releasing looks again (besides its pods' events)."""
     SAMPLE_INTERVAL_SECONDS: Final = 60.0
     """A GoodputMeasurement's ``sampleInterval`` when unset (or unparseable)."""
     STARTUP_STALL_SECONDS: Final = 1200
@@ -286,6 +294,8 @@ class ConditionType:
     COMPLETE: Final = "Complete"
     # ReportExport
     SNAPSHOT_READY: Final = "SnapshotReady"
+    # additive, once the run has ended (Workflow, WorkloadRun, Certification)
+    RESOURCES_RELEASED: Final = "ResourcesReleased"
 
 
 EXCLUSIVE_CONDITION_TYPES: Final = (ConditionType.IN_PROGRESS, ConditionType.SUCCEEDED, ConditionType.FAILED)
@@ -314,6 +324,10 @@ class WorkflowOwnerReason:
     BUILD_FAILED: Final = "BuildFailed"
     THRESHOLD_VIOLATION: Final = "ThresholdViolation"
     """``ValidationFailed=True`` mirrored from the Workflow."""
+    TOO_MANY_NODES: Final = "TooManyNodes"
+    """Failed before any Workflow exists: the target resolves to more nodes than the run's limit."""
+    DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+    """Failed: the run's ``spec.deadline`` passed; what was judged before it keeps its result."""
 
 
 class CertificationReason(WorkflowOwnerReason):
@@ -326,6 +340,18 @@ class CertificationReason(WorkflowOwnerReason):
 
 class WorkloadRunReason(WorkflowOwnerReason):
     """A WorkloadRun has no reasons of its own: it runs one Workflow and mirrors it."""
+
+
+class ReleaseReason:
+    """``ResourcesReleased`` reasons (Workflow, WorkloadRun, Certification)."""
+
+    RELEASING: Final = "Releasing"
+    """False: a pod, JobSet, TrainJob or Job-scoped TrainingRuntime copy of the run remains."""
+    RELEASED: Final = "Released"
+    """True: none remains."""
+    RELEASE_TIMED_OUT: Final = "ReleaseTimedOut"
+    """False, with a Warning event of this reason: some remain ``--release-timeout`` after the
+    run ended (the message names what is stuck and its finalizers)."""
 
 
 class WorkflowReason:
@@ -356,6 +382,8 @@ class WorkflowReason:
     """Written by the Workflow onto the Job's Failed condition."""
     DIAGNOSE_LIMIT_REACHED: Final = "DiagnoseLimitReached"
     """A diagnosis stopped at ``diagnose.maxRounds`` or ``diagnose.deadline``."""
+    DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+    """``orchestration.deadlineTime`` passed: unfinished Jobs deleted, their groups not judged."""
 
 
 class JobReason:
@@ -488,6 +516,7 @@ class EventReason:
 
     CORDONED_NODES_EXCLUDED: Final = "CordonedNodesExcluded"
     HETEROGENEOUS_GPU: Final = "HeterogeneousGPU"
+    IMAGE_MISMATCH: Final = "ImageMismatch"
     INSUFFICIENT_GPU_CAPACITY: Final = "InsufficientGPUCapacity"
     GPU_ARCHITECTURE_DEFAULTS: Final = "GPUArchitectureDefaults"
     OVERRIDE_NO_OP: Final = "OverrideNoOp"

@@ -27,6 +27,7 @@ from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.job import FailedNode, JobSpec
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
+from nvcre.api.v1alpha1.provenance import Provenance
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import EmbeddedResource, Json, cel, cel_config
 
@@ -51,6 +52,14 @@ class OrchestrationSpec(NvcreModel):
     iterations: int = Field(default=1, ge=1)
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
     isolation: Toggle | None = Field(default=None, description=ISOLATION)
+    deadline_time: str | None = Field(
+        default=None,
+        description=(
+            "When the Workflow must stop (RFC 3339; its owner's spec.deadline): no Job starts after "
+            "it, unfinished Jobs are deleted and it ends Failed, DeadlineExceeded."
+        ),
+        json_schema_extra={"format": "date-time"},
+    )
 
 
 class PerformanceTracking(NvcreModel):
@@ -343,6 +352,9 @@ class WorkflowStatus(NvcreModel):
     orchestration: OrchestrationStatus | None = None
     node_results: dict[str, NodeResult] | None = None
     domain_results: dict[str, DomainResult] | None = None
+    provenance: Provenance | None = Field(
+        default=None, description="The digest of this spec and the images its pods really ran."
+    )
 
 
 class Workflow(Resource):

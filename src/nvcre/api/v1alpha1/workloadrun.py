@@ -13,9 +13,11 @@ from nvcre.api.v1alpha1.common import (
     GangSchedulerSpec,
     GoodputMeasurementConfig,
     LocalObjectReference,
+    MaxNodes,
     NicResourceName,
     OverrideSpec,
     Placement,
+    RunDeadline,
     TargetSpec,
     Thresholds,
     Toggle,
@@ -26,6 +28,7 @@ from nvcre.api.v1alpha1.common import (
 from nvcre.api.v1alpha1.constants import Kind
 from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
+from nvcre.api.v1alpha1.provenance import Provenance
 from nvcre.api.v1alpha1.resource import Resource
 from nvcre.api.v1alpha1.schema import (
     EXACTLY_ONE,
@@ -127,6 +130,8 @@ class WorkloadRunSpec(NvcreModel):
     overrides: list[OverrideSpec] | None = None
     gang_scheduler: GangSchedulerSpec | None = None
     workload_metadata: WorkloadMetadata | None = None
+    max_nodes: MaxNodes = None
+    deadline: RunDeadline = None
 
 
 class WorkloadRunStatus(NvcreModel):
@@ -137,6 +142,9 @@ class WorkloadRunStatus(NvcreModel):
     resolved_gpus_per_node: int | None = None
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    provenance: Provenance | None = Field(
+        default=None, description="Its Workflow's: the spec's digest and the images its pods really ran."
+    )
 
 
 class WorkloadRun(Resource):

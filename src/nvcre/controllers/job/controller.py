@@ -38,6 +38,7 @@ from nvcre.controllers.children import (
     controlled_by,
     create_controlled,
     delete_if_present,
+    delete_referenced,
     get_live,
 )
 from nvcre.controllers.context import REQUEUE, Context
@@ -53,7 +54,7 @@ from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
 from nvcre.objects import Obj, ObjectKey, StatusChange, controller_owner
 from nvcre.orchestration import completion
 from nvcre.runtime import offload
-from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by
+from nvcre.runtime.controller import Controller, Result, TerminalError, by_label, owned_by, wake_by
 from nvcre.runtime.errors import is_invalid, server_message
 from nvcre.workload import trainjob
 
@@ -172,14 +173,14 @@ class JobController:
         if left is not None and left <= 0:
             return await self._time_out(job) if live else await self._reconcile_live(_key(job))
         if not status.get("workloadRef"):
-            return _by_deadline(await self._create_workload(job, live=live), left)
+            return wake_by(await self._create_workload(job, live=live), left)
         if restart.restarting(status) and not live:
             return await self._reconcile_live(_key(job))
         if not ensured:
             await self._ensure_measurements(job)
         if restart.restarting(status):
-            return _by_deadline(await self._continue_restart(job), left)
-        return _by_deadline(await self._follow_workload(job, live=live), left)
+            return wake_by(await self._continue_restart(job), left)
+        return wake_by(await self._follow_workload(job, live=live), left)
 
     def _time_left(self, job: Obj) -> float | None:
         """Seconds until the Job exceeds its Workflow's ``timeoutPerJob`` (see
@@ -231,15 +232,15 @@ class JobController:
         cached = self.trainjobs.get(namespace, ref["name"])
         if cached is None or cached["metadata"].get("deletionTimestamp"):
             return
-        if ref.get("uid") and cached["metadata"].get("uid") != ref["uid"]:
+        uid = cached["metadata"].get("uid")
+        if ref.get("uid") and uid != ref["uid"]:
             return
-        await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+        await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace, uid=uid)
 
     async def _delete_workload(self, job: Obj) -> None:
         ref = (job.get("status") or {}).get("workloadRef")
         if ref:
-            namespace = ref.get("namespace") or job["metadata"]["namespace"]
-            await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+            await delete_referenced(self.ctx.client, resources.TrainJob, ref, job["metadata"]["namespace"])
 
     async def _workload(self, job: Obj) -> Obj | None:
         """The workload named by ``workloadRef`` as it is now; None only when a live read says so.
@@ -382,7 +383,11 @@ class JobController:
             if cached is not None:
                 if not verdicts.belongs(cached, job) and not cached["metadata"].get("deletionTimestamp"):
                     await delete_if_present(
-                        self.ctx.client, kinds[want.kind], meta["name"], meta["namespace"]
+                        self.ctx.client,
+                        kinds[want.kind],
+                        meta["name"],
+                        meta["namespace"],
+                        uid=cached["metadata"].get("uid"),
                     )
                 continue  # this attempt's is created once the earlier one is gone
             try:
@@ -561,7 +566,9 @@ class JobController:
         live = await get_live(self.ctx.client, resources.TrainJob, ref["name"], namespace)
         if live is not None and restart.replaced(job["status"], live):
             if not live["metadata"].get("deletionTimestamp"):
-                await delete_if_present(self.ctx.client, resources.TrainJob, ref["name"], namespace)
+                await delete_if_present(
+                    self.ctx.client, resources.TrainJob, ref["name"], namespace, uid=live["metadata"]["uid"]
+                )
             return Result(requeue_after=restart.requeue_after(job["spec"]))  # its deletion wakes us
         goodput = self._goodput(job)
         if goodput is not None:
@@ -694,13 +701,3 @@ def _record_verdict(status: dict[str, Any], job: Obj, verdict: Verdict, at: date
     if nodes is not None:
         status["failedNodes"] = nodes
     verdict_writes.set_validation(status, job, verdict.failed, verdict.reason, verdict.message, at=at)
-
-
-def _by_deadline(result: Result | None, left: float | None) -> Result | None:
-    """``result``, looking again no later than just past the timeout ``left`` seconds away."""
-    if left is None:
-        return result
-    wake = left + 0.1
-    if result is not None and result.requeue_after is not None:
-        wake = min(wake, result.requeue_after)
-    return Result(requeue_after=wake)

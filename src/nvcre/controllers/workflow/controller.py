@@ -13,22 +13,26 @@ from nvcre.controllers.children import delete_if_present, get_live
 from nvcre.controllers.context import Context
 from nvcre.controllers.finalizers import ensure_finalizer, remove_finalizer
 from nvcre.controllers.status import conditions_of
+from nvcre.controllers.workflow.deadline import stop as deadline_stop
 from nvcre.controllers.workflow.dependencies import (
     DependencyError,
     DependencyNotReady,
     create_dependency,
     delete_refs,
+    release_volumes,
 )
 from nvcre.controllers.workflow.diagnosing import check_deadline, round_complete
 from nvcre.controllers.workflow.finishing import iteration_complete
 from nvcre.controllers.workflow.following import follow
 from nvcre.controllers.workflow.launching import launch
 from nvcre.controllers.workflow.partitioning import Failure, discover_and_partition
+from nvcre.controllers.workflow.releasing import Releaser
 from nvcre.controllers.workflow.resolving import ResolvedSpecs
 from nvcre.controllers.workflow.state import Caches, WorkflowState
+from nvcre.decide import limits
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.dependencies import creation_order, job_scoped
-from nvcre.runtime.controller import Controller, Result, owned_by
+from nvcre.runtime.controller import Controller, Result, owned_by, wake_by
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +40,13 @@ TERMINAL_GROUP_PHASES = ("Succeeded", "Failed")
 
 
 class WorkflowController:
-    def __init__(self, ctx: Context, *, workers: int = Default.MAX_CONCURRENT_RECONCILES) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        workers: int = Default.MAX_CONCURRENT_RECONCILES,
+        release_timeout: float = Default.RELEASE_TIMEOUT_SECONDS,
+    ) -> None:
         self.ctx = ctx
         manager = ctx.manager
         self.workflows = manager.informer(resources.Workflow)
@@ -48,11 +58,14 @@ class WorkflowController:
             records=manager.informer(resources.NodeRecord),
         )
         self.resolved = ResolvedSpecs()
+        self.releaser = Releaser(ctx, self.caches.jobs, pods, release_timeout)
         self.caches.jobs.add_handler(self._job_seen)  # first: before its event wakes the Workflow
         self.controller = Controller("workflow", self.reconcile, workers=workers)
         self.controller.watch(self.workflows)
         self.controller.watch(self.caches.jobs, owned_by(Kind.WORKFLOW, GROUP))
         self.controller.watch(pods, self._pod_to_workflow)
+        self.controller.watch(self.releaser.trainjobs, self._workload_gone)
+        self.controller.watch(self.releaser.runtime_copies, self._workload_gone)
         manager.add(self.controller)
 
     def _job_seen(self, event: str, old: Obj | None, new: Obj) -> None:
@@ -64,8 +77,16 @@ class WorkflowController:
             "phase"
         ):
             return []
-        namespace = new["metadata"].get("namespace", "")
-        job_name = (new["metadata"].get("labels") or {}).get(Label.JOB)
+        return self._by_job_label(new)
+
+    def _workload_gone(self, event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
+        """A TrainJob or runtime copy that goes may complete an ended Workflow's release."""
+        return self._by_job_label(new) if event == "DELETED" else []
+
+    def _by_job_label(self, obj: Obj) -> list[ObjectKey]:
+        """The Workflow of the Job an object is labelled with."""
+        namespace = obj["metadata"].get("namespace", "")
+        job_name = (obj["metadata"].get("labels") or {}).get(Label.JOB)
         job = self.caches.jobs.get(namespace, job_name) if job_name else None
         workflow = ((job or {}).get("metadata", {}).get("labels") or {}).get(Label.WORKFLOW)
         return [ObjectKey(namespace, workflow)] if workflow else []
@@ -83,9 +104,14 @@ class WorkflowController:
             return None
         if is_terminal(conditions_of(workflow)):
             self.resolved.forget(key)
-            return None
+            return await self.releaser.release(workflow)
+        deadline = limits.workflow_deadline(workflow)
+        left = limits.seconds_left(deadline, self.ctx.clock.now())
         try:
-            return await self._step(state)
+            if left is not None and left <= 0:
+                await deadline_stop(state)
+                return None
+            return wake_by(await self._step(state), left)
         except Failure as failure:
             await state.record(ConditionType.FAILED, failure.reason, failure.message)
             return None
@@ -102,6 +128,7 @@ class WorkflowController:
             if n
         ]
         resolved = self.resolved.get(state, nodes)
+        state.observe_images(resolved.spec, self._running_jobs(state))
         self._check_checkpoint(resolved.spec)
         try:
             await self._ensure_workflow_dependencies(state, resolved.spec)
@@ -118,6 +145,13 @@ class WorkflowController:
                 return await round_complete(state, resolved.spec)
             return await iteration_complete(state, resolved.spec)
         return await launch(state, resolved)
+
+    def _running_jobs(self, state: WorkflowState) -> list[Obj]:
+        """The cached Jobs of the running groups: the follow below judges from the same cache (or
+        a fresher live read of a Job the cache shows ended), so what a Job ran is seen no later
+        than its end."""
+        refs = [g["jobRef"]["name"] for g in state.groups if g.get("phase") == "Running" and g.get("jobRef")]
+        return [j for j in (self.caches.jobs.get(state.namespace, name) for name in refs) if j is not None]
 
     @staticmethod
     def _check_checkpoint(spec: dict[str, Any]) -> None:
@@ -159,12 +193,19 @@ class WorkflowController:
             for j in self.caches.jobs.items(state.namespace)
             if (j["metadata"].get("labels") or {}).get(Label.WORKFLOW) == state.name
         ]
+        if any(not j["metadata"].get("deletionTimestamp") for j in jobs):
+            # the garbage collector takes the Jobs' claims with them: their volumes first
+            await release_volumes(state, list(state.dependency_refs))
         live_jobs = []
         for job in jobs:
             live_jobs.append(job)
             if not job["metadata"].get("deletionTimestamp"):
                 await delete_if_present(
-                    self.ctx.client, resources.Job, job["metadata"]["name"], state.namespace
+                    self.ctx.client,
+                    resources.Job,
+                    job["metadata"]["name"],
+                    state.namespace,
+                    uid=job["metadata"].get("uid"),
                 )
         if live_jobs:
             return Result(requeue_after=Default.REQUEUE_SECONDS)

@@ -1,0 +1,136 @@
+"""A run's promises as pure rules (:mod:`nvcre.decide.limits`) and as flags: ``nvcrectl ... run
+--max-nodes/--deadline`` set the spec fields, ``nvcre-manager --max-nodes-per-run`` the default.
+The controllers that act on them are tested on the real API server (tests/integration/test_run_limits.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from nvcre.cli import connection, run_execution
+from nvcre.cli.main import cli
+from nvcre.decide import limits
+from nvcre.manager.main import main, parse_args
+
+CREATED = "2026-01-01T00:00:00Z"
+
+
+def run(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "r", "creationTimestamp": CREATED}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("spec", "default", "refusal"),
+    [
+        ({}, 0, None),
+        (
+            {},
+            8,
+            "the target resolves to 9 nodes, more than the run's limit of 8 (the manager's --max-nodes-per-run)",
+        ),
+        (
+            {"maxNodes": 4},
+            16,
+            "the target resolves to 9 nodes, more than the run's limit of 4 (spec.maxNodes)",
+        ),
+        ({"maxNodes": 9}, 4, None),
+        ({"maxNodes": 0}, 4, None),
+    ],
+)
+def test_the_spec_limit_wins_over_the_managers_and_zero_is_none(
+    spec: dict[str, Any], default: int, refusal: str | None
+) -> None:
+    assert limits.too_many_nodes(9, spec, default) == refusal
+
+
+def test_the_deadline_counts_from_creation_rounded_up_to_a_whole_second() -> None:
+    assert limits.deadline_of(run(deadline="1h30m")) == datetime(2026, 1, 1, 1, 30, tzinfo=UTC)
+    assert limits.deadline_of(run(deadline="1500ms")) == datetime(2026, 1, 1, 0, 0, 2, tzinfo=UTC)
+    assert limits.deadline_of(run()) is None
+    workflow = limits.with_deadline({"spec": {"orchestration": {}}}, limits.deadline_of(run(deadline="90s")))
+    assert workflow["spec"]["orchestration"]["deadlineTime"] == "2026-01-01T00:01:30Z"
+    assert limits.workflow_deadline(workflow) == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+
+
+def job(name: str, condition: str | None = None) -> dict[str, Any]:
+    conditions = [{"type": condition, "status": "True"}] if condition else []
+    return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+
+def test_a_stop_deletes_every_unfinished_job_and_never_a_judged_one() -> None:
+    groups = [
+        {"name": "group-0", "phase": "Succeeded", "jobRef": {"name": "j0"}},
+        {"name": "group-1", "phase": "Running", "jobRef": {"name": "j1"}, "startTime": CREATED},
+        {"name": "group-2", "phase": "Running", "jobRef": {"name": "j2"}},
+        {"name": "group-3", "phase": "Pending"},
+    ]
+    # j0 still looks unfinished in the cache; j2 is not in it yet; old is an earlier iteration's
+    cached = [job("j0"), job("j1"), job("old", "Succeeded")]
+    workflow = {"spec": {"orchestration": {"deadlineTime": "2026-01-01T01:00:00Z"}}}
+    decided = limits.stop(workflow, groups, cached)
+    assert decided.jobs == ["j1", "j2"]
+    assert [(g["name"], g["phase"], "jobRef" in g, "startTime" in g) for g in decided.groups] == [
+        ("group-0", "Succeeded", True, False),
+        ("group-1", "Pending", False, False),
+        ("group-2", "Pending", False, False),
+        ("group-3", "Pending", False, False),
+    ]
+    assert decided.message == (
+        "Deadline 2026-01-01T01:00:00Z passed: 1 of 4 groups judged; "
+        "running groups stopped, not judged: group-1, group-2"
+    )
+
+
+CERT = {
+    "apiVersion": "nvcre.nvidia.com/v1alpha1",
+    "kind": "Certification",
+    "metadata": {"name": "c1", "namespace": "nvcre"},
+    "spec": {
+        "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+        "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+    },
+}
+
+
+@pytest.fixture
+def created(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The documents the run commands would create (no cluster is contacted)."""
+    documents: list[dict[str, Any]] = []
+    monkeypatch.setattr(connection, "client", lambda *args, **kwargs: object())
+    monkeypatch.setattr(run_execution, "execute", lambda kube, request: documents.append(request.document))
+    return documents
+
+
+def test_run_flags_set_the_limits(tmp_path: Path, created: list[dict[str, Any]]) -> None:
+    path = tmp_path / "cert.yaml"
+    path.write_text(yaml.safe_dump(CERT))
+    result = CliRunner().invoke(
+        cli, ["certification", "run", str(path), "--max-nodes", "16", "--deadline", "2h30m"]
+    )
+    assert result.exit_code == 0, result.output
+    assert created[0]["spec"]["maxNodes"] == 16 and created[0]["spec"]["deadline"] == "2h30m"
+
+
+@pytest.mark.parametrize("value", ["1.5h", "0s", "soon"])
+def test_a_deadline_the_api_would_refuse_is_refused_offline(
+    tmp_path: Path, created: list[dict[str, Any]], value: str
+) -> None:
+    path = tmp_path / "cert.yaml"
+    path.write_text(yaml.safe_dump(CERT))
+    result = CliRunner().invoke(cli, ["certification", "run", str(path), "--deadline", value])
+    assert result.exit_code == 1 and not created
+    assert f'--deadline "{value}": give a duration longer than 0 in whole h, m, s or ms' in result.output
+
+
+def test_the_manager_flag_defaults_to_no_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args([]).max_nodes_per_run == 0
+    assert parse_args(["--max-nodes-per-run=64"]).max_nodes_per_run == 64
+    with pytest.raises(SystemExit) as exited:
+        main(["--max-nodes-per-run=-1"])
+    assert exited.value.code == 2
+    assert "--max-nodes-per-run must not be negative, got -1" in capsys.readouterr().err
