@@ -524,20 +524,43 @@ def test_a_stale_failure_is_recovered(kube: Client, namespace: str, gpu_nodes: A
     assert cert["status"]["categoryStatuses"][0]["status"] == "Succeeded"
 
 
-def test_a_repeated_category_does_not_reuse_the_first_ones_workflow(
+def test_a_category_listed_twice_with_its_own_options_runs_twice(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any
 ) -> None:
-    """Both entries render the same Workflow name: the second must not report the first's result."""
+    """The second entry's options are in its Workflow's name: each entry runs its own Workflow
+    and reports its own result."""
     pool, _ = new_pool(gpu_nodes, 1)
-    again = {**ALL_REDUCE, "options": {"numIterations": 5}}
+    again = category("communication", "nccl-all-reduce", nodesPerJob=1, numIterations=1)
     kube.create(resources.Certification.from_dict(certification("twice", namespace, pool, ALL_REDUCE, again)))
-    name = workflow_name("twice", ALL_REDUCE)
-    finish_workflow_jobs(kube, namespace, name, 1)
-    cert = wait_true(kube, resources.Certification, "twice", namespace, "Failed", timeout=60)
+    first = certification_workflow_name("twice", "communication", "nccl-all-reduce")
+    second = certification_workflow_name("twice", "communication", "nccl-all-reduce", "-n1")
+    assert (first, second) == ("twice-communication-nccl-f8587", "twice-communication-nccl-66276")
+    finish_workflow_jobs(kube, namespace, first, 1)
+    finish_workflow_jobs(kube, namespace, second, 1)
+    cert = wait_true(kube, resources.Certification, "twice", namespace, "Succeeded", timeout=60)
+    assert [(s["status"], s["workflowRef"]["name"]) for s in cert["status"]["categoryStatuses"]] == [
+        ("Succeeded", first),
+        ("Succeeded", second),
+    ]
+    assert workflows_of(kube, namespace, "twice") == sorted([first, second])
+
+
+def test_a_category_listed_twice_alike_is_refused_before_anything_runs(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Options that are not in the name (numIterations) cannot tell the two runs apart."""
+    pool, _ = new_pool(gpu_nodes, 1)
+    again = category("communication", "nccl-all-reduce", numIterations=5)
+    kube.create(resources.Certification.from_dict(certification("alike", namespace, pool, ALL_REDUCE, again)))
+    cert = wait_true(kube, resources.Certification, "alike", namespace, "Failed")
     assert true_condition(cert) == (
         "Failed",
         "WorkflowNameCollision",
-        f'Workflow "{name}" of category communication/nccl-all-reduce (1 of 2) has the name category '
-        "communication/nccl-all-reduce (2 of 2) needs; refusing to reuse it",
+        "categories communication/nccl-all-reduce (spec.categories[0]) and communication/nccl-all-reduce "
+        '(spec.categories[1]) would both run as Workflow "alike-communication-nccl-c055e"; a category '
+        "listed twice needs its own options that tell the runs apart (spec.categories[1].options: "
+        "nodesPerJob, enableMNNVL, testScale, enableCheckpoint, maxSteps, exitDurationMins, gpusPerNode)",
     )
-    assert [s["status"] for s in cert["status"]["categoryStatuses"]] == ["Succeeded", "Pending"]
+    assert not workflows_of(kube, namespace, "alike"), (
+        "nothing runs when two categories would share a Workflow"
+    )

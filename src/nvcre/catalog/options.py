@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from nvcre.api.v1alpha1.certification import CategoryOptions, CategoryResources, CertificationSpec
+from nvcre.api.v1alpha1.certification import Category, CategoryOptions, CategoryResources, CertificationSpec
 from nvcre.api.v1alpha1.common import WorkloadMetadata
 from nvcre.catalog.errors import BuildError
+from nvcre.naming import category_options_suffix, certification_workflow_name
 from nvcre.platform.nic import parse_quantity
 
 
@@ -38,6 +39,65 @@ def _is_set(value: Any) -> bool:
 
 def category_path(index: int) -> str:
     return f"spec.categories[{index}].options"
+
+
+NAMING_OPTIONS: Final = (
+    "nodesPerJob",
+    "enableMNNVL",
+    "testScale",
+    "enableCheckpoint",
+    "maxSteps",
+    "exitDurationMins",
+    "gpusPerNode",
+)
+"""The per-category options a category's Workflow name carries (spec §2.5), in suffix order."""
+
+
+def workflow_name(certification: str, category: Category) -> str:
+    """The Workflow of ``category``: ``<cert>-<domain>-<variant>`` plus the suffix of the
+    category's own options (not the spec-level ones, which every category shares), max 31."""
+    own = category.options or CategoryOptions()
+    suffix = category_options_suffix(
+        nodes_per_job=own.nodes_per_job,
+        enable_mnnvl=own.enable_mnnvl,
+        test_scale=own.test_scale or "",
+        enable_checkpoint=own.enable_checkpoint,
+        max_steps=own.max_steps,
+        exit_duration_mins=own.exit_duration_mins,
+        gpus_per_node=own.gpus_per_node,
+    )
+    return certification_workflow_name(certification, category.domain, category.variant, suffix)
+
+
+@dataclass(frozen=True)
+class NameClash:
+    """Two categories that would run as one Workflow: the later one (``second``) cannot run."""
+
+    first: int
+    second: int
+    workflow: str
+
+    def message(self, categories: list[Category]) -> str:
+        def which(index: int) -> str:
+            c = categories[index]
+            return f"{c.domain}/{c.variant} (spec.categories[{index}])"
+
+        return (
+            f"categories {which(self.first)} and {which(self.second)} would both run as Workflow "
+            f'"{self.workflow}"; a category listed twice needs its own options that tell the runs '
+            f"apart ({category_path(self.second)}: {', '.join(NAMING_OPTIONS)})"
+        )
+
+
+def name_clash(certification: str, categories: list[Category]) -> NameClash | None:
+    """The first category whose Workflow name an earlier category already has, if any."""
+    seen: dict[str, int] = {}
+    for index, category in enumerate(categories):
+        name = workflow_name(certification, category)
+        if name in seen:
+            return NameClash(seen[name], index, name)
+        seen[name] = index
+    return None
 
 
 def merge_options(spec: CertificationSpec, index: int) -> CategoryOptions:

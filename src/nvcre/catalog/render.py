@@ -33,11 +33,11 @@ from nvcre.catalog.options import (
     merge_options,
     options_field,
     resolve_training_resources,
+    workflow_name,
 )
 from nvcre.catalog.sizing import effective_timeout, max_valid_nodes, min_valid_nodes
 from nvcre.catalog.template_data import TemplateData
 from nvcre.catalog.transforms import apply_image, apply_workload_labels
-from nvcre.naming import certification_workflow_name
 from nvcre.orchestration.capacity import filter_capacity
 from nvcre.platform import (
     UNKNOWN_ARCHITECTURE,
@@ -331,7 +331,7 @@ def render_category(
     apply_workload_labels(workflow_spec, spec, index)
     if options.placement:
         workflow_spec["orchestration"]["placement"] = options.placement
-    workflow = _workflow_object(cert, entry, workflow_spec, options)
+    workflow = _workflow_object(cert, workflow_name(cert.name, category), entry, workflow_spec, options)
 
     # overrides, resolved against the detected context (none is left for the Workflow), then the
     # gang-scheduling contract
@@ -372,10 +372,10 @@ def render_category(
 
 
 def _workflow_object(
-    cert: Certification, entry: Entry, spec: dict[str, Any], options: CategoryOptions
+    cert: Certification, name: str, entry: Entry, spec: dict[str, Any], options: CategoryOptions
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {
-        "name": certification_workflow_name(cert.name, entry.domain, entry.variant),
+        "name": name,
         "labels": {
             Label.MANAGED_BY: MANAGED_BY_VALUE,
             Label.CERTIFICATION: cert.name,

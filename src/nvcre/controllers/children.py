@@ -64,25 +64,44 @@ async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str
         raise
 
 
-async def delete_if_present(client: AsyncClient, resource: Any, name: str, namespace: str | None) -> bool:
-    """Delete an object; False when it was already gone (a 404 is success for a delete)."""
+async def delete_if_present(
+    client: AsyncClient, resource: Any, name: str, namespace: str | None, *, uid: str | None = None
+) -> bool:
+    """Delete the object of ``uid``, the one the caller decided on; False when it is gone (a 404)
+    or was replaced by another object of its name (a 409 on the UID precondition: the new one is
+    left alone)."""
     try:
-        await client.delete(resource, name, namespace=namespace)
+        await _delete(client, resource, name, namespace, {"uid": uid})
     except ApiError as error:
-        if error.status.code == 404:
+        if error.status.code in (404, 409):
             return False
         raise
     return True
+
+
+async def delete_referenced(client: AsyncClient, resource: Any, ref: dict[str, Any], namespace: str) -> bool:
+    """Delete the object a status reference names (``name``, ``namespace`` or else ``namespace``,
+    ``uid``): never a later object of its name. (A ref written without a UID, by an older
+    manager, names whichever object holds the name.)"""
+    where = ref.get("namespace") or namespace
+    return await delete_if_present(client, resource, ref["name"], where, uid=ref.get("uid"))
 
 
 async def delete_unchanged(
     client: AsyncClient, resource: Any, name: str, namespace: str | None, uid: str, resource_version: str
 ) -> None:
     """DELETE with preconditions on the ``uid`` and ``resource_version`` the caller decided on
-    (a 409 when the object changed since; lightkube's ``delete`` sends no DeleteOptions body)."""
+    (a 409 when the object changed since)."""
+    await _delete(client, resource, name, namespace, {"uid": uid, "resourceVersion": resource_version})
+
+
+async def _delete(
+    client: AsyncClient, resource: Any, name: str, namespace: str | None, preconditions: dict[str, str | None]
+) -> None:
+    """DELETE with the preconditions that are set (lightkube's ``delete`` sends no DeleteOptions
+    body)."""
     http = client._client
     request = http.prepare_request("delete", resource, name=name, namespace=namespace)
-    preconditions = {"uid": uid, "resourceVersion": resource_version}
     request.data = {
         "apiVersion": "v1",
         "kind": "DeleteOptions",

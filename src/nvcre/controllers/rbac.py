@@ -156,6 +156,13 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(JOBSET_GROUP, "jobsets", ("get",), "the owner chain of a workload pod, each JobSet read once"),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule(
+        "",
+        "persistentvolumes",
+        ("get", "patch"),
+        "the volume bound to a Workflow's claim, before the claim (or the Job owning it) is deleted: "
+        "get; patch: marked the Workflow's, reclaim policy Retain -> Delete",
+    ),
+    Rule(
         "resource.k8s.io",
         "resourceslices",
         ("list",),

@@ -180,19 +180,6 @@ def started(statuses: Sequence[Entry], index: int, name: str, namespace: str) ->
     return entry, Transition(ConditionType.IN_PROGRESS, CertificationReason.WORKFLOW_CREATED, message)
 
 
-def holder_of(statuses: Sequence[Mapping[str, Any]], index: int, name: str) -> int | None:
-    """Another category whose Workflow has ``name`` (adopting it would report that category's
-    result twice)."""
-    return next(
-        (
-            i
-            for i, s in enumerate(statuses)
-            if i != index and (s.get("workflowRef") or {}).get("name") == name
-        ),
-        None,
-    )
-
-
 def recovered(cert: Obj, workflow: WorkflowLookup) -> list[Entry] | None:
     """A terminal Certification's categories with every failed one whose Workflow still runs
     back InProgress (a stale failure); None when there is none."""

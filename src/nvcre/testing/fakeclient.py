@@ -121,8 +121,43 @@ class _Fault:
         )
 
 
+@dataclass
+class _Request:
+    resource: Any
+    name: str
+    namespace: str | None
+    data: Any = None
+
+
+class _Http:
+    """The part of lightkube's generic client that a DELETE with a DeleteOptions body goes
+    through (``nvcre.controllers.children``; lightkube's ``delete`` sends none)."""
+
+    def __init__(self, fake: FakeClient) -> None:
+        self.fake = fake
+
+    def prepare_request(
+        self, method: str, resource: Any, name: str, namespace: str | None = None, **_: Any
+    ) -> _Request:
+        assert method == "delete", method
+        return _Request(resource, name, namespace)
+
+    def build_adapter_request(self, request: _Request) -> _Request:
+        return request
+
+    async def send(self, request: _Request) -> None:
+        preconditions = (request.data or {}).get("preconditions")
+        await self.fake.delete(
+            request.resource, request.name, namespace=request.namespace, preconditions=preconditions
+        )
+
+    def raise_for_status(self, response: None) -> None:
+        """``send`` raised already."""
+
+
 class FakeClient:
     def __init__(self) -> None:
+        self._client = _Http(self)
         self.objects: dict[Key, Obj] = {}
         self.events: list[Obj] = []
         self.calls: list[Call] = []
@@ -272,9 +307,24 @@ class FakeClient:
         self.objects[key] = updated
         return resource.from_dict(copy.deepcopy(updated))
 
-    async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
+    async def delete(
+        self,
+        resource: Any,
+        name: str,
+        *,
+        namespace: str | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> None:
+        """``preconditions`` (``uid``, ``resourceVersion``): a 409 when the stored object differs,
+        as the API server answers a DeleteOptions body (see :class:`_Http`)."""
         group, kind, _ = _info(resource)
         key, stored = self._existing(group, Call("delete", kind, namespace or "", name), write=True)
+        meta = stored["metadata"]
+        for field, wanted in (preconditions or {}).items():
+            if meta.get(field) != wanted:
+                raise api_error(
+                    409, f"Precondition failed: {field}: {wanted}, {field} in object meta: {meta.get(field)}"
+                )
         if stored["metadata"].get("finalizers"):
             stored["metadata"].setdefault("deletionTimestamp", _now())
             stored["metadata"]["resourceVersion"] = str(next(self._versions))

@@ -6,19 +6,24 @@ import copy
 from typing import Any
 
 from lightkube import ApiError
+from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim
+from lightkube.types import PatchType
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation, Label, WorkflowReason
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
     create_or_adopt,
     delete_if_present,
+    delete_referenced,
     get_live,
 )
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.objects import Obj
 from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
+from nvcre.orchestration.volumes import release_patch
 from nvcre.runtime.errors import is_invalid
 
 
@@ -126,9 +131,55 @@ async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[
             resource = await resource_of(client, ref["apiVersion"], ref["kind"])
             live = await get_live(client, resource, ref["name"], ref.get("namespace"))
             if live is not None and _owned(live, state):
-                await delete_if_present(client, resource, ref["name"], ref.get("namespace"))
+                if _is_claim(ref):
+                    await _release_volume(state, live)
+                await delete_if_present(
+                    client, resource, ref["name"], ref.get("namespace"), uid=live["metadata"].get("uid")
+                )
         except ApiError:
             keep.insert(0, ref)
         except UnknownKind:
             continue
     return keep
+
+
+def _is_claim(ref: dict[str, Any]) -> bool:
+    return (ref.get("apiVersion"), ref.get("kind")) == ("v1", "PersistentVolumeClaim")
+
+
+async def _release_volume(state: WorkflowState, claim: Obj) -> None:
+    """Mark the volume bound to our ``claim`` as ours and switch a ``Retain`` reclaim policy to
+    ``Delete`` (see :mod:`nvcre.orchestration.volumes`)."""
+    name = (claim.get("spec") or {}).get("volumeName")
+    volume = await get_live(state.ctx.client, PersistentVolume, name, None) if name else None
+    patch = release_patch(claim, volume, state.uid) if volume is not None else None
+    if name and patch is not None:
+        await state.ctx.client.patch(PersistentVolume, name, patch, patch_type=PatchType.MERGE)
+
+
+async def release_volumes(state: WorkflowState, refs: list[dict[str, Any]]) -> None:
+    """:func:`_release_volume` for each of our claims among ``refs``: before a Job owning
+    Job-scoped copies is deleted (the garbage collector then takes the claims, not us)."""
+    for ref in refs:
+        if not _is_claim(ref):
+            continue
+        claim = await get_live(state.ctx.client, PersistentVolumeClaim, ref["name"], ref.get("namespace"))
+        if claim is not None and _owned(claim, state):
+            await _release_volume(state, claim)
+
+
+def job_scoped_refs(state: WorkflowState, group: dict[str, Any]) -> list[dict[str, Any]]:
+    """The status refs of the group's Job-scoped copies of the current iteration."""
+    iteration = state.orchestration.get("currentIteration", 1)
+    return [
+        r
+        for r in state.dependency_refs
+        if r.get("scope") == "job" and r.get("groupName") == group["name"] and r.get("iteration") == iteration
+    ]
+
+
+async def delete_group_job(state: WorkflowState, group: dict[str, Any]) -> None:
+    """Delete the Job the group's ``jobRef`` names (of its UID), the volumes of the claims among
+    its Job-scoped copies made to go with them first."""
+    await release_volumes(state, job_scoped_refs(state, group))
+    await delete_referenced(state.ctx.client, resources.Job, group["jobRef"], state.namespace)

@@ -17,7 +17,8 @@ from typing import Any
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
 from nvcre.api.v1alpha1.meta import parse_time
-from nvcre.controllers.children import delete_if_present, get_live
+from nvcre.controllers.children import get_live
+from nvcre.controllers.workflow.dependencies import delete_group_job
 from nvcre.controllers.workflow.results import record_failed, record_succeeded
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.durations import parse_duration
@@ -78,7 +79,7 @@ async def check_deadline(state: WorkflowState, spec: dict[str, Any]) -> bool:
         return False
     for group in state.groups:
         if group.get("phase") == "Running" and group.get("jobRef"):
-            await delete_if_present(state.ctx.client, resources.Job, group["jobRef"]["name"], state.namespace)
+            await delete_group_job(state, group)
     await _finish(state, diagnose.stop(state.orchestration.get("diagnose") or {}, settings(spec), why))
     return True
 

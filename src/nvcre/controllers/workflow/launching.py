@@ -26,7 +26,9 @@ from nvcre.controllers.workflow.dependencies import (
     DependencyError,
     DependencyNotReady,
     create_dependency,
+    delete_group_job,
     delete_refs,
+    job_scoped_refs,
 )
 from nvcre.controllers.workflow.partitioning import Failure
 from nvcre.controllers.workflow.state import WorkflowState
@@ -42,16 +44,6 @@ REQUEUE = Result(requeue_after=Default.REQUEUE_SECONDS)
 LAUNCHES_IN_FLIGHT = 16
 """Groups of a wave whose Job (and copies) are being created at once."""
 _COMPUTE_DOMAIN = "ComputeDomain"
-
-
-def job_scoped_refs(state: WorkflowState, group: dict[str, Any]) -> list[dict[str, Any]]:
-    """The status refs of the group's Job-scoped copies of the current iteration."""
-    iteration = state.orchestration.get("currentIteration", 1)
-    return [
-        r
-        for r in state.dependency_refs
-        if r.get("scope") == "job" and r.get("groupName") == group["name"] and r.get("iteration") == iteration
-    ]
 
 
 async def clean_group_dependencies(state: WorkflowState, group: dict[str, Any]) -> None:
@@ -107,11 +99,19 @@ async def _create_job_for_group(
         # The Workflow fails on this refusal; the Job created for these copies would otherwise
         # wait for its runtime forever. Its controller releases it (the copies made so far
         # are its own: the garbage collector takes them with it).
-        await delete_if_present(client, resources.Job, name, state.namespace)
+        await delete_if_present(
+            client, resources.Job, name, state.namespace, uid=created.obj["metadata"]["uid"]
+        )
         raise
     group.update(
         phase="Running",
-        jobRef={"apiVersion": API_VERSION, "kind": Kind.JOB, "name": name, "namespace": state.namespace},
+        jobRef={
+            "apiVersion": API_VERSION,
+            "kind": Kind.JOB,
+            "name": name,
+            "namespace": state.namespace,
+            "uid": created.obj["metadata"]["uid"],
+        },
         startTime=state.timestamp(),
     )
 
@@ -147,7 +147,7 @@ async def _retire(state: WorkflowState) -> None:
     if not retiring:
         return
     for group in retiring:
-        await delete_if_present(state.ctx.client, resources.Job, group["jobRef"]["name"], state.namespace)
+        await delete_group_job(state, group)
         await clean_group_dependencies(state, group)
         group.pop("jobRef")
     await state.save()
