@@ -13,7 +13,7 @@ import pytest
 from lightkube import Client
 
 from nvcre import resources
-from nvcre.conditions import condition_of
+from nvcre.conditions import condition_of, condition_true
 from nvcre.testing import inspect
 from nvcre.testing.builders import WorkloadRun, new_pool
 from nvcre.testing.waiting import wait_for
@@ -246,7 +246,18 @@ def test_terminal_run_is_left_alone(kube: Client, namespace: str, gpu_nodes: Any
     pool, _ = new_pool(gpu_nodes, 1)
     create_run(kube, workload_run("done", namespace, pool, 1))
     inspect.finish_workflow_jobs(kube, namespace, "done", 1)
-    run = inspect.wait_true(kube, resources.WorkloadRun, "done", namespace, "Succeeded")
+
+    # Ended, with its TrainJob released (ResourcesReleased, its last write).
+    def released() -> dict[str, Any] | None:
+        run = inspect.get(kube, resources.WorkloadRun, "done", namespace)
+        return run if condition_true(run, "ResourcesReleased") else None
+
+    run = wait_for(released, 60, what="the run's ResourcesReleased")
+    assert inspect.true_condition(run) == (
+        "Succeeded",
+        "WorkflowSucceeded",
+        "Workflow completed successfully",
+    )
     version = run["metadata"]["resourceVersion"]
     # Deleting the Workflow of a finished run is not "Workflow was deleted": the run is done.
     kube.delete(resources.Workflow, "done", namespace=namespace)

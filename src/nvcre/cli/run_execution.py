@@ -19,16 +19,17 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from nvcre.api.v1alpha1.constants import ConditionType, Label
+from nvcre.api.v1alpha1.constants import ConditionStatus, ConditionType, Label, ReleaseReason
 from nvcre.cli import connection
 from nvcre.cli.common import UserError
+from nvcre.conditions import condition_of
 from nvcre.durations import format_duration, parse_duration
 from nvcre.orchestration import progress
 
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 POLL_SECONDS: Final = 1.0
 HEARTBEAT_SECONDS: Final = 15.0
 CLEANUP_WAIT_SECONDS: Final = 300.0
+RELEASE_WAIT_SECONDS: Final = 660.0
+"""How long ``--cleanup`` waits for an ended run's ``ResourcesReleased``: the manager's default
+``--release-timeout`` (after which the run says ``ReleaseTimedOut``) and a minute more."""
 SECRET_TYPE: Final = "kubernetes.io/dockerconfigjson"
 MANAGED_BY_NVCRECTL: Final = {Label.MANAGED_BY: "nvcrectl"}
 REGISTRY_FLAGS_MESSAGE: Final = (
@@ -396,6 +400,34 @@ def follow(kube: Client, kind: RunKind, name: str, namespace: str, timeout: floa
             time.sleep(min(POLL_SECONDS, max(0.0, timeout - elapsed)))
 
 
+def await_release(
+    kube: Client, kind: RunKind, name: str, namespace: str, ended: Poll, wait: float = RELEASE_WAIT_SECONDS
+) -> tuple[Poll, str | None]:
+    """``--cleanup`` after the run ended: wait until its ``ResourcesReleased`` is True (its pods,
+    JobSets, TrainJobs and runtime copies are gone), says ``ReleaseTimedOut``, or ``wait``
+    seconds pass. The read that saw it (the report is built from it) and, unless released, why
+    not."""
+    note("[cleanup] Waiting for the run's pods, JobSets, TrainJobs and runtime copies to go...")
+    deadline = time.monotonic() + wait
+    poll = ended
+    while True:
+        condition = condition_of(poll.run, ConditionType.RESOURCES_RELEASED) or {}
+        if condition.get("status") == ConditionStatus.TRUE:
+            note("[cleanup] Resources released.")
+            return poll, None
+        message = str(condition.get("message") or "")
+        if condition.get("reason") == ReleaseReason.RELEASE_TIMED_OUT:
+            return poll, f"{kind.name} {name}: resources not released: {message}"
+        if time.monotonic() >= deadline:
+            said = message or f"the {kind.name} never set ResourcesReleased"
+            return poll, f"{kind.name} {name}: resources not released within {duration_text(wait)}: {said}"
+        time.sleep(POLL_SECONDS)
+        try:
+            poll = read_poll(kube, kind, name, namespace)
+        except Exception as error:  # a blip of the API server: keep waiting, say so
+            note(f"[cleanup] Warning: {connection.api_error(error)}")
+
+
 def follow_up(kind: RunKind, name: str, namespace: str) -> list[str]:
     """How to watch, re-report or stop a run this command leaves running."""
     lower = kind.name.lower()
@@ -532,13 +564,17 @@ def execute(kube: Client, request: RunRequest, *, live: bool | None = None) -> s
             outcome = follow(
                 kube, kind, name, namespace, request.timeout, stderr_is_terminal() if live is None else live
             )
+            unreleased = None
+            if request.cleanup and outcome.ended is not None:
+                ended, unreleased = await_release(kube, kind, name, namespace, outcome.ended)
+                outcome = replace(outcome, ended=ended)
         except KeyboardInterrupt:
             if request.stays and not request.cleanup:
                 note(f"\nInterrupted: detached; the {kind.name} keeps running (nothing was deleted).")
                 for line in follow_up(kind, name, namespace):
                     note(line)
             raise UserError("interrupted") from None
-        return _finish(kube, request, outcome, name, namespace)
+        return _finish(kube, request, outcome, name, namespace, unreleased)
     finally:
         if request.cleanup:
             cleanup(kube, kind, name, namespace, created)
@@ -553,8 +589,11 @@ def _delete_secret(kube: Client, name: str, namespace: str) -> None:
         note(f"Warning: could not delete secret {name}: {connection.api_error(error)}")
 
 
-def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, namespace: str) -> str:
-    """Print the report, write the results files, and end as the run did."""
+def _finish(
+    kube: Client, request: RunRequest, outcome: Outcome, name: str, namespace: str, unreleased: str | None
+) -> str:
+    """Print the report, write the results files, and end as the run did; a run that passed
+    fails when ``--cleanup`` could not prove its resources released (``unreleased`` says why)."""
     from nvcre.cli import report_io
     from nvcre.report.text import render_text
 
@@ -606,8 +645,9 @@ def _finish(kube: Client, request: RunRequest, outcome: Outcome, name: str, name
         errors = report_io.report_exit_errors([report])
         if errors:
             raise UserError("; ".join(errors))
-        return str(report.result)
-    return "PASSED"
+    if unreleased is not None:
+        raise UserError(unreleased)
+    return str(report.result) if report is not None else "PASSED"
 
 
 def _write(action: Callable[[], None]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from lightkube.resources.core_v1 import Node, Pod
 
+from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
@@ -73,3 +74,14 @@ def trim_node(node: Obj) -> Obj:
 def nodes(manager: Manager) -> Informer:
     """The shared Node informer (every controller reads nodes through this one)."""
     return manager.informer(Node, transform=trim_node)
+
+
+def _jobset_metadata(jobset: Obj) -> Obj:
+    """A JobSet as the release check reads it: whether it exists, its owner and finalizers."""
+    return {key: jobset[key] for key in ("apiVersion", "kind", "metadata") if key in jobset}
+
+
+def jobsets(manager: Manager) -> Informer:
+    """The shared JobSet informer, metadata only: an ended run's release check finds each Job's
+    JobSet by the name it inherits from the Job's TrainJob (JobSet sets no label nvcre renders)."""
+    return manager.informer(resources.JobSet, transform=_jobset_metadata)

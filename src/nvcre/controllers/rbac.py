@@ -133,7 +133,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         "trainjobs",
         ("get", "list", "watch", "create", "delete"),
         f"{_CACHE}; create: a Job's workload (get after a name conflict); delete: restart, "
-        "retry and a deleted Job",
+        "retry, a deleted Job and an ended run's release",
     ),
     *(
         Rule(
@@ -153,7 +153,13 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         "the owner chain of a measured or failed workload pod (Pod -> Job -> JobSet -> TrainJob), "
         "each Job read once",
     ),
-    Rule(JOBSET_GROUP, "jobsets", ("get",), "the owner chain of a workload pod, each JobSet read once"),
+    Rule(
+        JOBSET_GROUP,
+        "jobsets",
+        ("get", "list", "watch"),
+        "get: the owner chain of a workload pod, each JobSet read once; list/watch: the cache "
+        "(metadata only) an ended run's release check reads",
+    ),
     Rule("", "nodes", ("list", "watch"), f"{_CACHE} (never written)"),
     Rule(
         "",
@@ -168,7 +174,13 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         ("list",),
         "list: the NVIDIA DRA driver's GPUs when nodes are discovered (a node without GPU labels)",
     ),
-    Rule("", "pods", ("list", "watch"), f"{_CACHE}: failure logs, node health, drain barrier"),
+    Rule(
+        "",
+        "pods",
+        ("list", "watch"),
+        f"{_CACHE}: failure logs, node health, drain barrier; list: GKE's TCPXO installer pods in "
+        "kube-system (a GCP category's plugin release)",
+    ),
     Rule(
         "",
         "pods/log",

@@ -1,0 +1,202 @@
+"""ResourcesReleased on the real API server: an ended run deletes its TrainJobs and Job-scoped
+runtime copies and says Released only once the last of its pods, JobSets, TrainJobs and copies
+is gone; a pod held by a finalizer makes it time out, loudly.
+
+The control plane runs no Trainer, JobSet or garbage collector: the test creates the JobSet and
+pods a TrainJob gets (:func:`~nvcre.testing.workloads.create_trainjob_pods`) and deletes them as
+the garbage collector would, one by one, watching the condition in between.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import Pod
+
+from nvcre import resources
+from nvcre.conditions import condition_of
+from nvcre.testing.builders import WorkloadRun, new_pool
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, trainjob_of, wait_true
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import create_trainjob_pods
+
+NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
+RELEASED = (
+    "True",
+    "Released",
+    "No pod, JobSet, TrainJob or Job-scoped TrainingRuntime copy of the run remains",
+)
+
+
+def start_manager(control_plane: ControlPlane, workdir: Path, *args: str) -> Iterator[ManagerProcess]:
+    process = ManagerProcess(control_plane, workdir, extra_args=args).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def default_manager(control_plane: ControlPlane, kwok: Any, tmp_path: Path) -> Iterator[ManagerProcess]:
+    yield from start_manager(control_plane, tmp_path)
+
+
+@pytest.fixture
+def impatient_manager(control_plane: ControlPlane, kwok: Any, tmp_path: Path) -> Iterator[ManagerProcess]:
+    yield from start_manager(control_plane, tmp_path, "--release-timeout=3")
+
+
+def released(kube: Client, resource: Any, name: str, namespace: str) -> tuple[str, str, str] | None:
+    c = condition_of(get(kube, resource, name, namespace), "ResourcesReleased")
+    return None if c is None else (c["status"], c["reason"], c["message"])
+
+
+def wait_released(
+    kube: Client, resource: Any, name: str, namespace: str, want: tuple[str, str, str], timeout: float = 60
+) -> None:
+    wait_for(lambda: released(kube, resource, name, namespace) == want, timeout, what=f"{name}: {want}")
+
+
+def gone(kube: Client, resource: Any, name: str, namespace: str) -> bool:
+    try:
+        kube.get(resource, name, namespace=namespace)
+    except ApiError as error:
+        return error.status.code == 404
+    return False
+
+
+def delete_pod(kube: Client, name: str, namespace: str) -> None:
+    kube.delete(Pod, name, namespace=namespace, grace_period=0)
+
+
+def test_released_only_after_the_last_pod_is_gone(
+    kube: Client, namespace: str, gpu_nodes: Any, default_manager: ManagerProcess
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    run = WorkloadRun("rel").namespace(namespace).torch().nodes(2).pool(pool).obj()
+    kube.create(resources.WorkloadRun.from_dict(run))
+    trainjob = trainjob_of(kube, namespace, "rel-job")
+    copy = trainjob["spec"]["runtimeRef"]["name"]
+    pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, "rel-job-workload"))
+    assert pods == ["rel-job-workload-node-0-0", "rel-job-workload-node-0-1"]
+    finish_workflow_jobs(kube, namespace, "rel", 1)
+    wait_true(kube, resources.WorkloadRun, "rel", namespace, "Succeeded", timeout=90)
+
+    # The run ended: its TrainJob and runtime copy are deleted by nvcre; the JobSet and pods
+    # (the garbage collector's to delete) remain, and the condition names them.
+    waiting = (
+        "False",
+        "Releasing",
+        "3 of the run's objects remain: 2 Pods (rel-job-workload-node-0-0, rel-job-workload-node-0-1), "
+        "1 JobSet (rel-job-workload)",
+    )
+    wait_released(kube, resources.WorkloadRun, "rel", namespace, waiting)
+    assert released(kube, resources.Workflow, "rel", namespace) == waiting
+    assert gone(kube, resources.TrainJob, "rel-job-workload", namespace)
+    assert gone(kube, resources.TrainingRuntime, copy, namespace)
+    assert get(kube, resources.Job, "rel-job", namespace), "the Job stays for the report"
+
+    kube.delete(resources.JobSet, "rel-job-workload", namespace=namespace)
+    delete_pod(kube, pods[0], namespace)
+    last = ("False", "Releasing", "1 of the run's objects remain: 1 Pod (rel-job-workload-node-0-1)")
+    wait_released(kube, resources.WorkloadRun, "rel", namespace, last)
+
+    delete_pod(kube, pods[1], namespace)
+    wait_released(kube, resources.WorkloadRun, "rel", namespace, RELEASED)
+    assert released(kube, resources.Workflow, "rel", namespace) == RELEASED
+
+
+def test_a_pod_held_by_a_finalizer_times_out_loudly(
+    kube: Client, namespace: str, gpu_nodes: Any, impatient_manager: ManagerProcess
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    run = WorkloadRun("held").namespace(namespace).torch().nodes(2).pool(pool).obj()
+    kube.create(resources.WorkloadRun.from_dict(run))
+    workflow, job = "held", "held-job"
+    trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
+    # Not bound to a node: kwok, which stands in for the kubelet, would drop the finalizer.
+    pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, trainjob, bind=False))
+    held = pods[-1]
+    kube.patch(Pod, held, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=namespace)
+    finish_workflow_jobs(kube, namespace, workflow, 1)
+    wait_true(kube, resources.WorkloadRun, "held", namespace, "Succeeded", timeout=90)
+
+    kube.delete(resources.JobSet, trainjob, namespace=namespace)
+    for pod in pods:
+        delete_pod(kube, pod, namespace)
+    stuck = (
+        f"Pod {namespace}/{held} still exists 3s after the run ended; it has finalizer example.com/hold; "
+        f"1 of the run's objects remain: 1 Pod ({held})"
+    )
+    wait_released(kube, resources.WorkloadRun, "held", namespace, ("False", "ReleaseTimedOut", stuck))
+    assert released(kube, resources.Workflow, workflow, namespace) == ("False", "ReleaseTimedOut", stuck)
+    announced = (
+        f"Pod {namespace}/{held} still exists 3s after the run ended; it has finalizer example.com/hold"
+    )
+    for name, kind in (("held", "WorkloadRun"), (workflow, "Workflow")):
+        warnings = wait_for(
+            lambda name=name, kind=kind: [
+                e for e in events_for(kube, namespace, name, kind) if e[:2] == ("Warning", "ReleaseTimedOut")
+            ],
+            10,
+            what=f"the ReleaseTimedOut event of {kind} {name}",
+        )
+        assert len(warnings) == 1 and warnings[0][2].startswith(announced), warnings
+
+    # Once the finalizer is lifted the pod goes, and with it the last of the run.
+    kube.patch(Pod, held, {"metadata": {"finalizers": None}}, namespace=namespace)
+    wait_released(kube, resources.WorkloadRun, "held", namespace, RELEASED)
+
+
+def test_run_cleanup_waits_for_the_release_and_the_report_says_it(
+    control_plane: ControlPlane,
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    default_manager: ManagerProcess,
+    tmp_path: Path,
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    document = WorkloadRun("cli").namespace(namespace).torch().nodes(2).pool(pool).obj()
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(document))
+    command = subprocess.Popen(
+        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path),
+         "--wait", "--cleanup", "run.yaml"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        trainjob_of(kube, namespace, "cli-job")
+        pods = sorted(
+            p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, "cli-job-workload")
+        )
+        finish_workflow_jobs(kube, namespace, "cli", 1)
+        waiting = (
+            "False",
+            "Releasing",
+            f"3 of the run's objects remain: 2 Pods ({', '.join(pods)}), 1 JobSet (cli-job-workload)",
+        )
+        wait_released(kube, resources.WorkloadRun, "cli", namespace, waiting)
+        kube.delete(resources.JobSet, "cli-job-workload", namespace=namespace)
+        for pod in pods:
+            delete_pod(kube, pod, namespace)
+        # Then the command deletes the run; the garbage collector would delete its Workflow.
+        wait_for(lambda: gone(kube, resources.WorkloadRun, "cli", namespace), 60, what="the run deleted")
+        kube.delete(resources.Workflow, "cli", namespace=namespace)
+        _, err = command.communicate(timeout=120)
+    finally:
+        command.kill()
+    assert command.returncode == 0, err
+    lines = err.splitlines()
+    waited = lines.index(
+        "[cleanup] Waiting for the run's pods, JobSets, TrainJobs and runtime copies to go..."
+    )
+    assert lines[waited + 1] == "[cleanup] Resources released."
+    assert "│  Released:     yes" in err[err.index("Summary") :]
+    assert lines[-1] == "[cleanup] Done."
