@@ -50,6 +50,7 @@ from nvcre.platform import (
     resolve_nic_resource,
 )
 from nvcre.platform.detect import HeterogeneousPlatformError
+from nvcre.platform.gke import GKENetworks, resolve_gke_networks, resolve_tcpxo_plugin
 from nvcre.render.gang import GangSchedulingConflict, enforce_gang_contract
 from nvcre.render.overrides import AppliedOverride, OverrideError
 from nvcre.render.workflow import resolve_workflow
@@ -79,7 +80,8 @@ class CategoryRender:
     excluded_nodes: tuple[str, ...] = ()
     applied_overrides: tuple[AppliedOverride, ...] = ()
     events: tuple[Event, ...] = field(default_factory=tuple)
-    """Events for the Certification (HeterogeneousGPU, GPUArchitectureDefaults, NICResourceDetection)."""
+    """Events for the Certification (HeterogeneousGPU, GPUArchitectureDefaults, NICResourceDetection,
+    GKENetworkDetection, TCPXOPluginDetection)."""
 
     @property
     def name(self) -> str:
@@ -192,6 +194,7 @@ def render_category(
     resolve_overrides: bool = True,
     catalog: Catalog | None = None,
     gpu_products: Mapping[str, str] | None = None,
+    tcpxo_installers: Sequence[Mapping[str, Any]] | None = None,
 ) -> CategoryRender:
     """The Workflow of ``cert.spec.categories[index]`` on the target ``nodes`` (Node objects as dicts).
 
@@ -199,7 +202,9 @@ def render_category(
     ``resolve_overrides=False`` leaves the entry's overrides in the Workflow, unresolved (an
     offline render whose platform is not known); the platform then counts as unknown.
     ``gpu_products`` (node name -> product, from DRA ResourceSlices) stands in for the product
-    label of a node without one.
+    label of a node without one. ``tcpxo_installers`` are the Running pods of ``kube-system``
+    (GKE's ``nccl-tcpxo-installer`` among them) a GCP H100 target's TCPXO plugin release is read
+    from; None: not read (the fallback release renders, no event).
     ``offline`` marks synthetic nodes (``nvcrectl certification render`` without ``--dry-run``):
     they only carry the platform and architecture, so no GPU-capacity filter runs and
     ``nodesPerJob`` defaults to the smallest count the entry can run on instead of every node.
@@ -258,6 +263,9 @@ def render_category(
         nic_resource_name=options.nic_resource_name,
     )
     events.extend(nic.events)
+    networks = GKENetworks() if offline else resolve_gke_networks(platform, arch, kept)
+    plugin = resolve_tcpxo_plugin(platform, arch, kept, tcpxo_installers)
+    events.extend([*networks.events, *plugin.events])
 
     test_scale = options.test_scale or Default.TEST_SCALE
     diagnose = test_scale == "diagnose"
@@ -278,6 +286,8 @@ def render_category(
         mlnx_per_node=defaults.mlnx_per_node,
         nic_resource_name=nic.resource_name,
         rdma_device_access=options.rdma_device_access or "",
+        gke_tcpxo_networks=list(networks.names),
+        tcpxo_cuda_major=plugin.cuda_major,
         enable_mnnvl=defaults.enable_mnnvl,
         gang_scheduler=spec.gang_scheduler is not None,
         enable_checkpoint=bool(options.enable_checkpoint),

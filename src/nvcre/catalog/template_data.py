@@ -25,6 +25,9 @@ class TemplateData:
     rdma_device_access: str = ""
     """``hostPath`` (device nodes from the host) or ``devicePlugin``/empty (the default)."""
     gke_tcpxo_networks: list[str] = field(default_factory=list)
+    """GCP H100: the GKE networks of the pod's eth1..eth8 (detected, else the defaults)."""
+    tcpxo_cuda_major: int = 0
+    """GCP H100: the CUDA major of the node's TCPXO plugin (0: not detected, read as 12)."""
     enable_mnnvl: bool = False
     gang_scheduler: bool = False
     """A gang scheduler admits the workload; runtimes start every pod at once."""

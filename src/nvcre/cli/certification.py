@@ -101,6 +101,23 @@ def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
     return discover(found, target).nodes
 
 
+def _installer_pods(client: Any, nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """GKE's TCPXO installer pods (the Running pods of kube-system) when a node is on GCP, as the
+    Certification controller reads them; a refused list reads as none (the fallback warns)."""
+    from lightkube.core.exceptions import ApiError
+    from lightkube.resources.core_v1 import Pod
+
+    from nvcre.platform.gke import INSTALLER_NAMESPACE, may_run_tcpxo
+
+    if not may_run_tcpxo(nodes):
+        return None
+    try:
+        pods = client.list(Pod, namespace=INSTALLER_NAMESPACE, fields={"status.phase": "Running"})
+        return [pod.to_dict() for pod in pods]
+    except ApiError:
+        return []
+
+
 def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
     from nvcre.resources import Workflow
 
@@ -176,6 +193,7 @@ def render_command(
     else:
         nodes = _offline_nodes(cert, platform, gpu_arch)
     resolve = bool(platform) or real_nodes
+    installers = _installer_pods(client, nodes) if dry_run else None
     seen: set[tuple[str, str]] = set()
     renders: list[CategoryRender] = []
     for index in range(len(cert.spec.categories)):
@@ -187,6 +205,7 @@ def render_command(
                 platform=platform or None,
                 offline=not real_nodes,
                 resolve_overrides=resolve,
+                tcpxo_installers=installers,
             )
         except CategoryNotFound as error:
             raise UserError(f"{error} (available categories: {', '.join(error.known)})") from error
