@@ -7,6 +7,7 @@ Certification's outcome follows. A failed category never stops the ones after it
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -137,11 +138,16 @@ def _running(message: str) -> Transition:
     return Transition(ConditionType.IN_PROGRESS, CertificationReason.WORKFLOW_RUNNING, message)
 
 
-def with_node_refs(entry: Entry, workflow: Obj) -> Entry:
-    """``entry`` with the Workflow's node-result ConfigMap refs."""
+RECORDED_FIELDS = ("succeededNodesRef", "failedNodesRef", "provenance")
+"""What a category's entry copies from its Workflow's status: the node-result ConfigMap refs and
+the provenance (spec digest, images that ran)."""
+
+
+def with_workflow_record(entry: Entry, workflow: Obj) -> Entry:
+    """``entry`` with the Workflow's :data:`RECORDED_FIELDS` that are set."""
     status = workflow.get("status") or {}
-    refs = {ref: dict(status[ref]) for ref in ("succeededNodesRef", "failedNodesRef") if status.get(ref)}
-    return {**entry, **refs}
+    recorded = {key: copy.deepcopy(status[key]) for key in RECORDED_FIELDS if status.get(key)}
+    return {**entry, **recorded}
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,7 @@ def follow(entry: Entry, workflow: Obj | None) -> Followed:
     key = category(entry)
     if workflow is None:
         return Followed({**entry, "status": FAILED}, _running(f"Workflow for category {key} not found"), True)
-    updated = with_node_refs(entry, workflow)
+    updated = with_workflow_record(entry, workflow)
     for cond_type, status, word in (
         (ConditionType.FAILED, FAILED, "failed"),
         (ConditionType.SUCCEEDED, SUCCEEDED, "succeeded"),

@@ -44,9 +44,11 @@ from nvcre.report.model import (
     FailureLog,
     GroupBandwidth,
     GroupMetrics,
+    ImageRun,
     Iteration,
     NodeFinding,
     NodeStatus,
+    Release,
     Report,
     Result,
     Retest,
@@ -727,6 +729,22 @@ def _mnnvl(workflow: Obj) -> str:
     return ""
 
 
+def _provenance(recorded: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The card's ``spec_digest`` and ``images`` from a ``status.provenance``."""
+    provenance = recorded or {}
+    return {
+        "spec_digest": str(provenance.get("specDigest") or ""),
+        "images": tuple(
+            ImageRun(
+                image=str(i.get("image") or ""),
+                image_ids=tuple(str(d) for d in i.get("imageIDs") or ()),
+                mismatch=str(i.get("mismatch") or ""),
+            )
+            for i in provenance.get("images") or ()
+        ),
+    }
+
+
 def category_report(
     domain: str,
     variant: str,
@@ -735,10 +753,15 @@ def category_report(
     *,
     scale: str = "",
     now: datetime | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> tuple[CategoryReport, list[NodeFinding]]:
-    """One category card and the failed nodes it found."""
+    """One category card and the failed nodes it found. ``provenance``: the run's record of it
+    (the Certification's category status, the WorkloadRun's status), else the Workflow's."""
     if objects is None:
-        return CategoryReport(domain=domain, variant=variant, status=status, scale=scale), []
+        card = CategoryReport(
+            domain=domain, variant=variant, status=status, scale=scale, **_provenance(provenance)
+        )
+        return card, []
     workflow = objects.workflow
     orchestration = _orchestration(workflow)
     groups = _groups(objects)
@@ -775,6 +798,7 @@ def category_report(
         nodes=_node_statuses(objects, findings),
         group_metrics=tuple(_group_metrics(groups)),
         retests=tuple(_retests(objects)),
+        **_provenance(provenance or _status(workflow).get("provenance")),
     )
     return card, findings
 
@@ -871,6 +895,7 @@ def certification_report(objects: CertificationObjects) -> Report:
             workflow,
             scale=_scale(workflow.workflow if workflow else None, category, spec),
             now=objects.now,
+            provenance=status.get("provenance"),
         )
         cards.append(card)
         findings.extend(found)
@@ -894,6 +919,7 @@ def certification_report(objects: CertificationObjects) -> Report:
         trends=node_trends(
             objects.records, (f.node for f in failed), run_uids(cert, (w.workflow for w in objects.workflows))
         ),
+        release=_release(cert),
     )
 
 
@@ -915,6 +941,17 @@ def _node_statuses(objects: WorkflowObjects, findings: Sequence[NodeFinding]) ->
     return tuple(out[n] for n in sorted(out))
 
 
+def _release(run: Mapping[str, Any]) -> Release | None:
+    condition = condition_of(run, ConditionType.RESOURCES_RELEASED)
+    if condition is None:
+        return None
+    return Release(
+        condition.get("status") == ConditionStatus.TRUE,
+        str(condition.get("reason") or ""),
+        str(condition.get("message") or ""),
+    )
+
+
 def workloadrun_report(objects: WorkloadRunObjects) -> Report:
     """The report of a WorkloadRun: one category ``workloadrun/<name>`` from its Workflow."""
     run = objects.workloadrun
@@ -924,12 +961,18 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
     spec: Mapping[str, Any] = run.get("spec") or {}
     scale = str((spec.get("orchestration") or {}).get("testScale") or Default.TEST_SCALE)
     category = workflow_state(objects.workflow.workflow) if objects.workflow else state
+    status = _status(run)
     card, findings = category_report(
-        "workloadrun", name, category, objects.workflow, scale=scale, now=objects.now
+        "workloadrun",
+        name,
+        category,
+        objects.workflow,
+        scale=scale,
+        now=objects.now,
+        provenance=status.get("provenance"),
     )
     workflows = [objects.workflow] if objects.workflow else []
     _, _, total, excluded, reason = _header(workflows)
-    status = _status(run)
     return Report(
         kind="WorkloadRun",
         name=name,
@@ -948,4 +991,5 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
         trends=node_trends(
             objects.records, (f.node for f in findings), run_uids(run, (w.workflow for w in workflows))
         ),
+        release=_release(run),
     )

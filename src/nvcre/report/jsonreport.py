@@ -141,6 +141,15 @@ def _category(category: CategoryReport) -> dict[str, Any]:
             for r in category.bandwidth
         ],
         "bandwidthProvisional": category.bandwidth_provisional or None,
+        "provenance": _compact(
+            {
+                "specDigest": category.spec_digest,
+                "images": [
+                    _compact({"image": i.image, "imageIDs": list(i.image_ids), "mismatch": i.mismatch})
+                    for i in category.images
+                ],
+            }
+        ),
     }
     return _compact(data)
 
@@ -184,5 +193,12 @@ def to_json(report: Report) -> dict[str, Any]:
     data["failedNodes"] = [_finding(f) for f in report.failed_nodes] or None
     if report.history is not None:
         data["nodeHistory"] = _history(report.history)
+    if report.release is not None:
+        release = report.release
+        data["resourcesReleased"] = {
+            "released": release.released,
+            "reason": release.reason,
+            "message": release.message,
+        }
     data["result"] = report.result
     return data

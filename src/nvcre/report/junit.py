@@ -4,7 +4,8 @@ A failed category carries a ``<failure>``; a category not finished is ``<skipped
 is running, empty or ``INCOMPLETE`` adds a testcase with an ``<error>``, so CI never reads it as a
 pass. The layout is the one CI systems read (Jenkins, GitLab, the junit-10 schema):
 ``testsuites > testsuite > testcase > failure|error|skipped``, with ``tests``/``failures``/
-``errors``/``skipped`` counts on each suite and on the root.
+``errors``/``skipped`` counts on each suite and on the root; each suite's ``properties`` (first,
+as the schema orders them) record what its categories ran: spec digests and images by digest.
 """
 
 from __future__ import annotations
@@ -39,8 +40,34 @@ def _report_error(report: Report) -> str | None:
     return None
 
 
+def _properties(report: Report) -> list[tuple[str, str]]:
+    """The suite's properties: whether the ended run's resources were released, then each
+    category's provenance as ``<domain>/<variant>/<what>``: its ``specDigest``, one ``image`` per
+    image and digest it ran (``<image> <imageID>``), each ``imageMismatch``."""
+    out: list[tuple[str, str]] = []
+    if report.release is not None:  # whether the ended run's resources are gone
+        release = report.release
+        out.append(
+            ("resourcesReleased", "yes" if release.released else f"no ({release.reason}): {release.message}")
+        )
+    for category in report.categories:
+        key = f"{category.domain}/{category.variant}"
+        if category.spec_digest:
+            out.append((f"{key}/specDigest", category.spec_digest))
+        for image in category.images:
+            out.extend((f"{key}/image", f"{image.image} {image_id}") for image_id in image.image_ids)
+            if image.mismatch:
+                out.append((f"{key}/imageMismatch", image.mismatch))
+    return out
+
+
 def _suite(report: Report) -> ET.Element:
     suite = ET.Element("testsuite", name=report.name)
+    properties = _properties(report)
+    if properties:
+        holder = ET.SubElement(suite, "properties")
+        for name, text in properties:
+            ET.SubElement(holder, "property", name=name, value=text)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for category in report.categories:
         case = ET.SubElement(

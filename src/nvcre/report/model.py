@@ -193,6 +193,26 @@ class Retest:
 
 
 @dataclass(frozen=True)
+class ImageRun:
+    """An image the category's pods ran: the reference its rendered spec names (or, when the spec
+    names none, the one that ran), the digests it ran as, and what did not match the spec."""
+
+    image: str
+    image_ids: tuple[str, ...]
+    mismatch: str = ""
+
+
+@dataclass(frozen=True)
+class Release:
+    """The run's ``ResourcesReleased`` condition: whether its pods, JobSets, TrainJobs and
+    Job-scoped runtime copies are gone since it ended."""
+
+    released: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class CategoryReport:
     domain: str
     variant: str
@@ -219,6 +239,10 @@ class CategoryReport:
     group_metrics: tuple[GroupMetrics, ...] = ()
     retests: tuple[Retest, ...] = ()
     """The last isolation round's re-tests."""
+    spec_digest: str = ""
+    """The sha256 of the category's Workflow spec as rendered (its configuration)."""
+    images: tuple[ImageRun, ...] = ()
+    """The images its pods really ran."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +276,8 @@ class Report:
     recently); None when they say nothing (:mod:`nvcre.report.history`)."""
     trends: tuple[NodeTrend, ...] = ()
     """Each failed node's last results per category, from its record (:mod:`nvcre.report.trends`)."""
+    release: Release | None = None
+    """Whether the ended run's resources are released; None before it says."""
 
     @property
     def title(self) -> str:

@@ -203,6 +203,29 @@ def _bandwidth(category: CategoryReport) -> list[str]:
     return out
 
 
+def _digest(image_id: str) -> str:
+    """``sha256:`` and 12 hex digits of the digest an imageID or spec digest names; an imageID that
+    names none as it is."""
+    _, at, digest = image_id.rpartition("@")
+    kind, colon, hexdigits = (digest if at else image_id).partition(":")
+    return f"{kind}:{hexdigits[:12]}" if colon and kind == "sha256" else image_id
+
+
+def _provenance(category: CategoryReport) -> list[str]:
+    """The spec digest and each image that ran, by digest; an image that is not what the spec
+    rendered is marked ✗ with why."""
+    if not category.spec_digest and not category.images:
+        return []
+    out = ["", "  Provenance:"]
+    if category.spec_digest:
+        out.append(f"    Spec:  {_digest(category.spec_digest)}")
+    for image in category.images:
+        out.append(f"    {'✗' if image.mismatch else '✓'}  {image.image}")
+        out.extend(f"         {_digest(i)}" for i in image.image_ids)
+        out.extend(f"         {piece}" for piece in textwrap.wrap(image.mismatch, TEXT - 9))
+    return out
+
+
 def category_lines(category: CategoryReport) -> list[str]:
     """The body of one category card, every block in the order of cli.md 4.5."""
     out = [_field("Status:", category.status)]
@@ -241,6 +264,7 @@ def category_lines(category: CategoryReport) -> list[str]:
         out += _diagnosis(category.diagnosis)
     out += _metrics(category.metrics)
     out += _bandwidth(category)
+    out += _provenance(category)
     return out
 
 
@@ -275,8 +299,22 @@ def _summary(report: Report) -> list[str]:
         label = "Failed Nodes:" if index == 0 else ""
         group = f" ({finding.group})" if finding.group else ""
         body.append(f"  {label:<14}{_finding_text(finding)}{group}")
+    body += _release(report)
     body.append(f"  Result:       {report.result}")
     return _card("Summary", body)
+
+
+def _release(report: Report) -> list[str]:
+    """``Released: yes``, or ``no (<reason>)`` and what remains, once the ended run says."""
+    release = report.release
+    if release is None:
+        return []
+    if release.released:
+        return ["  Released:     yes"]
+    return [
+        f"  Released:     no ({release.reason})",
+        *textwrap.wrap(release.message, TEXT, initial_indent=" " * 16, subsequent_indent=" " * 16),
+    ]
 
 
 def _listed(title: str, rows: list[tuple[str, str]]) -> list[str]:

@@ -20,6 +20,7 @@ from nvcre.api.v1alpha1.constants import (
     ReplicatedJob,
 )
 from nvcre.controllers.children import owner_reference
+from nvcre.render.workloadrun.volumes import MPI_SSH_AUTH_VOLUME
 from nvcre.testing.builders import TrainingRuntime, Workflow
 from nvcre.testing.builders import pool_name as pool_name  # re-exported: tests read it here
 from nvcre.testing.nodes import POOL_LABEL as POOL_LABEL  # re-exported: tests read it here
@@ -199,12 +200,21 @@ def _pinned_hosts(pod_spec: dict[str, Any]) -> list[str]:
     return []
 
 
+def _with_ssh_auth_volume(pod_spec: dict[str, Any], trainjob: str) -> None:
+    """The volume of the SSH key Secret Trainer's MPI plugin gives every pod of an MPI runtime
+    (the runtime's containers mount it; the Secret itself is Trainer's)."""
+    volumes = pod_spec.setdefault("volumes", [])
+    if not any(v.get("name") == MPI_SSH_AUTH_VOLUME for v in volumes):
+        volumes.append({"name": MPI_SSH_AUTH_VOLUME, "secret": {"secretName": f"{trainjob}-mpi-ssh-auth"}})
+
+
 def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = True) -> list[dict[str, Any]]:
     """The pods JobSet would run for ``trainjob`` (as nvcre rendered it) on ``runtime``.
 
     Each replicated job of the TrainingRuntime gets its pod template with the TrainJob's runtime
     patches applied in order (so every label, affinity and toleration comes from what the
-    controllers wrote; nothing is set here by hand), plus JobSet's own labels; the worker job
+    controllers wrote; nothing is set here by hand), plus JobSet's own labels (and, under an MPI
+    runtime, the SSH key volume Trainer's MPI plugin adds); the worker job
     has ``trainer.numNodes`` pods, any other (the MPI launcher) one. With ``bind``, each pod is
     bound to a node as the scheduler would: the hosts of its pinned node affinity in order (the
     launcher beside the first worker). Without a scheduler, Trainer or JobSet in the test control
@@ -235,6 +245,8 @@ def pods_of(trainjob: dict[str, Any], runtime: dict[str, Any], *, bind: bool = T
                 REPLICATED_JOB_LABEL: job["name"],
             }
             pod_spec = copy.deepcopy(template.get("spec") or {})
+            if "mpi" in (runtime["spec"].get("mlPolicy") or {}):
+                _with_ssh_auth_volume(pod_spec, name)
             if bind and index < len(hosts):
                 pod_spec["nodeName"] = hosts[index]
             pods.append(

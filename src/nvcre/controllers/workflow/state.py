@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import Default
+from nvcre.api.v1alpha1.constants import Default, EventReason, EventType
 from nvcre.controllers.context import Context
+from nvcre.decide import provenance
 from nvcre.objects import Obj
 from nvcre.runtime.informer import Informer
 
@@ -70,6 +71,8 @@ class WorkflowState:
     dependency_refs: list[dict[str, Any]] = field(default_factory=list)
     refs: dict[str, Any] = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
+    images: list[dict[str, Any]] = field(default_factory=list)
+    """``status.provenance.images``: what the run's pods really ran."""
 
     @classmethod
     def of(cls, ctx: Context, caches: Caches, workflow: Obj) -> WorkflowState:
@@ -80,6 +83,7 @@ class WorkflowState:
             workflow,
             copy.deepcopy(status.get("orchestration") or {}),
             copy.deepcopy(status.get("dependencyRefs") or []),
+            images=copy.deepcopy((status.get("provenance") or {}).get("images") or []),
         )
 
     @property
@@ -126,6 +130,14 @@ class WorkflowState:
     def timestamp(self) -> str:
         """Now on the controllers' clock, as the Workflow status writes times."""
         return self.ctx.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def observe_images(self, spec: dict[str, Any], jobs: list[Obj]) -> None:
+        """Add the images ``jobs`` ran to the provenance, against what ``spec`` (the resolved spec
+        their Jobs were rendered from) names; a new mismatch is a Warning."""
+        ran = [i for job in jobs for i in (job.get("status") or {}).get("images") or ()]
+        before, self.images = self.images, provenance.fold(self.images, provenance.rendered_images(spec), ran)
+        for message in provenance.new_mismatches(before, self.images):
+            self.emit(EventType.WARNING, EventReason.IMAGE_MISMATCH, message)
 
     def emit(self, type_: str, reason: str, message: str) -> None:
         """An event about the Workflow, emitted after this reconcile's next successful write."""
@@ -190,4 +202,5 @@ class WorkflowState:
         else:
             status.pop("dependencyRefs", None)
         status["namespace"] = self.namespace
+        status["provenance"] = provenance.status(self.spec, self.images)
         status.update(copy.deepcopy(self.refs))
