@@ -63,6 +63,7 @@ from nvcre.testing.waiting import wait_for
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
 NODES = 8
 FAULTY = "gpu-node-005"
+GANG_PARTNER = "gpu-node-004"
 GROUP_SIZE = 2
 BIG = 16
 XID_NODE = "gpu-node-010"
@@ -317,6 +318,32 @@ class TestEightNodesOneNcclError:
             lambda: not _left(kube, namespace), 180,
             what="the garbage collector to remove the Workflow, Jobs, TrainJobs, JobSets, batch Jobs, pods",
         )  # fmt: skip
+
+    def test_under_a_gang_scheduler_a_failed_mpirun_still_fails_its_group_at_once(self, box: Sandbox) -> None:
+        """Under a gang scheduler the launcher Job may start again while its workers are slow to
+        start (backoffLimit 6), yet mpirun's own failure fails it through the podFailurePolicy:
+        one launcher pod, the Job failed by the policy, the group failed."""
+        kube = box.client()
+        with Seen(box.client, "default", {"batch Job": BatchJob, "Pod": Pod}) as seen:
+            namespace, name = _basic(
+                kube,
+                gangScheduler={"schedulerName": "kai-scheduler"},
+                target={"nodeNames": [GANG_PARTNER, FAULTY]},
+                orchestration={"isolation": "Off"},
+            )
+            wait_true(kube, resources.WorkloadRun, name, namespace, "Failed", timeout=300)
+        (launcher,) = [
+            b for b in seen.of("batch Job") if b["metadata"]["labels"][REPLICATED_JOB] == "launcher"
+        ]
+        assert launcher["spec"]["backoffLimit"] == 6
+        failed = [c for c in launcher["status"].get("conditions") or () if c["type"] == "Failed"]
+        assert [(c["status"], c["reason"]) for c in failed] == [("True", "PodFailurePolicy")], launcher[
+            "status"
+        ]
+        tried = [p for p in seen.of("Pod") if p["metadata"]["labels"][REPLICATED_JOB] == "launcher"]
+        assert [p["spec"]["schedulerName"] for p in tried] == ["kai-scheduler"], "mpirun ran once"
+        kube.delete(resources.WorkloadRun, name, namespace=namespace)
+        wait_for(lambda: not _left(kube, namespace), 180, what="the run's objects removed")
 
 
 def _workload_fails(kube: Client) -> tuple[str, str]:
