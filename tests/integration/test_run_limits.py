@@ -30,6 +30,7 @@ from nvcre.testing.inspect import finish_job, get, jobs_of, true_condition, wait
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import workflow as workflow_doc
 
 LIMIT = 3
 ALL_REDUCE = category("communication", "nccl-all-reduce")
@@ -130,6 +131,23 @@ def test_a_workloadrun_over_its_node_limit_is_refused_and_one_within_it_runs(
     wait_for(lambda: len(jobs_of(kube, namespace, "within")) == LIMIT + 1 or None, 60, what="4 Jobs")
 
 
+def test_a_workflow_keeps_its_runs_limit_at_its_own_discovery(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """A node that joins the target after the run counted it still counts: the Workflow checks
+    the limit it carries again when it discovers its nodes."""
+    pool, _ = new_pool(gpu_nodes, 2)
+    doc = workflow_doc("grown", namespace, pool, 1, orchestration={"maxNodes": 1})
+    kube.create(resources.Workflow.from_dict(doc))
+    failed = wait_true(kube, resources.Workflow, "grown", namespace, "Failed", timeout=30)
+    assert true_condition(failed) == (
+        "Failed",
+        "TooManyNodes",
+        "the target resolves to 2 nodes, more than the run's limit of 1 (spec.orchestration.maxNodes)",
+    )
+    assert not list(kube.list(resources.Job, namespace=namespace))
+
+
 def test_a_certification_past_its_deadline_stops_and_keeps_what_was_judged(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
@@ -150,7 +168,8 @@ def test_a_certification_past_its_deadline_stops_and_keeps_what_was_judged(
         f"Deadline {format_time(created + timedelta(seconds=45))} passed: 0 of 2 groups judged; "
         "running groups stopped, not judged: group-0, group-1"
     )
-    assert workflow["spec"]["orchestration"]["deadlineTime"] == format_time(created + timedelta(seconds=45))
+    promises = {k: workflow["spec"]["orchestration"].get(k) for k in ("deadlineTime", "maxNodes")}
+    assert promises == {"deadlineTime": format_time(created + timedelta(seconds=45)), "maxNodes": LIMIT}
 
     (judged,) = wait_for(lambda: sorted(jobs_of(kube, namespace, first)) or None, 30, what="category 1's Job")
     finish_job(kube, namespace, judged)

@@ -45,16 +45,21 @@ def run(**spec: Any) -> dict[str, Any]:
 def test_the_spec_limit_wins_over_the_managers_and_zero_is_none(
     spec: dict[str, Any], default: int, refusal: str | None
 ) -> None:
-    assert limits.too_many_nodes(9, spec, default) == refusal
+    assert limits.too_many_nodes(9, limits.node_limit(spec, default)) == refusal
 
 
 def test_the_deadline_counts_from_creation_rounded_up_to_a_whole_second() -> None:
     assert limits.deadline_of(run(deadline="1h30m")) == datetime(2026, 1, 1, 1, 30, tzinfo=UTC)
     assert limits.deadline_of(run(deadline="1500ms")) == datetime(2026, 1, 1, 0, 0, 2, tzinfo=UTC)
     assert limits.deadline_of(run()) is None
-    workflow = limits.with_deadline({"spec": {"orchestration": {}}}, limits.deadline_of(run(deadline="90s")))
-    assert workflow["spec"]["orchestration"]["deadlineTime"] == "2026-01-01T00:01:30Z"
+    limit = limits.node_limit({}, 8)
+    workflow = limits.with_promises({"spec": {}}, limits.deadline_of(run(deadline="90s")), limit)
+    assert workflow["spec"]["orchestration"] == {"deadlineTime": "2026-01-01T00:01:30Z", "maxNodes": 8}
     assert limits.workflow_deadline(workflow) == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+    assert limits.too_many_nodes(9, limits.workflow_limit(workflow)) == (
+        "the target resolves to 9 nodes, more than the run's limit of 8 (spec.orchestration.maxNodes)"
+    )
+    assert limits.with_promises({"spec": {}}, None, None) == {"spec": {"orchestration": {}}}
 
 
 def job(name: str, condition: str | None = None) -> dict[str, Any]:

@@ -259,7 +259,8 @@ class CertificationController:
                 statuses,
             )
             return None
-        refusal = limits.too_many_nodes(len(found.nodes), cert["spec"], self.max_nodes_per_run)
+        limit = limits.node_limit(cert["spec"], self.max_nodes_per_run)
+        refusal = limits.too_many_nodes(len(found.nodes), limit)
         if refusal is not None:
             await self._write_state(
                 cert, ConditionType.FAILED, CertificationReason.TOO_MANY_NODES, refusal, statuses
@@ -267,7 +268,7 @@ class CertificationController:
             return None
         name = render.name
         namespace = cert["metadata"]["namespace"]
-        body = limits.with_deadline(render.workflow, limits.deadline_of(cert))
+        body = limits.with_promises(render.workflow, limits.deadline_of(cert), limit)
         try:
             created = await create_controlled(self.ctx.client, resources.Workflow, body, cert)
         except HolderTerminating:

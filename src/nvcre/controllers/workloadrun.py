@@ -161,11 +161,12 @@ class WorkloadRunController:
         except (BuildError, ValidationError, ValueError) as error:
             await self._fail(run, WorkloadRunReason.BUILD_FAILED, f"workloadrun {name}: {error}")
             return None
-        refusal = limits.too_many_nodes(count, run["spec"], self.max_nodes_per_run)
+        limit = limits.node_limit(run["spec"], self.max_nodes_per_run)
+        refusal = limits.too_many_nodes(count, limit)
         if refusal is not None:
             await self._fail(run, WorkloadRunReason.TOO_MANY_NODES, refusal)
             return None
-        body = limits.with_deadline(render.workflow, deadline)
+        body = limits.with_promises(render.workflow, deadline, limit)
         try:
             created = await create_controlled(self.ctx.client, resources.Workflow, body, run)
         except HolderTerminating:

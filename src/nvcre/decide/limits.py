@@ -3,7 +3,8 @@
 Certification and WorkloadRun share both: ``spec.maxNodes`` (else the manager's
 ``--max-nodes-per-run``) is checked against the nodes the target resolves to before a Workflow is
 created; ``spec.deadline`` counts from the run's creation, and its Workflows carry the instant as
-``spec.orchestration.deadlineTime``, which the Workflow controller enforces on its Jobs.
+``spec.orchestration.deadlineTime``, which the Workflow controller enforces on its Jobs; they
+carry the node limit too (``spec.orchestration.maxNodes``), checked again at their own discovery.
 """
 
 from __future__ import annotations
@@ -36,9 +37,14 @@ def node_limit(spec: Mapping[str, Any], default: int) -> NodeLimit | None:
     return NodeLimit(default, f"the manager's {MAX_NODES_FLAG}") if default > 0 else None
 
 
-def too_many_nodes(count: int, spec: Mapping[str, Any], default: int) -> str | None:
+def workflow_limit(workflow: Obj) -> NodeLimit | None:
+    """A Workflow's ``spec.orchestration.maxNodes`` (its run's limit); None when it has none."""
+    value = ((workflow.get("spec") or {}).get("orchestration") or {}).get("maxNodes")
+    return NodeLimit(int(value), "spec.orchestration.maxNodes") if value else None
+
+
+def too_many_nodes(count: int, limit: NodeLimit | None) -> str | None:
     """Why a run whose target resolves to ``count`` nodes must not start; None when it may."""
-    limit = node_limit(spec, default)
     if limit is None or count <= limit.nodes:
         return None
     return (
@@ -80,10 +86,14 @@ def deadline_message(run: Obj) -> str:
     )
 
 
-def with_deadline(workflow: Obj, deadline: datetime | None) -> Obj:
-    """``workflow`` (a body about to be created) carrying the run's deadline."""
+def with_promises(workflow: Obj, deadline: datetime | None, limit: NodeLimit | None) -> Obj:
+    """``workflow`` (a body about to be created) carrying the run's deadline and node limit, which
+    it keeps itself (a node that joins the target after the run counted it still counts)."""
+    orchestration = workflow["spec"].setdefault("orchestration", {})
     if deadline is not None:
-        workflow["spec"].setdefault("orchestration", {})["deadlineTime"] = format_time(deadline)
+        orchestration["deadlineTime"] = format_time(deadline)
+    if limit is not None:
+        orchestration["maxNodes"] = limit.nodes
     return workflow
 
 

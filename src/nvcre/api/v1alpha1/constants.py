@@ -384,6 +384,8 @@ class WorkflowReason:
     """A diagnosis stopped at ``diagnose.maxRounds`` or ``diagnose.deadline``."""
     DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
     """``orchestration.deadlineTime`` passed: unfinished Jobs deleted, their groups not judged."""
+    TOO_MANY_NODES: Final = "TooManyNodes"
+    """The target resolves to more nodes than ``orchestration.maxNodes``; no Job was created."""
 
 
 class JobReason:

@@ -52,6 +52,14 @@ class OrchestrationSpec(NvcreModel):
     iterations: int = Field(default=1, ge=1)
     placement: Placement | None = Field(default=None, description="Pinned (default) or Unpinned.")
     isolation: Toggle | None = Field(default=None, description=ISOLATION)
+    max_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The most nodes the Workflow may take (its owner's limit): a target that resolves to "
+            "more fails it TooManyNodes before any Job exists."
+        ),
+    )
     deadline_time: str | None = Field(
         default=None,
         description=(

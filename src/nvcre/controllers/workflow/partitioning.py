@@ -9,6 +9,7 @@ from nvcre.api.v1alpha1.constants import ConditionType, EventReason, EventType, 
 from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.workflow.diagnosing import first_round
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.decide import limits
 from nvcre.orchestration.capacity import Exclusions, filter_capacity, no_capacity_message, requested_gpus
 from nvcre.orchestration.dependencies import DependencyScopeError
 from nvcre.orchestration.discovery import discover, labels_of, name_of
@@ -83,6 +84,9 @@ async def discover_and_partition(state: WorkflowState) -> Result:
         raise Failure(
             WorkflowReason.NODE_DISCOVERY_ERROR, "No target nodes found matching orchestration target"
         )
+    refusal = limits.too_many_nodes(len(found.nodes), limits.workflow_limit(state.workflow))
+    if refusal is not None:
+        raise Failure(WorkflowReason.TOO_MANY_NODES, refusal)
     platform = detect_platform(found.nodes)
     if platform.heterogeneous:
         raise Failure(WorkflowReason.HETEROGENEOUS_PLATFORM, platform.message)
