@@ -205,7 +205,9 @@ def _images(workflow: dict[str, Any]) -> set[str]:
     return found
 
 
-def _render(nodes: list[dict[str, Any]], pods: list[dict[str, Any]] | None) -> Any:
+def _render(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]] | None, variant: str = "nccl-all-reduce"
+) -> Any:
     cert = Certification.model_validate(
         {
             "apiVersion": "nvcre.nvidia.com/v1alpha1",
@@ -213,7 +215,12 @@ def _render(nodes: list[dict[str, Any]], pods: list[dict[str, Any]] | None) -> A
             "metadata": {"name": "c1", "namespace": "nvcre"},
             "spec": {
                 "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-                "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+                "categories": [
+                    {
+                        "domain": "communication" if variant.startswith("nccl") else "training",
+                        "variant": variant,
+                    }
+                ],
             },
         }
     )
@@ -245,3 +252,12 @@ def test_the_render_takes_the_plugins_cuda_major_and_warns_what_it_could_not_det
     ]
     annotations = json.dumps(bare.workflow["spec"])
     assert '\\"network\\": \\"vpc8\\"' in annotations
+
+
+@pytest.mark.parametrize(
+    ("tag", "image"), [("v1.0.16", "pytorch:25.06-py3"), ("v1.0.17", "pytorch:25.08-py3")]
+)
+def test_training_follows_the_plugin_too(tag: str, image: str) -> None:
+    nodes = [gpu_node(name, NICS) for name in ("a", "b", "c", "d")]
+    rendered = _render(nodes, [installer(n, tag) for n in ("a", "b", "c", "d")], "nemotron5-8b")
+    assert _images(rendered.workflow) == {f"nvcr.io/nvidia/{image}"}
