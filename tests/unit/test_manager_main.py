@@ -137,3 +137,11 @@ def test_measurement_workers_must_be_positive(capsys: pytest.CaptureFixture[str]
         main(["--measurement-max-concurrent-reconciles=0"])
     assert exited.value.code == 2
     assert "--measurement-max-concurrent-reconciles must be greater than 0, got 0" in capsys.readouterr().err
+
+
+def test_release_timeout_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args([]).release_timeout == 600
+    with pytest.raises(SystemExit) as exited:
+        main(["--release-timeout=0"])
+    assert exited.value.code == 2
+    assert "--release-timeout must be positive, got 0" in capsys.readouterr().err
