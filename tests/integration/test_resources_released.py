@@ -22,9 +22,10 @@ from lightkube.resources.core_v1 import Pod
 
 from nvcre import resources
 from nvcre.conditions import condition_of
-from nvcre.testing.builders import WorkloadRun, new_pool
+from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, trainjob_of, wait_true
+from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, jobs_of, trainjob_of, wait_true
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods
@@ -200,3 +201,33 @@ def test_run_cleanup_waits_for_the_release_and_the_report_says_it(
     assert lines[waited + 1] == "[cleanup] Resources released."
     assert "│  Released:     yes" in err[err.index("Summary") :]
     assert lines[-1] == "[cleanup] Done."
+
+
+def test_a_certification_says_what_its_workflows_say(
+    kube: Client, namespace: str, gpu_nodes: Any, default_manager: ManagerProcess
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    all_reduce = category("communication", "nccl-all-reduce")
+    cert = Certification("cert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
+    kube.create(resources.Certification.from_dict(cert.obj()))
+    workflow = certification_workflow_name("cert", "communication", "nccl-all-reduce")
+    (job,) = wait_for(
+        lambda: sorted(jobs_of(kube, namespace, workflow)) or None, 60, what=f"{workflow}'s Job"
+    )
+    trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
+    pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, trainjob))
+    assert len(pods) == 3, "the MPI launcher and two workers"
+    finish_workflow_jobs(kube, namespace, workflow, 1)
+    wait_true(kube, resources.Certification, "cert", namespace, "Succeeded", timeout=90)
+
+    waiting = (
+        "False",
+        "Releasing",
+        f"4 of the run's objects remain: 3 Pods ({', '.join(pods)}), 1 JobSet ({trainjob})",
+    )
+    wait_released(kube, resources.Certification, "cert", namespace, waiting)
+    assert released(kube, resources.Workflow, workflow, namespace) == waiting
+    kube.delete(resources.JobSet, trainjob, namespace=namespace)
+    for pod in pods:
+        delete_pod(kube, pod, namespace)
+    wait_released(kube, resources.Certification, "cert", namespace, RELEASED)
