@@ -1,8 +1,8 @@
 """A DRA-only cluster: GPU nodes known only by the NVIDIA DRA driver's ResourceSlices.
 
 Such a node carries no GPU Operator label (``nvidia.com/gpu.present``, ``nvidia.com/gpu.product``)
-and no ``nvidia.com/gpu`` allocatable; the Certification and Workflow controllers discover it by
-its ``gpu.nvidia.com`` ResourceSlice (resource.k8s.io/v1) and read its product there.
+and no ``nvidia.com/gpu`` allocatable; the Certification, WorkloadRun and Workflow controllers
+discover it by its ``gpu.nvidia.com`` ResourceSlice (resource.k8s.io/v1) and read its product there.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lightkube.resources.resource_v1 import ResourceSlice
 
 from nvcre import resources
 from nvcre.naming import certification_workflow_name
-from nvcre.testing.builders import Certification, category, new_pool
+from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.nodes import gpu_resource_slice
 from nvcre.testing.waiting import wait_for
@@ -69,3 +69,31 @@ def test_a_certification_runs_on_nodes_known_by_their_resource_slices(
     workflow = get(kube, resources.Workflow, name, namespace)
     trainer = workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]
     assert trainer["args"][:5] == ["diag", "--host", "nvidia-dcgm.gpu-operator.svc:5555", "--run", "3"]
+
+
+def test_a_workload_run_sizes_itself_for_the_product_its_resource_slices_publish(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, slices: list[str]
+) -> None:
+    pool, nodes = new_pool(gpu_nodes, 2, dra=True)
+    for node in nodes:
+        created = kube.create(gpu_resource_slice(node, H100, 8))
+        slices.append(str(created.metadata.name if created.metadata else ""))
+    mpi = {"mpi": {"mpirunPath": "/usr/local/mpi/bin/mpirun", "binary": "/usr/local/bin/all_reduce_perf_mpi"}}
+    run = WorkloadRun("dra-run").namespace(namespace).framework(mpi).nodes(2).pool(pool).obj()
+    kube.create(resources.WorkloadRun.from_dict(run))
+
+    # an H100 node gets H100's 8 GPUs per node (an unknown architecture would get 4)
+    status = wait_for(
+        lambda: (
+            (s := get(kube, resources.WorkloadRun, "dra-run", namespace).get("status") or {}).get(
+                "detectedGPUArchitecture"
+            )
+            and s
+        ),
+        60,
+        what="the run's detected architecture (from its Workflow)",
+    )
+    assert (status["resolvedGpusPerNode"], status["detectedGPUArchitecture"]) == (8, "h100")
+    workflow = get(kube, resources.Workflow, "dra-run", namespace)
+    groups = workflow["status"]["orchestration"]["groups"]
+    assert sorted(n for g in groups for n in g["nodes"]) == nodes

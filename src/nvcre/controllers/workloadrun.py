@@ -34,12 +34,14 @@ from nvcre.controllers import indexes
 from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
 from nvcre.controllers.context import REQUEUE, Context
 from nvcre.controllers.releases import write_release
+from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.verdict_writes import set_validation
 from nvcre.decide import limits, release
 from nvcre.decide.certification import RECORDED_FIELDS
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
+from nvcre.platform.dra import GPUInventory
 from nvcre.render.workloadrun import BuildError, WorkloadRunRender, build_workflow
 from nvcre.runtime.controller import Controller, Result, owned_by
 from nvcre.runtime.errors import is_invalid
@@ -140,14 +142,15 @@ class WorkloadRunController:
 
     # -- first pass: build and create ---------------------------------------------------------
 
-    def _render(self, run: Obj) -> tuple[WorkloadRunRender, int]:
-        """The run's Workflow, and how many nodes its target resolves to."""
+    def _render(self, run: Obj, dra: GPUInventory) -> tuple[WorkloadRunRender, int]:
+        """The run's Workflow, and how many nodes its target resolves to (``dra``: the GPUs of
+        nodes without GPU labels)."""
         model = WorkloadRun.model_validate(run)
         target = model.spec.target.to_dict() if model.spec.target else None
         # Best effort: with no matching node the Workflow is still created and fails with
         # NodeDiscoveryError, which the run then mirrors (the reference behaves the same).
-        nodes = discover(self.nodes.items(), target).nodes
-        return build_workflow(model, nodes, resolve=False), len(nodes)
+        nodes = discover(self.nodes.items(), target, dra).nodes
+        return build_workflow(model, nodes, resolve=False, gpu_products=dra.products), len(nodes)
 
     async def _build(self, run: Obj) -> Result | None:
         name = run["metadata"]["name"]
@@ -157,7 +160,7 @@ class WorkloadRunController:
             await self._fail(run, WorkloadRunReason.DEADLINE_EXCEEDED, limits.deadline_message(run))
             return None
         try:
-            render, count = self._render(run)
+            render, count = self._render(run, await gpu_inventory(self.ctx.client))
         except (BuildError, ValidationError, ValueError) as error:
             await self._fail(run, WorkloadRunReason.BUILD_FAILED, f"workloadrun {name}: {error}")
             return None

@@ -180,6 +180,7 @@ def build_workflow(
     resolve: bool,
     platform: str | None = None,
     gpu_arch: str | None = None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> WorkloadRunRender:
     """The Workflow a WorkloadRun creates. Pure; raises ``BuildError`` naming the field.
 
@@ -188,6 +189,7 @@ def build_workflow(
     from a majority vote over ``nvidia.com/gpu.product``. ``None`` means offline: no cluster, the
     architecture comes from ``gpu_arch`` or the target's nodeSelector, and the platform from
     ``platform`` (``--platform``) or stays unknown. ``platform``/``gpu_arch`` win over detection.
+    ``gpu_products`` (from DRA ResourceSlices) stands in for a node's missing product label.
 
     Platform ``preCommand``/``mpiArgs`` of the matching override rows are baked into the trainer;
     the rest of the table, then ``spec.overrides``, go to the Workflow's ``spec.overrides``. With
@@ -195,7 +197,7 @@ def build_workflow(
     dropped and the persisted scheduling contract is checked, as the Workflow controller would.
     """
     kind = _check(run)
-    detection, events = detect(run.spec, nodes, platform, gpu_arch)
+    detection, events = detect(run.spec, nodes, platform, gpu_arch, gpu_products)
     parts = _assemble(run, kind, detection)
     if not resolve:
         return WorkloadRunRender(parts.workflow, detection, False, events)

@@ -44,13 +44,16 @@ class Detection:
 
 
 def _architecture(
-    spec: WorkloadRunSpec, nodes: Sequence[Mapping[str, Any]] | None, forced: str | None
+    spec: WorkloadRunSpec,
+    nodes: Sequence[Mapping[str, Any]] | None,
+    forced: str | None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> str:
     if forced:
         return forced
     selector = spec.target.node_selector if spec.target else None
     if nodes is not None:
-        arch = detect_gpu_architecture(nodes).architecture
+        arch = detect_gpu_architecture(nodes, gpu_products).architecture
         if arch != UNKNOWN_ARCHITECTURE:
             return arch
         return architecture_from_node_selector(selector) or arch
@@ -85,10 +88,13 @@ def detect(
     nodes: Sequence[Mapping[str, Any]] | None,
     platform: str | None,
     gpu_arch: str | None,
+    gpu_products: Mapping[str, str] | None = None,
 ) -> tuple[Detection, tuple[Event, ...]]:
+    """``gpu_products`` (node name -> product, from DRA ResourceSlices) stands in for the product
+    label of a node without one."""
     if platform is None:
         platform = detect_platform(nodes).platform if nodes is not None else ""
-    arch = _architecture(spec, nodes, gpu_arch)
+    arch = _architecture(spec, nodes, gpu_arch, gpu_products)
     defaults = resolve_gpu_defaults(
         arch,
         platform,
