@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nvcre.orchestration import diagnose as dg
 from nvcre.orchestration.completion import may_be_transient
-from nvcre.testing.diagnose import Fleet, fleet_of, run
+from nvcre.testing.diagnose import Fleet, fleet_of, run, run_linked
 
 
 def failed_names(verdict: dg.Verdict) -> list[str]:
@@ -188,32 +188,16 @@ def test_no_healthy_reference() -> None:
     assert failed_names(result.verdict) == ["node-000", "node-001"]
 
 
-def diagnose_links(
-    domains: dict[str, list[str]], links: dict[str, list[str]], *pairs: tuple[str, str]
-) -> tuple[list[tuple[str, tuple[dg.Group, ...]]], dg.Step]:
-    """A diagnosis of ``domains`` (as labelled) whose groups fail when they hold both ends of a
-    bad link: ``links`` names sets of nodes (pseudo-domains of the model fleet), ``pairs`` the
-    bad links between them."""
-    labelled = Fleet(domains)
-    rest = [n for nodes in domains.values() for n in nodes if not any(n in s for s in links.values())]
-    inner = Fleet({**links, "rest": rest}, links={frozenset(p) for p in pairs})
-    step = dg.start(labelled.labels, "k", "t")
-    rounds = []
-    while step.verdict is None:
-        rounds.append((str(step.status["stage"]), step.groups))
-        step = dg.advance(step.status, [inner.result(g) for g in step.groups], dg.Settings())
-    return rounds, step
-
-
 EIGHT = {"block-0": list("abcdefgh"), "block-1": ["i", "j"]}
 
 
 def test_link_between_halves_too_small_to_probe_is_found_by_bisection() -> None:
-    rounds, step = diagnose_links(
+    result = run_linked(
         {"block-0": ["a", "b", "c", "d"], "block-1": ["e", "f"]},
         {"h1": ["a", "b"], "h2": ["c", "d"]},
         ("h1", "h2"),
     )
+    rounds, step = result.rounds, result.step
     assert step.verdict is not None and step.verdict.failed == ()
     assert step.verdict.message == "Diagnosis complete: 1 infrastructure faults detected"
     (fault,) = step.status["infrastructureFaults"]
@@ -224,7 +208,8 @@ def test_link_between_halves_too_small_to_probe_is_found_by_bisection() -> None:
 def test_cross_boundary_probing_narrows_a_link_to_the_failing_mix() -> None:
     """Halves [a-d] and [e-h] pass alone: mix0 = [a, b] + [e, f] passes, mix1 = [c, d] + [g, h]
     fails, so the link lies between [c, d] and [g, h], not between the whole halves."""
-    rounds, step = diagnose_links(EIGHT, {"q2": ["c", "d"], "q4": ["g", "h"]}, ("q2", "q4"))
+    result = run_linked(EIGHT, {"q2": ["c", "d"], "q4": ["g", "h"]}, ("q2", "q4"))
+    rounds, step = result.rounds, result.step
     assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
     assert [(g.name, g.nodes) for g in rounds[2][1]] == [
         ("cross-0-mix0", ("a", "b", "e", "f")),
@@ -244,7 +229,8 @@ def test_cross_boundary_probing_narrows_a_link_to_the_failing_mix() -> None:
 
 
 def test_cross_boundary_probing_both_mixes_fail_keeps_the_sides() -> None:
-    rounds, step = diagnose_links(EIGHT, {"x": list("abcd"), "y": list("efgh")}, ("x", "y"))
+    result = run_linked(EIGHT, {"x": list("abcd"), "y": list("efgh")}, ("x", "y"))
+    rounds, step = result.rounds, result.step
     assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
     (fault,) = step.status["infrastructureFaults"]
     assert fault == {
@@ -256,7 +242,8 @@ def test_cross_boundary_probing_both_mixes_fail_keeps_the_sides() -> None:
 
 
 def test_cross_boundary_probing_both_mixes_pass_is_transient() -> None:
-    rounds, step = diagnose_links(EIGHT, {"q1": ["a", "b"], "q4": ["g", "h"]}, ("q1", "q4"))
+    result = run_linked(EIGHT, {"q1": ["a", "b"], "q4": ["g", "h"]}, ("q1", "q4"))
+    rounds, step = result.rounds, result.step
     assert [s for s, _ in rounds] == ["intra-screening", "bisection", "cross-boundary"]
     assert step.verdict is not None and step.verdict.succeeded
     assert step.verdict.message == dg.CROSS_BOUNDARY_CLEARED
@@ -272,9 +259,10 @@ def test_cross_boundary_probing_stops_after_four_rounds() -> None:
     """128 nodes, a link between node-000 and node-064: probing halves the sides 64 -> 32 -> 16 ->
     8 -> 4 in four rounds and records the fault between the sides of four it reached."""
     nodes = [f"node-{i:03d}" for i in range(128)]
-    rounds, step = diagnose_links(
+    result = run_linked(
         {"big": nodes, "small": ["z1", "z2"]}, {"x": ["node-000"], "y": ["node-064"]}, ("x", "y")
     )
+    rounds, step = result.rounds, result.step
     stages = [s for s, _ in rounds]
     assert stages == ["intra-screening", "bisection", *["cross-boundary"] * dg.MAX_PROBE_ROUNDS]
     assert [len(groups[0].nodes) for _, groups in rounds[2:]] == [64, 32, 16, 8]
@@ -399,7 +387,8 @@ def test_a_link_inside_a_domain_never_blames_a_node(size: int, data: st.DataObje
     has the two ends on opposite sides."""
     nodes = [f"node-{i:03d}" for i in range(size)]
     x, y = data.draw(st.lists(st.sampled_from(nodes), min_size=2, max_size=2, unique=True))
-    rounds, step = diagnose_links({"big": nodes, "small": ["z1", "z2"]}, {"x": [x], "y": [y]}, ("x", "y"))
+    result = run_linked({"big": nodes, "small": ["z1", "z2"]}, {"x": [x], "y": [y]}, ("x", "y"))
+    rounds, step = result.rounds, result.step
     assert step.verdict is not None and step.verdict.failed == ()
     assert sorted(step.verdict.healthy) == sorted([*nodes, "z1", "z2"])
     for fault in step.status.get("infrastructureFaults") or ():

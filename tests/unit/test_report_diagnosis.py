@@ -64,3 +64,19 @@ def test_an_inconclusive_diagnosis() -> None:
     found = _json(_with_status(done.status))
     assert found["outcome"] == "Inconclusive"
     assert [t["group"] for t in found["transientFailures"]] == ["screen-0", "inter-domain"]
+
+
+def test_cross_boundary_probing_inside_a_domain() -> None:
+    """A link narrowed to the nodes that fail only together, and one whose mixes both passed."""
+    nodes = [f"gpu-node-{i:03d}" for i in range(8)]
+    domains = {"gpu-node-block-0": nodes, "gpu-node-block-1": ["gpu-node-008", "gpu-node-009"]}
+    narrowed = model.run_linked(domains, {"x": nodes[2:4], "y": nodes[6:8]}, ("x", "y"))
+    lines = _block(_with_status(narrowed.status))
+    assert "    Infra:    gpu-node-block-0: [gpu-node-002, gpu-node-003]..." in lines
+    assert _json(_with_status(narrowed.status))["infrastructureFaults"] == [
+        "gpu-node-block-0: [gpu-node-002, gpu-node-003] vs [gpu-node-006, gpu-node-007] (cross-boundary)"
+    ]
+    missed = model.run_linked(domains, {"x": nodes[0:2], "y": nodes[6:8]}, ("x", "y"))
+    lines = _block(_with_status(missed.status))
+    assert "    Outcome:  Inconclusive" in lines
+    assert "    Transient: cross-0 (round 3) both mixes passed, not blamed" in lines

@@ -157,7 +157,8 @@ def _diagnosis(diagnosis: Diagnosis) -> list[str]:
     for fault in diagnosis.infra:
         out.append(f"    Infra:    {fault}")
     for seen in diagnosis.transient:
-        out.append(f"    Transient: {seen.group} (round {seen.round}) passed on re-test, not blamed")
+        how = "both mixes passed" if seen.stage == "cross-boundary" else "passed on re-test"
+        out.append(f"    Transient: {seen.group} (round {seen.round}) {how}, not blamed")
     if diagnosis.max_bw:
         out.append(f"    Max BW:   {diagnosis.max_bw}")
     if diagnosis.min_bw:

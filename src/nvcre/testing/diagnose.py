@@ -82,3 +82,23 @@ def run(
         step = dg.advance(step.status, [fleet.result(g) for g in step.groups], config)
         check(step)
     return Run(rounds, step)
+
+
+def run_linked(
+    domains: dict[str, list[str]],
+    ends: dict[str, list[str]],
+    *links: tuple[str, str],
+    config: dg.Settings = DEFAULT,
+) -> Run:
+    """The whole diagnosis of ``domains`` (as labelled) when bad links run inside them: a group
+    fails when it holds both ends of one. ``ends`` names sets of nodes, ``links`` the bad pairs of
+    those sets."""
+    rest = [n for nodes in domains.values() for n in nodes if not any(n in e for e in ends.values())]
+    linked = Fleet({**ends, "rest": rest}, links={frozenset(pair) for pair in links})
+    step = dg.start(Fleet(domains).labels, TOPOLOGY_KEY, "2026-01-01T00:00:00Z")
+    rounds = []
+    while step.verdict is None:
+        rounds.append((str(step.status["stage"]), step.groups))
+        assert len(rounds) < 100, "the machine does not end"
+        step = dg.advance(step.status, [linked.result(g) for g in step.groups], config)
+    return Run(rounds, step)
