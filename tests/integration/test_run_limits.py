@@ -30,6 +30,7 @@ from nvcre.testing.inspect import finish_job, get, jobs_of, true_condition, wait
 from nvcre.testing.kwok import Kwok
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
+from nvcre.testing.workloads import pool_name
 from nvcre.testing.workloads import workflow as workflow_doc
 
 LIMIT = 3
@@ -215,6 +216,15 @@ def test_a_certification_past_its_deadline_stops_and_keeps_what_was_judged(
     assert data["categories"][0]["jobs"] == 1 and data["result"] == "FAILED"
     assert "│  Status:    Succeeded " in report.stdout and "│  Categories:   1/3 passed " in report.stdout
     assert f"│  Reason:    {stop[:29]}" in report.stdout
+
+
+def test_a_deadline_ends_the_wait_for_nodes(kube: Client, namespace: str, manager: Any) -> None:
+    """No node matches: the Certification would wait five minutes; its deadline ends it sooner."""
+    kube.create(certification("waits", namespace, pool_name(), ALL_REDUCE, deadline="3s"))
+    failed = wait_true(kube, resources.Certification, "waits", namespace, "Failed", timeout=60)
+    assert true_condition(failed) == ("Failed", "DeadlineExceeded", deadline_message(failed, "3s", 3))
+    assert [s["status"] for s in failed["status"]["categoryStatuses"]] == ["Pending"]
+    nothing_created(kube, namespace)
 
 
 def test_a_workloadrun_past_its_deadline_stops_its_running_group(
