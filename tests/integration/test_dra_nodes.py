@@ -8,16 +8,21 @@ discover it by its ``gpu.nvidia.com`` ResourceSlice (resource.k8s.io/v1) and rea
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from lightkube import Client
 from lightkube.resources.resource_v1 import ResourceSlice
 
 from nvcre import resources
 from nvcre.naming import certification_workflow_name
 from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool
+from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import get, true_condition, wait_true
 from nvcre.testing.nodes import gpu_resource_slice
 from nvcre.testing.waiting import wait_for
@@ -97,3 +102,41 @@ def test_a_workload_run_sizes_itself_for_the_product_its_resource_slices_publish
     workflow = get(kube, resources.Workflow, "dra-run", namespace)
     groups = workflow["status"]["orchestration"]["groups"]
     assert sorted(n for g in groups for n in g["nodes"]) == nodes
+
+
+def test_render_dry_run_discovers_them_too(
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    control_plane: ControlPlane,
+    slices: list[str],
+    tmp_path: Path,
+) -> None:
+    pool, nodes = new_pool(gpu_nodes, 2, dra=True)
+    for node in nodes:
+        created = kube.create(gpu_resource_slice(node, H100, 8))
+        slices.append(str(created.metadata.name if created.metadata else ""))
+    cert = tmp_path / "cert.yaml"
+    cert.write_text(
+        yaml.safe_dump(Certification("dry").namespace(namespace).pool(pool).categories(DCGM).obj())
+    )
+    done = subprocess.run(
+        [
+            Path(sys.executable).parent / "nvcrectl",
+            "certification",
+            "render",
+            "--dry-run",
+            "--kubeconfig",
+            str(control_plane.kubeconfig_path),
+            str(cert),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (workflow,) = yaml.safe_load_all(done.stdout)
+    annotations = workflow["metadata"]["annotations"]
+    assert annotations["nvcrectl.nvidia.com/detected-gpu-architecture"] == "h100"
+    assert annotations["nvcrectl.nvidia.com/detected-platform"] == "aws"
+    assert "GPUArchitectureDefaults" not in done.stderr

@@ -13,11 +13,13 @@ from nvcre.api.v1alpha1.certification import Certification
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.catalog import BuildError, CategoryNotFound, CategoryRender, load_catalog, render_category
 from nvcre.cli import connection
+from nvcre.cli.cluster import gpu_inventory
 from nvcre.cli.common import UserError, load_nodes, load_resource, output_option, render, to_yaml, user_errors
 from nvcre.orchestration.discovery import discover
 from nvcre.platform import (
     GPU_ARCHITECTURES,
     Event,
+    GPUInventory,
     architecture_from_node_selector,
     check_architecture,
     check_platform,
@@ -87,18 +89,20 @@ def _offline_nodes(cert: Certification, platform: str, gpu_arch: str) -> list[di
     return nodes
 
 
-def _discover_nodes(cert: Certification, client: Any) -> list[dict[str, Any]]:
-    """GPU nodes matching the target, from the cluster (read-only), filtered as the controllers do."""
+def _discover_nodes(cert: Certification, client: Any, dra: GPUInventory) -> list[dict[str, Any]]:
+    """GPU nodes matching the target, from the cluster (read-only), filtered as the controllers do
+    (``dra``: the GPUs of nodes without GPU labels)."""
     from lightkube.resources.core_v1 import Node
 
     target = cert.spec.target.to_dict() if cert.spec.target else {}
     selector: dict[str, Any] = dict(target.get("nodeSelector") or {})
-    selector[NodeLabel.GPU_PRESENT] = "true"
+    if not dra.counts:
+        selector[NodeLabel.GPU_PRESENT] = "true"
     try:
-        found = [node.to_dict() for node in client.list(Node, labels=selector)]
+        found = [node.to_dict() for node in client.list(Node, labels=selector or None)]
     except Exception as error:  # API errors and transport errors alike end the command
         raise UserError(f"cannot list nodes: {error}") from error
-    return discover(found, target).nodes
+    return discover(found, target, dra).nodes
 
 
 def _installer_pods(client: Any, nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
@@ -186,10 +190,11 @@ def render_command(
         cert.metadata["namespace"] = namespace
     real_nodes = dry_run or nodes_file is not None
     client = connection.client(kubeconfig, context) if dry_run else None
+    dra = gpu_inventory(client) if dry_run else GPUInventory()
     if nodes_file is not None:
         nodes = load_nodes(nodes_file)
     elif dry_run:
-        nodes = _discover_nodes(cert, client)
+        nodes = _discover_nodes(cert, client, dra)
     else:
         nodes = _offline_nodes(cert, platform, gpu_arch)
     resolve = bool(platform) or real_nodes
@@ -206,6 +211,7 @@ def render_command(
                 offline=not real_nodes,
                 resolve_overrides=resolve,
                 tcpxo_installers=installers,
+                gpu_products=dra.products,
             )
         except CategoryNotFound as error:
             raise UserError(f"{error} (available categories: {', '.join(error.known)})") from error
