@@ -27,6 +27,7 @@ from lightkube.resources.core_v1 import Namespace, Node, Pod
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
+from nvcre.conditions import condition_of
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.inspect import get, pinned_hosts, true_condition, wait_true
 from nvcre.testing.kwok import PHASE_ANNOTATION
@@ -207,6 +208,21 @@ def test_finishing_the_launcher_succeeds_the_run_and_deleting_it_collects_everyt
     wait_for(complete, 60, what=f"Trainer to mark TrainJob {trainjob_name} Complete")
     finished = wait_true(kube, resources.WorkloadRun, run.name, namespace, "Succeeded", timeout=60)
     assert true_condition(finished) is not None
+
+    # The ended run releases its workload: nvcre deletes the TrainJob, the garbage collector its
+    # JobSet, batch Jobs and pods; the run says so once none is left, and its Jobs stay.
+    def released() -> dict[str, Any] | None:
+        found = condition_of(get(kube, resources.WorkloadRun, run.name, namespace), "ResourcesReleased")
+        return found if found and found["status"] == "True" else None
+
+    assert wait_for(released, 90, what="ResourcesReleased")["reason"] == "Released"
+    left = {
+        "TrainJob": _listed(kube, resources.TrainJob, namespace),
+        "JobSet": _listed(kube, JobSet, namespace),
+        "Pod": _listed(kube, Pod, namespace),
+    }
+    assert left == {"TrainJob": {}, "JobSet": {}, "Pod": {}}
+    assert list(_listed(kube, resources.Job, namespace)) == [f"{run.name}-job"], "kept for the report"
 
     kube.delete(resources.WorkloadRun, run.name, namespace=namespace)
 
