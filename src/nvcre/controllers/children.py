@@ -65,11 +65,12 @@ async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str
 
 
 async def delete_if_present(
-    client: AsyncClient, resource: Any, name: str, namespace: str | None, *, uid: str | None = None
+    client: AsyncClient, resource: Any, name: str, namespace: str | None, *, uid: str | None
 ) -> bool:
     """Delete the object of ``uid``, the one the caller decided on; False when it is gone (a 404)
     or was replaced by another object of its name (a 409 on the UID precondition: the new one is
-    left alone)."""
+    left alone). ``uid`` is required: None only where no UID was ever recorded (a status an older
+    manager wrote)."""
     try:
         await _delete(client, resource, name, namespace, {"uid": uid})
     except ApiError as error:

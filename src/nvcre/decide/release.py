@@ -14,7 +14,7 @@ Workflows' conditions (:func:`combine`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -52,6 +52,8 @@ class Leftover:
     name: str
     finalizers: tuple[str, ...] = ()
     deleting: bool = False
+    uid: str | None = field(default=None, compare=False)
+    """The object seen: a delete of it leaves a later one of its name alone."""
 
     @classmethod
     def of(cls, kind: str, obj: Obj) -> Leftover:
@@ -62,6 +64,7 @@ class Leftover:
             str(meta["name"]),
             tuple(meta.get("finalizers") or ()),
             bool(meta.get("deletionTimestamp")),
+            meta.get("uid"),
         )
 
 

@@ -69,7 +69,9 @@ class Releaser:
             return None
         leftovers = self.leftovers(workflow)
         for item in release.to_delete(leftovers):
-            await delete_if_present(self.ctx.client, _DELETED[item.kind], item.name, item.namespace)
+            await delete_if_present(
+                self.ctx.client, _DELETED[item.kind], item.name, item.namespace, uid=item.uid
+            )
         decided = release.decide(parse_time(end[1]), leftovers, self.ctx.clock.now(), self.timeout)
         await write_release(self.ctx, resources.Workflow, workflow, decided)
         return None if decided.recheck_after is None else Result(requeue_after=decided.recheck_after)
