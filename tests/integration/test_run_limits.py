@@ -84,7 +84,7 @@ def running_trainjobs(kube: Client, namespace: str, jobs: list[str]) -> list[str
 
 
 def test_a_certification_over_the_managers_node_limit_is_refused_before_any_workflow(
-    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, control_plane: ControlPlane
 ) -> None:
     pool, _ = new_pool(gpu_nodes, LIMIT + 1)
     kube.create(certification("big", namespace, pool, ALL_REDUCE))
@@ -96,6 +96,24 @@ def test_a_certification_over_the_managers_node_limit_is_refused_before_any_work
     )
     assert [s["status"] for s in failed["status"]["categoryStatuses"]] == ["Pending"]
     nothing_created(kube, namespace)
+
+    report = CliRunner().invoke(
+        cli,
+        [
+            "certification",
+            "report",
+            "big",
+            "-n",
+            namespace,
+            "--kubeconfig",
+            str(control_plane.kubeconfig_path),
+        ],
+    )
+    assert report.exit_code == 1, (report.output, report.exception)
+    summary = report.stdout[report.stdout.index("│  Summary") :]
+    assert "│  Stopped:      TooManyNodes " in summary
+    assert "│                the target resolves to 4 nodes, more than the   │" in summary
+    assert "│                --max-nodes-per-run)" in summary
 
 
 def test_a_certifications_own_limit_wins_over_the_managers(
@@ -214,6 +232,8 @@ def test_a_certification_past_its_deadline_stops_and_keeps_what_was_judged(
         ("dcgm-level3", "Pending", None),
     ]
     assert data["categories"][0]["jobs"] == 1 and data["result"] == "FAILED"
+    assert data["stopped"] == {"reason": "DeadlineExceeded", "message": expected}
+    assert "│  Stopped:      DeadlineExceeded " in report.stdout
     assert "│  Status:    Succeeded " in report.stdout and "│  Categories:   1/3 passed " in report.stdout
     assert f"│  Reason:    {stop[:29]}" in report.stdout
 

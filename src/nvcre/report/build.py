@@ -24,6 +24,7 @@ from nvcre.api.v1alpha1.constants import (
     FailureCause,
     JobReason,
     Label,
+    WorkflowOwnerReason,
     WorkflowReason,
 )
 from nvcre.api.v1alpha1.meta import parse_time
@@ -53,6 +54,7 @@ from nvcre.report.model import (
     Result,
     Retest,
     StageResult,
+    Stopped,
     TransientFailure,
 )
 from nvcre.report.trends import node_trends
@@ -920,6 +922,7 @@ def certification_report(objects: CertificationObjects) -> Report:
             objects.records, (f.node for f in failed), run_uids(cert, (w.workflow for w in objects.workflows))
         ),
         release=_release(cert),
+        stopped=_stopped(cert),
     )
 
 
@@ -950,6 +953,17 @@ def _release(run: Mapping[str, Any]) -> Release | None:
         str(condition.get("reason") or ""),
         str(condition.get("message") or ""),
     )
+
+
+RUN_STOPS: Final = (WorkflowOwnerReason.TOO_MANY_NODES, WorkflowOwnerReason.DEADLINE_EXCEEDED)
+"""The Failed reasons of a run stopped as a whole (docs/controllers.md#run-limits)."""
+
+
+def _stopped(run: Mapping[str, Any]) -> Stopped | None:
+    condition = condition_of(run, ConditionType.FAILED) or {}
+    if condition.get("status") != ConditionStatus.TRUE or condition.get("reason") not in RUN_STOPS:
+        return None
+    return Stopped(str(condition["reason"]), str(condition.get("message") or ""))
 
 
 def workloadrun_report(objects: WorkloadRunObjects) -> Report:
@@ -992,4 +1006,5 @@ def workloadrun_report(objects: WorkloadRunObjects) -> Report:
             objects.records, (f.node for f in findings), run_uids(run, (w.workflow for w in workflows))
         ),
         release=_release(run),
+        stopped=_stopped(run),
     )

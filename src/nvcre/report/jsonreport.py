@@ -200,5 +200,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "reason": release.reason,
             "message": release.message,
         }
+    if report.stopped is not None:
+        data["stopped"] = {"reason": report.stopped.reason, "message": report.stopped.message}
     data["result"] = report.result
     return data

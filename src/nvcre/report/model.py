@@ -213,6 +213,15 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Stopped:
+    """Why the run as a whole was stopped (its node limit or its deadline): its Failed reason
+    and message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class CategoryReport:
     domain: str
     variant: str
@@ -278,6 +287,8 @@ class Report:
     """Each failed node's last results per category, from its record (:mod:`nvcre.report.trends`)."""
     release: Release | None = None
     """Whether the ended run's resources are released; None before it says."""
+    stopped: Stopped | None = None
+    """Why the run as a whole was stopped; None when it was not (its categories say why they failed)."""
 
     @property
     def title(self) -> str:

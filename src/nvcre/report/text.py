@@ -301,6 +301,16 @@ def _summary(report: Report) -> list[str]:
         group = f" ({finding.group})" if finding.group else ""
         body.append(f"  {label:<14}{_finding_text(finding)}{group}")
     body += _release(report)
+    if report.stopped is not None:
+        body.append(f"  Stopped:      {report.stopped.reason}")
+        indent = " " * 16
+        body += textwrap.wrap(
+            report.stopped.message,
+            TEXT,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,  # a flag (--max-nodes-per-run) stays whole
+        )
     body.append(f"  Result:       {report.result}")
     return _card("Summary", body)
 
