@@ -109,8 +109,9 @@ def fold(
     :data:`MAX_IMAGES` entries (mismatches kept first), sorted by image."""
     entries = {str(e["image"]): {**e, "imageIDs": list(e.get("imageIDs") or ())} for e in recorded}
     references = [(r, parse(r)) for r in sorted(set(rendered))]
-    for item in ran:
-        image, image_id = str(item.get("image") or ""), str(item.get("imageID") or "")
+    # thousands of Jobs run the same few images: each pair once
+    pairs = {(str(i.get("image") or ""), str(i.get("imageID") or "")) for i in ran}
+    for image, image_id in sorted(pairs):
         if not image or not image_id:
             continue
         match = next(((r, p) for r, p in references if _names(p, parse(image))), None)
