@@ -4,6 +4,7 @@ The controllers that act on them are tested on the real API server (tests/integr
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ from nvcre.cli import connection, run_execution
 from nvcre.cli.main import cli
 from nvcre.decide import limits
 from nvcre.manager.main import main, parse_args
+from nvcre.report.jsonreport import to_json
+from nvcre.report.junit import render_junit
+from nvcre.report.model import CategoryReport, Report, Stopped
+from nvcre.report.text import render_text
 
 CREATED = "2026-01-01T00:00:00Z"
 
@@ -89,6 +94,36 @@ def test_a_stop_deletes_every_unfinished_job_and_never_a_judged_one() -> None:
         "Deadline 2026-01-01T01:00:00Z passed: 1 of 4 groups judged; "
         "running groups stopped, not judged: group-1, group-2"
     )
+
+
+def test_a_stopped_run_is_an_error_in_junit_and_a_line_in_the_summary() -> None:
+    """A refused run has only Pending categories: without the error, CI would read skips as a pass."""
+    message = (
+        "the target resolves to 4 nodes, more than the run's limit of 3 (the manager's --max-nodes-per-run)"
+    )
+    report = Report(
+        kind="Certification",
+        name="big",
+        namespace="n",
+        result="FAILED",
+        categories=(CategoryReport("communication", "nccl-all-reduce", "Pending"),),
+        stopped=Stopped("TooManyNodes", message),
+    )
+    suite = ET.fromstring(render_junit([report])).find("testsuite")
+    assert suite is not None and (suite.get("skipped"), suite.get("errors")) == ("1", "1")
+    error = suite.find("testcase[@name='result']/error")
+    assert (
+        error is not None
+        and error.get("message") == f"Certification big was stopped (TooManyNodes): {message}"
+    )
+    summary = render_text(report).splitlines()
+    start = summary.index("│  Stopped:      TooManyNodes                                    │")
+    assert [line.strip("│ ") for line in summary[start + 1 : start + 4]] == [
+        "the target resolves to 4 nodes, more than the",
+        "run's limit of 3 (the manager's",
+        "--max-nodes-per-run)",
+    ]
+    assert to_json(report)["stopped"] == {"reason": "TooManyNodes", "message": message}
 
 
 CERT = {

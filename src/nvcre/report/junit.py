@@ -1,8 +1,8 @@
 """JUnit XML of reports (ADR-088): one ``<testsuite>`` per report, one ``<testcase>`` per category.
 
 A failed category carries a ``<failure>``; a category not finished is ``<skipped>``. A report that
-is running, empty or ``INCOMPLETE`` adds a testcase with an ``<error>``, so CI never reads it as a
-pass. The layout is the one CI systems read (Jenkins, GitLab, the junit-10 schema):
+is running, empty, ``INCOMPLETE`` or stopped as a whole (its node limit, its deadline) adds a
+testcase with an ``<error>``, so CI never reads it as a pass. The layout is the one CI systems read (Jenkins, GitLab, the junit-10 schema):
 ``testsuites > testsuite > testcase > failure|error|skipped``, with ``tests``/``failures``/
 ``errors``/``skipped`` counts on each suite and on the root; each suite's ``properties`` (first,
 as the schema orders them) record what its categories ran: spec digests and images by digest.
@@ -28,6 +28,8 @@ def _failure_text(category: CategoryReport) -> str:
 
 
 def _report_error(report: Report) -> str | None:
+    if report.stopped is not None:  # a refused run has no failed category to say so
+        return f"{report.kind} {report.name} was stopped ({report.stopped.reason}): {report.stopped.message}"
     if report.result == "RUNNING":
         return f"{report.kind} {report.name} has not finished"
     if report.result == "INCOMPLETE":
