@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Iterable
 from typing import Final
@@ -25,6 +26,7 @@ TEXT: Final = INNER - 1
 LOG_LINES: Final = 20
 LOG_BYTES: Final = 4 * 1024
 ICON: Final = {"Succeeded": "✓", "Restarted": "↻", "Failed": "✗", "Running": "⋯"}
+SHA256: Final = re.compile(r"(sha256:[0-9a-f]{12})[0-9a-f]{52}")
 HISTORY_LINES: Final = 20
 """Nodes listed per block of the Node History card (the JSON report lists them all)."""
 
@@ -204,26 +206,24 @@ def _bandwidth(category: CategoryReport) -> list[str]:
     return out
 
 
-def _digest(image_id: str) -> str:
-    """``sha256:`` and 12 hex digits of the digest an imageID or spec digest names; an imageID that
-    names none as it is."""
-    _, at, digest = image_id.rpartition("@")
-    kind, colon, hexdigits = (digest if at else image_id).partition(":")
-    return f"{kind}:{hexdigits[:12]}" if colon and kind == "sha256" else image_id
+def _short(text: str) -> str:
+    """``text`` with each sha256 digest cut to its first 12 hex digits (the JSON report has them
+    whole)."""
+    return SHA256.sub(r"\1", text)
 
 
 def _provenance(category: CategoryReport) -> list[str]:
-    """The spec digest and each image that ran, by digest; an image that is not what the spec
-    rendered is marked ✗ with why."""
+    """The spec digest and each image that ran, by digest (an imageID's repository is the
+    image's); an image that is not what the spec rendered is marked ✗ with why."""
     if not category.spec_digest and not category.images:
         return []
     out = ["", "  Provenance:"]
     if category.spec_digest:
-        out.append(f"    Spec:  {_digest(category.spec_digest)}")
+        out.append(f"    Spec:  {_short(category.spec_digest)}")
     for image in category.images:
-        out.append(f"    {'✗' if image.mismatch else '✓'}  {image.image}")
-        out.extend(f"         {_digest(i)}" for i in image.image_ids)
-        out.extend(f"         {piece}" for piece in textwrap.wrap(image.mismatch, TEXT - 9))
+        out.append(f"    {'✗' if image.mismatch else '✓'}  {_short(image.image)}")
+        out.extend(f"         {_short(i.rpartition('@')[2])}" for i in image.image_ids)
+        out.extend(f"         {piece}" for piece in textwrap.wrap(_short(image.mismatch), TEXT - 9))
     return out
 
 
