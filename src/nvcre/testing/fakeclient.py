@@ -3,7 +3,7 @@
 It is not an API server and does not replace one (integration tests use the real
 kube-apiserver): no schema, no admission, no watches, no garbage collector. It keeps plain
 objects by API group, kind, namespace and name, assigns uid and resourceVersion, and answers
-get / create / replace / delete / log the way the API server does (404, 409 AlreadyExists, 409
+get / list / create / replace / delete / log the way the API server does (404, 409 AlreadyExists, 409
 on a stale resourceVersion, finalizers hold a delete). Two hooks make the rare branches cheap to
 reach:
 
@@ -58,7 +58,7 @@ class Stopped(BaseException):
 @dataclass(frozen=True)
 class Call:
     verb: str
-    """get, create, replace, patch, delete or log."""
+    """get, list, create, replace, patch, delete or log."""
     kind: str
     namespace: str
     name: str
@@ -239,6 +239,17 @@ class FakeClient:
         _, found = self._existing(group, Call("get", kind, namespace or "", name), write=False)
         return resource.from_dict(copy.deepcopy(found))
 
+    async def list(
+        self, resource: Any, *, namespace: str | None = None, fields: dict[str, str] | None = None
+    ) -> AsyncIterator[Any]:
+        """The stored objects of ``resource`` (in ``namespace``) whose field at each dotted path of
+        ``fields`` (a field selector) equals its value."""
+        _, kind, _ = _info(resource)
+        self._enter(Call("list", kind, namespace or "", ""), write=False)
+        for obj in self.all(resource, namespace):
+            if all(_at(obj, path) == value for path, value in (fields or {}).items()):
+                yield resource.from_dict(obj)
+
     async def create(self, obj: Any, *, namespace: str | None = None) -> Any:
         resource = type(obj)
         group, kind, _ = _info(resource)
@@ -415,3 +426,11 @@ def context(client: FakeClient, *, follow: bool = False, clock: Clock | None = N
     manager = FakeManager(client, follow=follow)
     status = StatusWriter(client, recorder, clock)  # type: ignore[arg-type]
     return Context(client, manager, recorder, status, Ownership(client), clock)  # type: ignore[arg-type]
+
+
+def _at(obj: Obj, path: str) -> Any:
+    """The value at a dotted path (``spec.driver``), None where a step is missing."""
+    value: Any = obj
+    for step in path.split("."):
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
