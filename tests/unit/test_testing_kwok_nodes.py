@@ -197,3 +197,15 @@ def test_the_heartbeat_stage_is_paced_for_the_fleet() -> None:
     assert delay(8) == {"durationMilliseconds": 20000, "jitterDurationMilliseconds": 25000}
     assert delay(4096) == {"durationMilliseconds": 205000, "jitterDurationMilliseconds": 256250}
     assert stage_documents(8) == stage_documents()
+
+
+def test_an_a3_mega_node_advertises_its_gpu_nic_networks() -> None:
+    from nvcre.platform.gke import detect_gke_networks
+    from nvcre.testing.nodes import gpu_node, platform_node_spec
+
+    node = gpu_node("a3-0", platform_node_spec("gcp", "NVIDIA-H100-80GB-HBM3")).to_dict()
+    assert detect_gke_networks([node]).detected == tuple(f"vpc{i}" for i in range(1, 9))
+    assert not any(
+        r.startswith("networking.gke.io")
+        for r in gpu_node("g-0", platform_node_spec("gcp", "NVIDIA-GB200")).to_dict()["status"]["allocatable"]
+    )

@@ -29,6 +29,7 @@ from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.platform.detect import FORGE_SITE_LABEL, parse_product
 from nvcre.platform.detect import TOPOLOGY_KEYS as TOPOLOGY_KEYS  # the render's topology keys, re-exported
 from nvcre.platform.dra import GPU_DRIVER
+from nvcre.platform.gke import DEFAULT_NETWORKS, NETWORK_RESOURCE_PREFIX, TCPXO_ARCHITECTURE
 from nvcre.platform.gpu_defaults import resolve_gpu_defaults
 from nvcre.testing.kwok import NODE_ANNOTATION, NODE_ANNOTATION_VALUE
 
@@ -181,8 +182,13 @@ def nic_resources(platform: str, architecture: str, mlnx_per_node: int) -> dict[
         return {MLNX_RESOURCE: str(mlnx_per_node or 8)}
     if platform == "nscale":
         return {NSCALE_RDMA_RESOURCE: str(RDMA_SHARED_MAX)}
+    if platform == "gcp" and architecture == TCPXO_ARCHITECTURE:
+        # A3 Mega: GKE multi-networking advertises each GPU NIC network (and its IP) per node.
+        return {
+            f"{NETWORK_RESOURCE_PREFIX}{n}{suffix}": "1" for n in DEFAULT_NETWORKS for suffix in ("", ".IP")
+        }
     if platform in ("gcp", "oci"):
-        return {}  # GPUDirect-TCPXO networks / host RDMA: no extended resource
+        return {}  # other GCP GPUs / OCI host RDMA: no extended resource
     return {RDMA_RESOURCE: str(RDMA_SHARED_MAX)}
 
 
