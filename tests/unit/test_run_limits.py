@@ -137,28 +137,43 @@ CERT = {
 }
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
 @pytest.fixture
-def created(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The documents the run commands would create (no cluster is contacted)."""
-    documents: list[dict[str, Any]] = []
+def created(monkeypatch: pytest.MonkeyPatch) -> list[run_execution.RunRequest]:
+    """What the run commands would create and how long they would wait (no cluster is contacted)."""
+    requests: list[run_execution.RunRequest] = []
     monkeypatch.setattr(connection, "client", lambda *args, **kwargs: object())
-    monkeypatch.setattr(run_execution, "execute", lambda kube, request: documents.append(request.document))
-    return documents
+    monkeypatch.setattr(run_execution, "execute", lambda kube, request: requests.append(request))
+    return requests
 
 
-def test_run_flags_set_the_limits(tmp_path: Path, created: list[dict[str, Any]]) -> None:
+def test_run_flags_set_the_limits_and_the_wait_outlasts_the_deadline(
+    tmp_path: Path, created: list[run_execution.RunRequest]
+) -> None:
     path = tmp_path / "cert.yaml"
     path.write_text(yaml.safe_dump(CERT))
+    limits_flags = ["--max-nodes", "16", "--deadline", "2h30m", "--wait"]
+    result = CliRunner().invoke(cli, ["certification", "run", str(path), *limits_flags])
+    assert result.exit_code == 0, result.output
+    run = str(EXAMPLES / "workloadrun" / "basic.yaml")
+    result = CliRunner().invoke(cli, ["workloadrun", "run", run, "--deadline", "1h", "--wait"])
+    assert result.exit_code == 0, result.output
     result = CliRunner().invoke(
-        cli, ["certification", "run", str(path), "--max-nodes", "16", "--deadline", "2h30m"]
+        cli, ["workloadrun", "run", run, "--deadline", "1h", "--wait", "--timeout", "5m"]
     )
     assert result.exit_code == 0, result.output
-    assert created[0]["spec"]["maxNodes"] == 16 and created[0]["spec"]["deadline"] == "2h30m"
+    cert, workloadrun, timed = created
+    assert (cert.document["spec"]["maxNodes"], cert.document["spec"]["deadline"]) == (16, "2h30m")
+    assert "maxNodes" not in workloadrun.document["spec"] and workloadrun.document["spec"]["deadline"] == "1h"
+    # without --timeout the wait lasts until the deadline ended the run, plus a minute to stop it
+    assert (cert.timeout, workloadrun.timeout, timed.timeout) == (9060.0, 3660.0, 300.0)
 
 
 @pytest.mark.parametrize("value", ["1.5h", "0s", "soon"])
 def test_a_deadline_the_api_would_refuse_is_refused_offline(
-    tmp_path: Path, created: list[dict[str, Any]], value: str
+    tmp_path: Path, created: list[run_execution.RunRequest], value: str
 ) -> None:
     path = tmp_path / "cert.yaml"
     path.write_text(yaml.safe_dump(CERT))

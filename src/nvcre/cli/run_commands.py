@@ -28,6 +28,7 @@ R = TypeVar("R")
 
 MIN_DERIVED_TIMEOUT_SECONDS: Final = 30 * 60.0
 WORKLOADRUN_TIMEOUT: Final = "30m"
+DEADLINE_STOP_SECONDS: Final = 60.0
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,15 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
     return command
 
 
+def outlasting_deadline(seconds: float, document: dict[str, Any]) -> float:
+    """The default wait, or longer: until the run's ``spec.deadline`` has ended it, plus a
+    minute for it to stop what runs (a wait that gave up first would leave the run going)."""
+    from nvcre.durations import parse_duration
+
+    deadline = (document.get("spec") or {}).get("deadline")
+    return max(seconds, parse_duration(str(deadline)) / 1e9 + DEADLINE_STOP_SECONDS) if deadline else seconds
+
+
 # --- workloadrun run --------------------------------------------------------------------------------
 
 
@@ -203,11 +213,11 @@ def workloadrun_created(document: dict[str, Any]) -> list[str]:
 def workloadrun_run_command(file: Path, flags: RunFlags, namespace: str) -> None:
     """Create the WorkloadRun in FILE; with --wait, follow it and print its report."""
     registry = flags.registry(stdin_allowed=str(file) != "-")
-    seconds = run_execution.parse_timeout(flags.timeout, flags.wait) or run_execution.parse_timeout(
-        WORKLOADRUN_TIMEOUT, True
-    )
+    seconds = run_execution.parse_timeout(flags.timeout, flags.wait)
     document = load_workloadrun(file, flags.name, namespace)
     document["spec"].update(flags.limits())
+    if seconds is None:
+        seconds = outlasting_deadline(run_execution.parse_timeout(WORKLOADRUN_TIMEOUT, True) or 0.0, document)
     request = flags.request(
         run_execution.workloadrun_kind(),
         document,
@@ -394,7 +404,7 @@ def certification_run_command(
     if document is None:
         document = category_certification(pairs, flags.name, namespace, discover_product(kube), options)
     if seconds is None:
-        seconds = derived_timeout(document)
+        seconds = outlasting_deadline(derived_timeout(document), document)
     request = flags.request(
         run_execution.certification_kind(),
         document,
