@@ -25,7 +25,7 @@ import pytest
 import yaml
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, Node, Pod
+from lightkube.resources.core_v1 import Namespace, Node
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import Annotation
@@ -36,6 +36,7 @@ from nvcre.sandbox import control
 from nvcre.sandbox.control import Started as Box
 from nvcre.sandbox.supervisor import Options
 from nvcre.testing.inspect import get, jobs_of, wait_true
+from nvcre.testing.kwok import KwokLogs, pod_log
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloadrun" / "basic.yaml"
@@ -96,19 +97,15 @@ def test_every_group_completes_with_measured_bandwidth(kube: Client) -> None:
         reason, message = complete(bm) or ("", "")
         assert reason == "JobSucceeded", message
         job = get(kube, resources.Job, bm["spec"]["jobRef"]["name"], namespace)
-        launcher = next(
-            p
-            for p in kube.list(
-                Pod, namespace=namespace, labels={"nvcre.nvidia.com/job": job["metadata"]["name"]}
-            )
-            if p.metadata
-            and (p.metadata.labels or {}).get("jobset.sigs.k8s.io/replicatedjob-name") == "launcher"
-        )
-        assert launcher.metadata is not None
+        # The ended run's pods are gone (released); their logs stay where kwok served them from.
+        workload = job["status"]["workloadRef"]["name"]
+        (launcher,) = [
+            str(logs.metadata.name)
+            for logs in kube.list(KwokLogs, namespace=namespace)
+            if logs.metadata and str(logs.metadata.name).startswith(f"{workload}-launcher-")
+        ]
         offline = parser.aggregate()
-        for line in kube.log(
-            str(launcher.metadata.name), namespace=namespace, container="node", timestamps=True
-        ):
+        for line in pod_log(kube, namespace, launcher, timestamps=True):
             offline.add(parser.parse_line(line))
         assert status["results"] == [r.to_status() for r in offline.results()], (
             "the controller read the whole log"

@@ -57,6 +57,7 @@ from nvcre.testing import binaries as bins
 from nvcre.testing.cluster import JobSet
 from nvcre.testing.history import follow
 from nvcre.testing.inspect import get, jobs_of, pinned_hosts, wait_true
+from nvcre.testing.kwok import pod_log
 from nvcre.testing.processes import alive
 from nvcre.testing.waiting import wait_for
 
@@ -384,28 +385,25 @@ def _made_by_the_real_controllers(
 
 
 def _launcher_logs_name_their_hosts(kube: Client, namespace: str, seen: Seen) -> None:
-    """The succeeded launchers' logs, read through the API: nccl-tests tables naming the hosts
-    (nvcre deletes a failed group's TrainJob, its pods go with it: the failed launcher's log is
-    the failure log)."""
+    """The succeeded launchers' logs: nccl-tests tables naming the hosts (the ended run's pods
+    are gone, released, so they are the pods the watch saw and the logs kwok served them from;
+    the failed launcher's log is the failure log)."""
     launchers = [
         p
-        for p in kube.list(Pod, namespace=namespace)
-        if p.metadata
-        and (p.metadata.labels or {}).get(REPLICATED_JOB) == "launcher"
-        and p.status is not None
-        and p.status.phase == "Succeeded"
+        for p in seen.of("Pod")
+        if p["metadata"]["labels"].get(REPLICATED_JOB) == "launcher"
+        and (p.get("status") or {}).get("phase") == "Succeeded"
     ]
     assert len(launchers) == NODES // GROUP_SIZE - 1
     for launcher in launchers:
-        assert launcher.metadata is not None and launcher.metadata.labels is not None
-        jobset = launcher.metadata.labels[JOBSET_NAME]
+        jobset = launcher["metadata"]["labels"][JOBSET_NAME]
         hosts = {  # the workers are gone with their Job once the JobSet completed
             p["spec"].get("hostname")
             for p in seen.of("Pod")
             if p["metadata"]["labels"].get(JOBSET_NAME) == jobset
             and p["metadata"]["labels"][REPLICATED_JOB] == "node"
         }
-        log = "".join(kube.log(str(launcher.metadata.name), namespace=namespace, container="node"))
+        log = "".join(pod_log(kube, namespace, launcher["metadata"]["name"]))
         assert "# Collective test starting: all_reduce_perf_mpi" in log
         ranks = set(re.findall(r"^#\s+Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on (\S+) device", log, re.M))
         assert ranks == hosts and len(ranks) == GROUP_SIZE, "the nccl-tests table names the group's hosts"

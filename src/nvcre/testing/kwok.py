@@ -249,6 +249,25 @@ def register_pod_log(
     return path
 
 
+def pod_log(
+    client: Client, namespace: str, pod: str, container: str = "node", *, timestamps: bool = False
+) -> list[str]:
+    """The log kwok serves for ``pod``'s ``container``, as ``kubectl logs`` gives it (each line
+    ending in a newline; with ``timestamps`` the time first), read from the file its ``Logs``
+    object names: it outlives the pod, which an ended run deletes."""
+    logs = client.get(KwokLogs, pod, namespace=namespace)
+    (path,) = [e["logsFile"] for e in logs.spec["logs"] if container in e["containers"]]
+    out: list[str] = []
+    partial = ""
+    for line in Path(path).read_text().splitlines():
+        stamp, _stream, tag, text = [*line.split(" ", 3), ""][:4]  # <RFC3339Nano> <stream> <P|F> <text>
+        partial += text
+        if tag == "F":
+            out.append(f"{stamp} {partial}\n" if timestamps else f"{partial}\n")
+            partial = ""
+    return out
+
+
 __all__ = [
     "EXIT_CODE_ANNOTATION",
     "NODE_ANNOTATION",
@@ -259,6 +278,7 @@ __all__ = [
     "KwokLogs",
     "after_last_entry",
     "cri_log_lines",
+    "pod_log",
     "register_pod_log",
     "stage_documents",
 ]
