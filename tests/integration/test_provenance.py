@@ -39,14 +39,22 @@ ALL_REDUCE = category("communication", "nccl-all-reduce")
 ALL_REDUCE_KEY = "communication/nccl-all-reduce"
 STARTED = "2026-01-01T00:00:00Z"
 
-Swap = Callable[[str, str], str]
-"""What the kubelet reports a container (of a pod, by name) ran, given the image its spec names."""
+PINNED = "nvcr.io/nvidia/pytorch:26.01-py3@sha256:" + "a" * 64
+OTHER_DIGEST = "nvcr.io/nvidia/pytorch@sha256:" + "b" * 64
+
+Kubelet = Callable[[str, str], tuple[str, str]]
+"""What the kubelet reports a container (of a pod, by name) ran, given the image its spec names:
+the image and its imageID."""
 
 
 def image_id(image: str) -> str:
     """The imageID a kubelet reports for ``image``: its repository and a digest of its own."""
-    repository = image.rsplit(":", 1)[0]
+    repository = image.split("@")[0].rsplit(":", 1)[0]
     return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def as_specified(pod: str, image: str) -> tuple[str, str]:
+    return image, image_id(image)
 
 
 def canonical_digest(spec: dict[str, Any]) -> str:
@@ -55,15 +63,15 @@ def canonical_digest(spec: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _statuses(containers: list[dict[str, Any]], pod: str, swap: Swap) -> list[dict[str, Any]]:
+def _statuses(containers: list[dict[str, Any]], pod: str, kubelet: Kubelet) -> list[dict[str, Any]]:
     out = []
     for container in containers:
-        image = swap(pod, container["image"])
+        image, digest = kubelet(pod, container["image"])
         out.append(
             {
                 "name": container["name"],
                 "image": image,
-                "imageID": image_id(image),
+                "imageID": digest,
                 "ready": False,
                 "restartCount": 0,
                 "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": STARTED}},
@@ -72,12 +80,10 @@ def _statuses(containers: list[dict[str, Any]], pod: str, swap: Swap) -> list[di
     return out
 
 
-def run_job(
-    kube: Client, namespace: str, job: str, swap: Swap = lambda pod, image: image
-) -> set[tuple[str, str]]:
-    """Create the Job's pods, report each container's image and imageID as a kubelet would
-    (``swap`` may report another image than the spec's), wait until the Job records them and
-    end its TrainJob; the (image, imageID) pairs reported."""
+def run_job(kube: Client, namespace: str, job: str, kubelet: Kubelet = as_specified) -> set[tuple[str, str]]:
+    """Create the Job's pods, report each container's image and imageID as ``kubelet`` says
+    (the spec's image by default), wait until the Job records them and end its TrainJob; the
+    (image, imageID) pairs reported."""
     trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
     # kwok leaves them to this test: it plays their kubelet
     pods = create_trainjob_pods(kube, namespace, trainjob, annotations={PHASE_ANNOTATION: "Pending"})
@@ -86,10 +92,10 @@ def run_job(
         name = pod["metadata"]["name"]
         status: dict[str, Any] = {
             "phase": "Succeeded",
-            "containerStatuses": _statuses(pod["spec"]["containers"], name, swap),
+            "containerStatuses": _statuses(pod["spec"]["containers"], name, kubelet),
         }
         if pod["spec"].get("initContainers"):
-            status["initContainerStatuses"] = _statuses(pod["spec"]["initContainers"], name, swap)
+            status["initContainerStatuses"] = _statuses(pod["spec"]["initContainers"], name, kubelet)
         reported |= {(s["image"], s["imageID"]) for s in status["containerStatuses"]}
         reported |= {(s["image"], s["imageID"]) for s in status.get("initContainerStatuses") or ()}
 
@@ -187,17 +193,19 @@ def test_a_pod_that_ran_an_image_the_spec_does_not_name_is_reported_as_a_mismatc
     (job,) = wait_for(lambda: sorted(jobs_of(kube, namespace, name)) or None, 60, what="the category's Job")
     swapped_pod: list[str] = []
 
-    def swap(pod: str, image: str) -> str:
+    def swap(pod: str, image: str) -> tuple[str, str]:
         """The first container of the first pod runs another image than its spec names (a
         registry mirror or an admission webhook rewrote it)."""
         if not swapped_pod:
             swapped_pod.append(pod)
-            return SWAPPED
-        return image
+            return SWAPPED, image_id(SWAPPED)
+        return as_specified(pod, image)
 
     reported = run_job(kube, namespace, job, swap)
     mismatch = f"a pod ran {SWAPPED}, which the rendered spec does not name"
     wait_event(kube, namespace, name, "Workflow", ("Warning", "ImageMismatch", mismatch), timeout=30)
+    said = ("Warning", "ImageMismatch", f"Category {ALL_REDUCE_KEY}: {mismatch}")
+    wait_event(kube, namespace, "swapped", "Certification", said, timeout=30)
     cert_done = wait_true(kube, resources.Certification, "swapped", namespace, "Succeeded", timeout=90)
 
     workflow = get(kube, resources.Workflow, name, namespace)
@@ -226,3 +234,30 @@ def test_a_pod_that_ran_an_image_the_spec_does_not_name_is_reported_as_a_mismatc
         f'<li class="bad"><code>{SWAPPED}</code> ran as <code>{image_id(SWAPPED)}</code>: {mismatch}</li>'
         in page.stdout
     )
+
+
+def test_an_image_pinned_by_digest_that_ran_as_another_digest_is_a_mismatch_of_the_run(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    run = WorkloadRun("pinned").namespace(namespace).image(PINNED).framework(MPI).nodes(2).pool(pool).obj()
+    kube.create(resources.WorkloadRun.from_dict(run))
+    (job,) = wait_for(lambda: sorted(jobs_of(kube, namespace, "pinned")) or None, 60, what="the run's Job")
+
+    def moved(pod: str, image: str) -> tuple[str, str]:
+        """The registry serves the pinned image's repository at another digest."""
+        return (image, OTHER_DIGEST) if image == PINNED else as_specified(pod, image)
+
+    reported = run_job(kube, namespace, job, moved)
+    mismatch = f"a pod ran {PINNED} as sha256:{'b' * 64}, not the pinned sha256:{'a' * 64}"
+    said = ("Warning", "ImageMismatch", mismatch)
+    wait_event(kube, namespace, "pinned", "Workflow", said, timeout=30)
+    wait_event(kube, namespace, "pinned", "WorkloadRun", said, timeout=30)
+    done = wait_true(kube, resources.WorkloadRun, "pinned", namespace, "Succeeded", timeout=90)
+
+    images = expected_images(reported)
+    for entry in images:
+        if entry["image"] == PINNED:
+            entry["mismatch"] = mismatch
+    assert {"image": PINNED, "imageIDs": [OTHER_DIGEST], "mismatch": mismatch} in images
+    assert done["status"]["provenance"]["images"] == images

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from nvcre.decide.provenance import fold, new_mismatches, parse, rendered_images, spec_digest, status
+from nvcre.decide.provenance import (
+    fold,
+    new_mismatches,
+    parse,
+    recorded_mismatches,
+    rendered_images,
+    spec_digest,
+    status,
+)
 from nvcre.testing.builders import Workflow
 
 PYTORCH = "nvcr.io/nvidia/pytorch:26.01-py3"
@@ -115,3 +123,11 @@ def test_status_holds_the_digest_and_the_images_only_when_any_ran() -> None:
     assert status(spec, []) == {"specDigest": spec_digest(spec)}
     images = fold([], rendered_images(spec), [ran("img", "docker.io/library/img@sha256:" + "1" * 64)])
     assert status(spec, images) == {"specDigest": spec_digest(spec), "images": images}
+
+
+def test_a_runs_copy_announces_the_mismatches_it_brings() -> None:
+    record = status({}, fold([], [PYTORCH], [ran("busybox", "docker.io/library/busybox@sha256:" + "f" * 64)]))
+    message = "a pod ran busybox, which the rendered spec does not name"
+    assert recorded_mismatches(None, record) == [message]
+    assert recorded_mismatches(record, record) == []
+    assert recorded_mismatches(record, None) == []

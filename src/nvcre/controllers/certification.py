@@ -57,7 +57,7 @@ from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.tcpxo import installer_pods
 from nvcre.decide import certification as sequencing
-from nvcre.decide import limits, release
+from nvcre.decide import limits, provenance, release
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import discover
 from nvcre.runtime.controller import Controller, Result, owned_by, wake_by
@@ -322,8 +322,16 @@ class CertificationController:
         followed = sequencing.follow(statuses[index], workflow)
         if followed.transition is None:
             return REQUEUE
-        statuses[index] = followed.entry
-        await self._write_state(cert, *followed.transition, statuses)
+        before, statuses[index] = statuses[index], followed.entry
+        written = await self._write_state(cert, *followed.transition, statuses)
+        if written is not None:
+            for message in provenance.recorded_mismatches(
+                before.get("provenance"), followed.entry.get("provenance")
+            ):
+                key = sequencing.category(followed.entry)
+                await self.ctx.recorder.warning(
+                    written, EventReason.IMAGE_MISMATCH, f"Category {key}: {message}"
+                )
         return IMMEDIATE if followed.ended else REQUEUE
 
     # -- terminal: stale failures -------------------------------------------------------------

@@ -37,7 +37,7 @@ from nvcre.controllers.releases import write_release
 from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.verdict_writes import set_validation
-from nvcre.decide import limits, release
+from nvcre.decide import limits, provenance, release
 from nvcre.decide.certification import RECORDED_FIELDS
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
@@ -257,14 +257,26 @@ class WorkloadRunController:
                 limits.deadline_message(run),
             )
         if terminal is not None:
-            await self._write_state(run, *terminal, mirror)
+            await self._announce(run, await self._write_state(run, *terminal, mirror))
             return None
         current = condition_of(run, ConditionType.IN_PROGRESS) or {}
-        await self._write_state(
+        written = await self._write_state(
             run,
             ConditionType.IN_PROGRESS,
             str(current.get("reason") or WorkloadRunReason.WORKFLOW_CREATED),
             str(current.get("message") or f"Workflow {ref['name']} created"),
             mirror,
         )
+        await self._announce(run, written)
         return REQUEUE
+
+    async def _announce(self, run: Obj, written: Obj | None) -> None:
+        """A Warning for each image mismatch the write copied that ``run`` (as read) did not have."""
+        if written is None:
+            return
+        recorded = (
+            (run.get("status") or {}).get("provenance"),
+            (written.get("status") or {}).get("provenance"),
+        )
+        for message in provenance.recorded_mismatches(*recorded):
+            await self.ctx.recorder.warning(written, EventReason.IMAGE_MISMATCH, message)

@@ -132,6 +132,12 @@ def new_mismatches(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[
     return [str(e["mismatch"]) for e in after if e.get("mismatch") and e["mismatch"] not in known]
 
 
+def recorded_mismatches(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[str]:
+    """:func:`new_mismatches` of two ``status.provenance`` records (a run's copies of its
+    Workflow's; None when there is none)."""
+    return new_mismatches((before or {}).get("images") or (), (after or {}).get("images") or ())
+
+
 def status(spec: Mapping[str, Any], images: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A Workflow's ``status.provenance``."""
     out: dict[str, Any] = {"specDigest": spec_digest(spec)}
