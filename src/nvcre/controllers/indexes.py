@@ -76,12 +76,19 @@ def nodes(manager: Manager) -> Informer:
     return manager.informer(Node, transform=trim_node)
 
 
-def _jobset_metadata(jobset: Obj) -> Obj:
-    """A JobSet as the release check reads it: whether it exists, its owner and finalizers."""
-    return {key: jobset[key] for key in ("apiVersion", "kind", "metadata") if key in jobset}
+def metadata_only(obj: Obj) -> Obj:
+    """An object as a cache that only needs whether it exists, its labels, owners and finalizers
+    keeps it: not what it says."""
+    return {key: obj[key] for key in ("apiVersion", "kind", "metadata") if key in obj}
 
 
 def jobsets(manager: Manager) -> Informer:
     """The shared JobSet informer, metadata only: an ended run's release check finds each Job's
     JobSet by the name it inherits from the Job's TrainJob (JobSet sets no label nvcre renders)."""
-    return manager.informer(resources.JobSet, transform=_jobset_metadata)
+    return manager.informer(resources.JobSet, transform=metadata_only)
+
+
+def runtime_copies(manager: Manager) -> Informer:
+    """The shared informer of Job-scoped TrainingRuntime copies (labelled with their Job),
+    metadata only: the Job controller waits for its copy, an ended run's release for all to go."""
+    return manager.informer(resources.TrainingRuntime, labels={Label.JOB: None}, transform=metadata_only)

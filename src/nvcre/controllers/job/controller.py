@@ -76,11 +76,6 @@ def _key(job: Obj) -> ObjectKey:
     return ObjectKey(job["metadata"]["namespace"], job["metadata"]["name"])
 
 
-def _metadata_only(obj: Obj) -> Obj:
-    """A runtime copy as the Job controller reads it: whether it exists, not what it says."""
-    return {key: obj[key] for key in ("apiVersion", "kind", "metadata") if key in obj}
-
-
 def pod_to_job(event: str, old: Obj | None, new: Obj) -> list[ObjectKey]:
     job = (new["metadata"].get("labels") or {}).get(Label.JOB)
     return [ObjectKey(new["metadata"].get("namespace", ""), job)] if job else []
@@ -101,9 +96,7 @@ class JobController:
         self.trainjobs = manager.informer(resources.TrainJob)
         self.created: dict[str, float] = {}
         """UIDs of the TrainJobs this manager created in the last :data:`CACHE_GRACE_SECONDS`."""
-        self.runtime_copies = manager.informer(
-            resources.TrainingRuntime, labels={Label.JOB: None}, transform=_metadata_only
-        )
+        self.runtime_copies = indexes.runtime_copies(manager)
         self.pods = indexes.pods(manager)
         self.nodes = indexes.nodes(manager)
         self.workflows = manager.informer(resources.Workflow)

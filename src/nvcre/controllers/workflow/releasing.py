@@ -14,7 +14,6 @@ from nvcre.conditions import ended
 from nvcre.controllers import indexes
 from nvcre.controllers.children import delete_if_present
 from nvcre.controllers.context import Context
-from nvcre.controllers.job.controller import _metadata_only
 from nvcre.controllers.releases import write_release
 from nvcre.decide import release
 from nvcre.objects import Obj
@@ -36,11 +35,7 @@ class Releaser:
         manager = ctx.manager
         self.trainjobs = manager.informer(resources.TrainJob)
         self.jobsets = indexes.jobsets(manager)
-        # the Job controller's cache of the copies (one watch; its transform, as an informer's
-        # readers must share one)
-        self.runtime_copies = manager.informer(
-            resources.TrainingRuntime, labels={Label.JOB: None}, transform=_metadata_only
-        )
+        self.runtime_copies = indexes.runtime_copies(manager)
 
     def leftovers(self, workflow: Obj) -> list[release.Leftover]:
         namespace, name = workflow["metadata"]["namespace"], workflow["metadata"]["name"]
