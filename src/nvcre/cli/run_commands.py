@@ -130,7 +130,10 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
         click.option("--wait", is_flag=True, help="Follow the run to the end and print its report."),
         click.option("--timeout", default=None, help="How long --wait waits (a duration: 30m, 2h, 90s)."),
         click.option(
-            "--cleanup", is_flag=True, help="Delete what this run created (and a namespace it created)."
+            "--cleanup",
+            is_flag=True,
+            help="Wait until the ended run's pods and workloads are gone (ResourcesReleased), then delete "
+            "what this run created (and a namespace it created).",
         ),
         click.option(
             "--results-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the JSON report."
