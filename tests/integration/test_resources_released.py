@@ -231,3 +231,46 @@ def test_a_certification_says_what_its_workflows_say(
     for pod in pods:
         delete_pod(kube, pod, namespace)
     wait_released(kube, resources.Certification, "cert", namespace, RELEASED)
+
+
+def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
+    control_plane: ControlPlane,
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    impatient_manager: ManagerProcess,
+    tmp_path: Path,
+) -> None:
+    pool, _ = new_pool(gpu_nodes, 2)
+    document = WorkloadRun("stuck").namespace(namespace).torch().nodes(2).pool(pool).obj()
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(document))
+    command = subprocess.Popen(
+        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path),
+         "--wait", "--cleanup", "run.yaml"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        trainjob_of(kube, namespace, "stuck-job")
+        pods = sorted(
+            p["metadata"]["name"]
+            for p in create_trainjob_pods(kube, namespace, "stuck-job-workload", bind=False)
+        )
+        held = pods[-1]
+        kube.patch(Pod, held, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=namespace)
+        finish_workflow_jobs(kube, namespace, "stuck", 1)
+        # The command reports, then deletes the run; the test lets the pod go and plays the
+        # garbage collector for the Workflow, so that the command's cleanup ends.
+        wait_for(lambda: gone(kube, resources.WorkloadRun, "stuck", namespace), 120, what="the run deleted")
+        kube.patch(Pod, held, {"metadata": {"finalizers": None}}, namespace=namespace)
+        kube.delete(resources.JobSet, "stuck-job-workload", namespace=namespace)
+        for pod in pods:
+            delete_pod(kube, pod, namespace)
+        kube.delete(resources.Workflow, "stuck", namespace=namespace)
+        _, err = command.communicate(timeout=120)
+    finally:
+        command.kill()
+    assert command.returncode == 1, err
+    stuck = f"Pod {namespace}/{held} still exists 3s after the run ended; it has finalizer example.com/hold"
+    summary = err[err.index("Summary") :]
+    assert "│  Released:     no (ReleaseTimedOut)" in summary and "Result:       PASSED" in summary
+    assert err.splitlines()[-1].startswith(f"Error: WorkloadRun stuck: resources not released: {stuck}"), err
