@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import copy
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre.conditions import set_in_status
-from nvcre.decide.release import Leftover, Release, combine, decide, summary, to_delete
+from nvcre.decide.release import (
+    Candidates,
+    Leftover,
+    Release,
+    combine,
+    decide,
+    leftovers_of,
+    summary,
+    to_delete,
+)
 from nvcre.report.html import render_html
 from nvcre.report.jsonreport import to_json
 from nvcre.report.junit import render_junit
 from nvcre.report.model import Release as ReportRelease
 from nvcre.report.model import Report
 from nvcre.report.text import render_text
+from nvcre.testing.builders import Job
+from nvcre.testing.workloads import create_chain, training_runtime
+from nvcre.workload import trainjob
 
 ENDED = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -146,3 +159,35 @@ def test_the_report_says_whether_the_run_released_its_resources() -> None:
     assert "│  Released:     yes" in render_text(done)
     assert to_json(done)["resourcesReleased"]["released"] is True
     assert "Released" not in render_text(report(None)), "a run that has not said has no line"
+
+
+def test_the_run_is_what_nvcre_labels_and_its_trainjob_controls() -> None:
+    """A Job's pods and TrainJob by the nvcre.nvidia.com/job label, its JobSet by the name and
+    controller Trainer gives it; another Job's pods and a JobSet of that name its TrainJob does not
+    control (someone else's) are not the run's."""
+    made: list[dict[str, Any]] = []
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["uid"] = f"uid-{len(made)}"
+        made.append(stored)
+        return stored
+
+    def chain(name: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        job = Job(name).namespace("team").obj()
+        job["metadata"]["uid"] = f"{name}-uid"
+        workload = create(trainjob.build(job))
+        pods = create_chain(create, workload, training_runtime("rt"))
+        return job, workload, pods
+
+    job, workload, pods = chain("a")
+    _, _, others = chain("b")
+    jobset = next(o for o in made if o["kind"] == "JobSet" and o["metadata"]["name"] == "a-workload")
+    found = Candidates(pods=[*pods, *others], trainjob=workload, jobset=jobset)
+    assert sorted((x.kind, x.name) for x in leftovers_of(job, found)) == [
+        ("JobSet", "a-workload"),
+        ("Pod", "a-workload-node-0-0"),
+        ("TrainJob", "a-workload"),
+    ]
+    foreign = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "a-workload"}}
+    assert leftovers_of(job, Candidates(jobset=foreign)) == []

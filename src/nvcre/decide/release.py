@@ -85,12 +85,12 @@ def lookup_names(job: Obj) -> tuple[str, str | None]:
     return trainjob_name(meta["name"]), copy
 
 
-def _labelled(obj: Obj | None, job: str) -> bool:
-    return obj is not None and ((obj["metadata"].get("labels") or {}).get(Label.JOB)) == job
+def _labelled(obj: Obj, job: str) -> bool:
+    return (obj["metadata"].get("labels") or {}).get(Label.JOB) == job
 
 
-def _controlled_by_trainjob(jobset: Obj | None, name: str) -> bool:
-    refs = (jobset or {}).get("metadata", {}).get("ownerReferences") or ()
+def _controlled_by_trainjob(jobset: Obj, name: str) -> bool:
+    refs = jobset["metadata"].get("ownerReferences") or ()
     return any(
         r.get("controller") and r.get("kind") == TrainerKind.TRAIN_JOB and r.get("name") == name for r in refs
     )
@@ -103,10 +103,10 @@ def leftovers_of(job: Obj, found: Candidates) -> list[Leftover]:
     out = [Leftover.of(POD, p) for p in found.pods if _labelled(p, name)]
     if found.jobset is not None and _controlled_by_trainjob(found.jobset, workload):
         out.append(Leftover.of(JOBSET, found.jobset))
-    if _labelled(found.trainjob, name):
-        out.append(Leftover.of(TrainerKind.TRAIN_JOB, found.trainjob))  # type: ignore[arg-type]
-    if _labelled(found.runtime_copy, name):
-        out.append(Leftover.of(TrainerKind.TRAINING_RUNTIME, found.runtime_copy))  # type: ignore[arg-type]
+    if found.trainjob is not None and _labelled(found.trainjob, name):
+        out.append(Leftover.of(TrainerKind.TRAIN_JOB, found.trainjob))
+    if found.runtime_copy is not None and _labelled(found.runtime_copy, name):
+        out.append(Leftover.of(TrainerKind.TRAINING_RUNTIME, found.runtime_copy))
     return out
 
 
