@@ -65,7 +65,18 @@ def test_the_readme_command_names_the_slow_node_alone_and_leaves_nothing(tmp_pat
     assert failed["message"].endswith(
         "(re-tested in pairs, failing with each of gpu-node-006 and gpu-node-008)"
     )
-    cases = ET.fromstring((tmp_path / "j.xml").read_text()).iter("testcase")
+    # each category says what it ran: the digest of its spec and its images, none other than rendered
+    for card in report["categories"]:
+        provenance = card["provenance"]
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", provenance["specDigest"]), card
+        assert provenance["images"] and all(
+            i["imageIDs"] == [f"kwok://{i['image']}"] and "mismatch" not in i for i in provenance["images"]
+        ), provenance
+    suite = ET.fromstring((tmp_path / "j.xml").read_text()).find("testsuite")
+    assert suite is not None
+    names = {p.get("name") for p in suite.iter("property")}
+    assert {f"{c['domain']}/{c['variant']}/specDigest" for c in report["categories"]} <= names
+    cases = suite.iter("testcase")
     assert [c.find("failure") is not None for c in cases] == [True, False]
     page = (tmp_path / "r.html").read_text()
     assert "1 failed node: gpu-node-007" in page  # the summary line
