@@ -54,6 +54,18 @@ def impatient_manager(control_plane: ControlPlane, kwok: Any, tmp_path: Path) ->
     yield from start_manager(control_plane, tmp_path, "--release-timeout=3")
 
 
+def run_with_cleanup(
+    control_plane: ControlPlane, workdir: Path, document: dict[str, Any]
+) -> subprocess.Popen[str]:
+    """``nvcrectl workloadrun run --wait --cleanup`` of ``document``, started (not waited for)."""
+    (workdir / "run.yaml").write_text(yaml.safe_dump(document))
+    return subprocess.Popen(
+        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path),
+         "--wait", "--cleanup", "run.yaml"],
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def released(kube: Client, resource: Any, name: str, namespace: str) -> tuple[str, str, str] | None:
     c = condition_of(get(kube, resource, name, namespace), "ResourcesReleased")
     return None if c is None else (c["status"], c["reason"], c["message"])
@@ -166,12 +178,7 @@ def test_run_cleanup_waits_for_the_release_and_the_report_says_it(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 2)
     document = WorkloadRun("cli").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    (tmp_path / "run.yaml").write_text(yaml.safe_dump(document))
-    command = subprocess.Popen(
-        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path),
-         "--wait", "--cleanup", "run.yaml"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    command = run_with_cleanup(control_plane, tmp_path, document)
     try:
         trainjob_of(kube, namespace, "cli-job")
         pods = sorted(
@@ -243,12 +250,7 @@ def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 2)
     document = WorkloadRun("stuck").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    (tmp_path / "run.yaml").write_text(yaml.safe_dump(document))
-    command = subprocess.Popen(
-        [NVCRECTL, "workloadrun", "run", "--kubeconfig", str(control_plane.kubeconfig_path),
-         "--wait", "--cleanup", "run.yaml"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    command = run_with_cleanup(control_plane, tmp_path, document)
     try:
         trainjob_of(kube, namespace, "stuck-job")
         pods = sorted(
