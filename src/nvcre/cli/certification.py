@@ -149,8 +149,7 @@ def _dry_run_create(workflows: Sequence[dict[str, Any]], client: Any) -> None:
 @click.option(
     "-n", "--namespace", default="", help="Namespace of the rendered Workflows (default: the file's)."
 )
-@click.option("--kubeconfig", default=None, help="Kubeconfig file (--dry-run only).")
-@click.option("--context", default=None, help="Kubeconfig context (--dry-run only).")
+@connection.connection_options  # used with --dry-run only
 @output_option()
 @user_errors
 def render_command(

@@ -77,7 +77,7 @@ def gpu_inventory(kube: Any) -> GPUInventory:
 @click.option(
     "-l", "--selector", default="", help="Only nodes with these labels (k=v, k!=v, k, !k; comma-separated)."
 )
-@connection.kubeconfig_options
+@connection.connection_options
 @user_errors
 def info_command(
     output: str,

@@ -160,7 +160,7 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
             default=None,
             help="Deadline of the whole run from its creation (spec.deadline: 90m, 2h); then it stops, Failed.",
         ),
-        connection.kubeconfig_options,
+        connection.connection_options,
     ]
     for option in reversed(options):
         command = option(command)
@@ -179,8 +179,9 @@ def outlasting_deadline(seconds: float, document: dict[str, Any]) -> float:
 # --- workloadrun run --------------------------------------------------------------------------------
 
 
-def load_workloadrun(file: Path, name: str, namespace: str) -> dict[str, Any]:
-    """The WorkloadRun of FILE, validated as ``workloadrun render`` does; name and namespace set."""
+def load_workloadrun(file: Path, name: str, namespace: str, fallback: str = "default") -> dict[str, Any]:
+    """The WorkloadRun of FILE, validated as ``workloadrun render`` does; name and namespace set
+    (``-n``, else the file's, else ``fallback``: the kubeconfig context's namespace)."""
     from nvcre.api.v1alpha1.workloadrun import WorkloadRun
     from nvcre.platform import architecture_from_node_selector
     from nvcre.render.workloadrun import BuildError, build_workflow
@@ -198,9 +199,67 @@ def load_workloadrun(file: Path, name: str, namespace: str) -> dict[str, Any]:
     metadata = document.setdefault("metadata", {})
     if name:
         metadata["name"] = name
-    metadata["namespace"] = namespace or metadata.get("namespace") or "default"
+    metadata["namespace"] = namespace or metadata.get("namespace") or fallback
     document.setdefault("spec", {})
     return document
+
+
+TEST_SCALES: Final = ("intra-node", "intra-rack", "full-scale")
+
+
+def parse_node_list(text: str) -> list[str]:
+    """``--node-list a,b,c``: node names, each non-empty, none twice."""
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        raise UserError(f'invalid --node-list "{text}": an empty node name')
+    if len(set(names)) != len(names):
+        raise UserError(f'invalid --node-list "{text}": a node named twice')
+    return names
+
+
+def apply_node_list(document: dict[str, Any], names: list[str]) -> None:
+    """``spec.target.nodeNames``; ``numNodes`` lowered to the list's length, never raised."""
+    spec = document["spec"]
+    spec["target"] = {**(spec.get("target") or {}), "nodeNames": names}
+    spec["numNodes"] = min(int(spec.get("numNodes") or len(names)), len(names))
+
+
+def apply_test_scale(document: dict[str, Any], scale: str) -> None:
+    spec = document["spec"]
+    spec["orchestration"] = {**(spec.get("orchestration") or {}), "testScale": scale}
+
+
+def apply_topology(document: dict[str, Any], nodes: list[dict[str, Any]], domain: str, key: str) -> None:
+    """``--topology-domain``: the target narrowed to the nodes whose ``key`` label is ``domain``
+    (``key`` empty: the detected platform's topology label), ``numNodes`` their count."""
+    from nvcre.orchestration.discovery import discover
+    from nvcre.platform import TOPOLOGY_KEYS, detect_platform
+
+    spec = document["spec"]
+    target = dict(spec.get("target") or {})
+    if not key:
+        platform = detect_platform(discover(nodes, target).nodes).platform
+        key = TOPOLOGY_KEYS.get(platform, "")
+        if not key:
+            raise UserError(f'--topology-domain requires --topology-key on platform "{platform}"')
+    expression = {"key": key, "operator": "In", "values": [domain]}
+    target["matchExpressions"] = [*(target.get("matchExpressions") or []), expression]
+    count = len(discover(nodes, target).nodes)
+    if not count:
+        raise UserError(
+            f'--topology-domain "{domain}": no schedulable GPU node of the target has {key}={domain}'
+        )
+    spec["target"] = target
+    spec["numNodes"] = count
+
+
+def list_nodes(kube: Client) -> list[dict[str, Any]]:
+    from lightkube.resources.core_v1 import Node
+
+    try:
+        return [node.to_dict() for node in kube.list(Node)]
+    except Exception as error:  # API and transport errors
+        raise UserError(f"cannot list nodes: {connection.api_error(error)}") from error
 
 
 def workloadrun_created(document: dict[str, Any]) -> list[str]:
@@ -211,14 +270,50 @@ def workloadrun_created(document: dict[str, Any]) -> list[str]:
 @click.command("run")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @run_options
-@click.option("-n", "--namespace", default="", help="Namespace (default: the file's, else default).")
+@click.option(
+    "--node-list",
+    default="",
+    help="Comma list of nodes (spec.target.nodeNames); numNodes at most its length.",
+)
+@click.option(
+    "--topology-domain",
+    default="",
+    help="Only the nodes of this topology domain (a matchExpression); numNodes: how many there are.",
+)
+@click.option(
+    "--topology-key",
+    default="",
+    help="Node label of --topology-domain (default: the platform's, e.g. topology.k8s.aws/network-node-layer-1).",
+)
+@click.option(
+    "--test-scale", type=click.Choice(TEST_SCALES), default=None, help="spec.orchestration.testScale."
+)
+@click.option(
+    "-n", "--namespace", default="", help="Namespace (default: the file's, else the context's, else default)."
+)
 @user_errors
-def workloadrun_run_command(file: Path, flags: RunFlags, namespace: str) -> None:
+def workloadrun_run_command(
+    file: Path,
+    flags: RunFlags,
+    node_list: str,
+    topology_domain: str,
+    topology_key: str,
+    test_scale: str | None,
+    namespace: str,
+) -> None:
     """Create the WorkloadRun in FILE; with --wait, follow it and print its report."""
+    if topology_key and not topology_domain:
+        raise UserError("--topology-key needs --topology-domain")
     registry = flags.registry(stdin_allowed=str(file) != "-")
     seconds = run_execution.parse_timeout(flags.timeout, flags.wait)
-    document = load_workloadrun(file, flags.name, namespace)
+    names = parse_node_list(node_list) if node_list else None
+    fallback = connection.resolve_namespace(None, flags.kubeconfig, flags.context)
+    document = load_workloadrun(file, flags.name, namespace, fallback)
     document["spec"].update(flags.limits())
+    if names is not None:
+        apply_node_list(document, names)
+    if test_scale is not None:
+        apply_test_scale(document, test_scale)
     if seconds is None:
         seconds = outlasting_deadline(run_execution.parse_timeout(WORKLOADRUN_TIMEOUT, True) or 0.0, document)
     request = flags.request(
@@ -228,7 +323,10 @@ def workloadrun_run_command(file: Path, flags: RunFlags, namespace: str) -> None
         timeout=seconds or 0.0,
         registry=registry,
     )
-    run_execution.execute(flags.connect(), request)
+    kube = flags.connect()
+    if topology_domain:  # the only flag that reads the cluster before the run is created
+        apply_topology(document, list_nodes(kube), topology_domain, topology_key)
+    run_execution.execute(kube, request)
 
 
 # --- certification run ------------------------------------------------------------------------------
@@ -340,6 +438,100 @@ def category_certification(
     }
 
 
+STORAGE_CLASS_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+@dataclass(frozen=True)
+class CategoryFlags:
+    """The ``certification run`` flags that set spec-level category options (cli.md 4.2): a number
+    given as 0 and a switch not given leave the field to the file and the catalog."""
+
+    nodes_per_job: int = 0
+    gpus_per_node: int = 0
+    repeat_count: int = 0
+    max_steps: int = 0
+    exit_duration_mins: int = 0
+    max_restarts: int = 0
+    storage_class: str = ""
+    enable_checkpoint: bool | None = None
+    enable_mnnvl: bool | None = None
+
+    def spec(self) -> dict[str, Any]:
+        """The Certification spec fields these flags set."""
+        if self.storage_class and not (
+            len(self.storage_class) <= 253 and STORAGE_CLASS_NAME.fullmatch(self.storage_class)
+        ):
+            raise UserError(
+                f'invalid --storage-class "{self.storage_class}": a StorageClass name is lower-case letters, '
+                "digits, '-' and '.' (at most 253), starting and ending with a letter or digit"
+            )
+        fields: dict[str, Any] = {
+            key: value
+            for key, value in (
+                ("nodesPerJob", self.nodes_per_job),
+                ("gpusPerNode", self.gpus_per_node),
+                ("repeatCount", self.repeat_count),
+                ("maxSteps", self.max_steps),
+                ("exitDurationMins", self.exit_duration_mins),
+                ("maxRestarts", self.max_restarts),
+                ("storageClassName", self.storage_class),
+            )
+            if value
+        }
+        if self.enable_checkpoint is not None:
+            fields["enableCheckpoint"] = self.enable_checkpoint
+        if self.enable_mnnvl is not None:
+            fields["enableMNNVL"] = self.enable_mnnvl
+        return fields
+
+
+def category_flag_options(func: Callable[..., R]) -> Callable[..., R]:
+    """The :class:`CategoryFlags` options, passed as one ``category_flags``."""
+
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> R:
+        flags = CategoryFlags(**{f.name: kwargs.pop(f.name) for f in fields(CategoryFlags)})
+        return func(*args, category_flags=flags, **kwargs)
+
+    count = click.IntRange(min=0)
+    options: list[Callable[[Any], Any]] = [
+        click.option("--nodes-per-job", type=count, default=0, help="Nodes per group (0: auto)."),
+        click.option("--gpus-per-node", type=count, default=0, help="GPUs per node (0: auto)."),
+        click.option("--repeat-count", type=count, default=0, help="Iterations (0: the catalog's)."),
+        click.option(
+            "--max-steps",
+            type=click.IntRange(min=-1),
+            default=0,
+            help="Training steps (spec.maxSteps; 0: the catalog's, -1: until --exit-duration-mins).",
+        ),
+        click.option(
+            "--exit-duration-mins", type=count, default=0, help="Training minutes (spec.exitDurationMins)."
+        ),
+        click.option(
+            "--max-restarts",
+            type=count,
+            default=0,
+            help="Checkpoint restarts (spec.maxRestarts; 0: the catalog's).",
+        ),
+        click.option(
+            "--storage-class", default="", help="StorageClass of checkpoint volumes (spec.storageClassName)."
+        ),
+        click.option(
+            "--enable-checkpoint/--no-enable-checkpoint",
+            default=None,
+            help="Checkpoint training (spec.enableCheckpoint; when not given: the file's, else the catalog's).",
+        ),
+        click.option(
+            "--enable-mnnvl/--no-enable-mnnvl",
+            default=None,
+            help="Multi-node NVLink, NCCL_MNNVL_ENABLE=1 (spec.enableMNNVL; when not given: detected).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 def certification_created(document: dict[str, Any]) -> list[str]:
     metadata = document["metadata"]
     lines = [f"Certification {metadata['name']} created in namespace {metadata['namespace']}.", "Categories:"]
@@ -355,19 +547,20 @@ def certification_created(document: dict[str, Any]) -> list[str]:
     "--category", "categories", multiple=True, help="DOMAIN/VARIANT to certify (repeatable, or a comma list)."
 )
 @run_options
-@click.option("--nodes-per-job", type=click.IntRange(min=0), default=0, help="Nodes per group (0: auto).")
-@click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, help="GPUs per node (0: auto).")
-@click.option("--repeat-count", type=click.IntRange(min=0), default=0, help="Iterations (0: the catalog's).")
-@click.option("-n", "--namespace", default="", help="Namespace (default: the file's, else nvcrectl-<ts>).")
+@category_flag_options
+@click.option(
+    "-n",
+    "--namespace",
+    default="",
+    help="Namespace (default: the file's, else the context's when it names one, else nvcrectl-<ts>).",
+)
 @user_errors
 def certification_run_command(
     file: Path | None,
     cert_file: Path | None,
     categories: tuple[str, ...],
     flags: RunFlags,
-    nodes_per_job: int,
-    gpus_per_node: int,
-    repeat_count: int,
+    category_flags: CategoryFlags,
     namespace: str,
 ) -> None:
     """Certify the cluster: the Certification in FILE (--cert-file), or --category DOMAIN/VARIANT.
@@ -388,19 +581,11 @@ def certification_run_command(
     registry = flags.registry()
     pairs = parse_categories(categories) if categories else []
     seconds = run_execution.parse_timeout(flags.timeout, flags.wait)
+    options = {**category_flags.spec(), **flags.limits()}
+    namespace = namespace or connection.context_namespace(flags.kubeconfig, flags.context) or ""
     document: dict[str, Any] | None = None
     if cert_file is not None:
         document = load_certification(cert_file, flags.name, namespace)
-    options = {
-        key: value
-        for key, value in (
-            ("nodesPerJob", nodes_per_job),
-            ("gpusPerNode", gpus_per_node),
-            ("repeatCount", repeat_count),
-        )
-        if value
-    }
-    options.update(flags.limits())
     if document is not None and options:
         document["spec"].update(options)
     kube = flags.connect()

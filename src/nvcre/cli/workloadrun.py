@@ -85,8 +85,7 @@ def _annotate(rendered: WorkloadRunRender) -> dict[str, Any]:
     "--nic-resource-name", default="", help="RDMA NIC extended resource (sets spec.nicResourceName)."
 )
 @click.option("--dry-run", is_flag=True, help="Discover the target nodes on the cluster and render for them.")
-@click.option("--kubeconfig", default=None, help="Path to the kubeconfig (with --dry-run).")
-@click.option("--context", default=None, help="Kubeconfig context (with --dry-run).")
+@connection.connection_options  # used with --dry-run only
 @output_option()
 @user_errors
 def render_command(
