@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import uuid
 from datetime import timedelta
@@ -32,6 +33,7 @@ from nvcre.fleet.retention import DEFAULT_RETENTION_TEXT, parse_retention
 from nvcre.manager import logs
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import LostLeadership, Manager
+from nvcre.runtime.secure_metrics import tls_context
 
 log = logging.getLogger("nvcre.manager")
 
@@ -60,6 +62,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--metrics-bind-address", default=":8080", help='host:port for /metrics ("0" disables)'
     )
+    parser.add_argument(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="serve /metrics over HTTPS, only to scrapes whose bearer token the API server "
+        "authenticates (TokenReview) and authorises for get /metrics (SubjectAccessReview); "
+        "the chart turns it on (default off)",
+    )
+    parser.add_argument(
+        "--metrics-cert-path",
+        default="",
+        help="directory of the metrics serving certificate (default: a self-signed one made at start)",
+    )
+    parser.add_argument(
+        "--metrics-cert-name", default="tls.crt", help="certificate file in --metrics-cert-path"
+    )
+    parser.add_argument("--metrics-cert-key", default="tls.key", help="key file in --metrics-cert-path")
     parser.add_argument(
         "--health-probe-bind-address",
         default=":8081",
@@ -115,6 +134,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--node-discovery-timeout must not be negative")
     if not args.release_timeout > 0:
         parser.error(f"--release-timeout must be positive, got {args.release_timeout:g}")
+    if (
+        args.metrics_secure
+        and _address(args.metrics_bind_address)
+        and args.metrics_bind_address == args.health_probe_bind_address
+    ):
+        parser.error("--metrics-secure needs --metrics-bind-address apart from --health-probe-bind-address")
     if args.max_nodes_per_run < 0:
         parser.error(f"--max-nodes-per-run must not be negative, got {args.max_nodes_per_run}")
     for flag in ("--max-concurrent-reconciles", "--measurement-max-concurrent-reconciles"):
@@ -138,6 +163,15 @@ def _retention(value: str) -> timedelta:
 
 def _address(value: str) -> str | None:
     return None if value in ("", "0") else value
+
+
+def _metrics_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if not args.metrics_secure:
+        return None
+    try:
+        return tls_context(args.metrics_cert_path, args.metrics_cert_name, args.metrics_cert_key)
+    except (OSError, ssl.SSLError) as error:
+        raise UsageError(f"--metrics-cert-path {args.metrics_cert_path}: {error}") from error
 
 
 class UsageError(Exception):
@@ -181,6 +215,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
         leader_election=election,
         metrics_address=_address(args.metrics_bind_address),
         probe_address=_address(args.health_probe_bind_address),
+        metrics_tls=_metrics_tls(args),
     )
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles, release_timeout=args.release_timeout)

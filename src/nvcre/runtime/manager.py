@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Any
 
 from lightkube import AsyncClient
@@ -11,7 +12,7 @@ from lightkube.core import resource as lkr
 from lightkube.core.selector import build_selector
 
 from nvcre.objects import Obj
-from nvcre.runtime import looplag, probes
+from nvcre.runtime import looplag, probes, secure_metrics
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.informer import Informer, Transform
 from nvcre.runtime.leader import LeaderElectionConfig, LeaderElector
@@ -42,11 +43,16 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_address: str | None = None,
         probe_address: str | None = None,
+        metrics_tls: ssl.SSLContext | None = None,
     ) -> None:
+        """With ``metrics_tls``, ``/metrics`` is served only on ``metrics_address``, over TLS, to
+        scrapes the API server authenticates and authorises (:mod:`nvcre.runtime.secure_metrics`);
+        else on both addresses over plain HTTP."""
         self.client = client
         self.leader_election = leader_election
         self.metrics_address = metrics_address
         self.probe_address = probe_address
+        self.metrics_tls = metrics_tls
         self.controllers: list[Controller] = []
         self._informers: dict[tuple[Any, ...], Informer] = {}
         self._transforms: dict[tuple[Any, ...], Transform | None] = {}
@@ -97,8 +103,19 @@ class Manager:
         return all(informer.synced.is_set() for informer in self._informers.values())
 
     async def _serve(self) -> None:
-        for address in {a for a in (self.metrics_address, self.probe_address) if a}:
-            self.servers.append(await probes.serve(address, self.ready))
+        if self.metrics_tls is None:
+            for address in {a for a in (self.metrics_address, self.probe_address) if a}:
+                self.servers.append(await probes.serve(address, self.ready))
+            return
+        if self.probe_address:
+            self.servers.append(await probes.serve(self.probe_address, self.ready, metrics=False))
+        if self.metrics_address:
+            reviewer = secure_metrics.Reviewer(self.client)
+            self.servers.append(
+                await probes.serve(
+                    self.metrics_address, self.ready, probes=False, authorize=reviewer, tls=self.metrics_tls
+                )
+            )
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Run until ``stop`` is set (clean exit) or leadership is lost (raises LostLeadership).

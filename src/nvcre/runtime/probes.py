@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -32,31 +33,62 @@ def _response(status: str, body: bytes, content_type: str = "text/plain; charset
     return head.encode() + body
 
 
-async def serve(address: str, ready: Callable[[], bool]) -> asyncio.Server:
-    """Serve probes and metrics on ``host:port`` (port 0 picks a free one)."""
+Authorize = Callable[[str | None], Awaitable[int]]
+"""The HTTP status of a scrape with this ``Authorization`` header (200 serves it)."""
+
+_REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden", 503: "503 Service Unavailable"}
+
+
+async def _headers(reader: asyncio.StreamReader) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for _ in range(100):
+        line = await reader.readline()
+        if line in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers
+
+
+async def serve(
+    address: str,
+    ready: Callable[[], bool],
+    *,
+    probes: bool = True,
+    metrics: bool = True,
+    authorize: Authorize | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> asyncio.Server:
+    """Serve probes and/or metrics on ``host:port`` (port 0 picks a free one), over ``tls`` when
+    given; each ``/metrics`` request is first put to ``authorize`` when given."""
     host, _, port = address.rpartition(":")
+
+    async def reply_to(path: str, reader: asyncio.StreamReader) -> bytes:
+        if probes and path == "/healthz":
+            return _response("200 OK", b"ok")
+        if probes and path == "/readyz":
+            return (
+                _response("200 OK", b"ok") if ready() else _response("503 Service Unavailable", b"not ready")
+            )
+        if metrics and path == "/metrics":
+            if authorize is not None:
+                status = await authorize((await _headers(reader)).get("authorization"))
+                if status != 200:
+                    refused = _REFUSED.get(status, f"{status} Refused")
+                    return _response(refused, refused.partition(" ")[2].encode())
+            return _response("200 OK", metrics_text(), CONTENT_TYPE_LATEST)
+        return _response("404 Not Found", b"not found")
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await asyncio.wait_for(reader.readline(), timeout=5)
             path = request.split()[1].decode() if len(request.split()) > 1 else "/"
-            if path == "/healthz":
-                reply = _response("200 OK", b"ok")
-            elif path == "/readyz":
-                reply = (
-                    _response("200 OK", b"ok")
-                    if ready()
-                    else _response("503 Service Unavailable", b"not ready")
-                )
-            elif path == "/metrics":
-                reply = _response("200 OK", metrics_text(), CONTENT_TYPE_LATEST)
-            else:
-                reply = _response("404 Not Found", b"not found")
+            reply = await asyncio.wait_for(reply_to(path.partition("?")[0], reader), timeout=30)
             writer.write(reply)
             await writer.drain()
-        except (TimeoutError, ConnectionError):
+        except (TimeoutError, ConnectionError, ssl.SSLError):
             pass
         finally:
             writer.close()
 
-    return await asyncio.start_server(handle, host or "0.0.0.0", int(port))
+    return await asyncio.start_server(handle, host or "0.0.0.0", int(port), ssl=tls)

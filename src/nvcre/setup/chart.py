@@ -60,6 +60,15 @@ def role_templates() -> dict[str, str]:
             header=TEMPLATE_HEADER,
         ),
         "user-roles.yaml": rbac.user_roles(prefix=name, header=USER_TEMPLATE_HEADER),
+        "metrics-auth-role.yaml": rbac.metrics_auth_role(
+            name=f"{name}-metrics-auth",
+            namespace="{{ .Release.Namespace }}",
+            service_account='{{ include "nvcre.serviceAccountName" . }}',
+            header=USER_TEMPLATE_HEADER,
+        ),
+        "metrics-reader-role.yaml": rbac.metrics_reader_role(
+            name=f"{name}-metrics-reader", header=USER_TEMPLATE_HEADER
+        ),
     }
 
 

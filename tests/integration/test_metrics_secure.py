@@ -1,0 +1,162 @@
+"""``--metrics-secure`` on the real manager and API server: /metrics over HTTPS, refused (401)
+without a bearer token the API server accepts, refused (403) to a ServiceAccount that may not get
+/metrics, and served to one bound to the chart's metrics-reader ClusterRole; the probe port no
+longer serves /metrics. The chart turns it on by default."""
+
+from __future__ import annotations
+
+import secrets
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import RoleRef, Subject
+from lightkube.resources.core_v1 import ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from prometheus_client.parser import text_string_to_metric_families
+
+from nvcre.setup import chart
+from nvcre.setup.helm import Helm
+from nvcre.testing import binaries
+from nvcre.testing.access import apply_manifests, load_manifests, service_account_token
+from nvcre.testing.binaries import repo_root
+from nvcre.testing.controlplane import ControlPlane
+from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.processes import free_port
+
+READER_ROLE = repo_root() / "config" / "rbac" / "metrics_reader_role.yaml"
+
+
+class Scraper:
+    """Scrapes the secure metrics port as Prometheus would (the certificate is self-signed)."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"https://127.0.0.1:{port}/metrics"
+        self.context = ssl.create_default_context()
+        self.context.check_hostname = False
+        self.context.verify_mode = ssl.CERT_NONE
+
+    def get(self, token: str | None) -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        request = urllib.request.Request(self.url, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=self.context) as reply:
+                return reply.status, reply.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+
+@pytest.fixture(scope="module")
+def secure_manager(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ManagerProcess, Scraper]]:
+    port = free_port()
+    process = ManagerProcess(
+        control_plane,
+        tmp_path_factory.mktemp("secure-metrics"),
+        name="secure-metrics-manager",
+        extra_args=("--metrics-secure", f"--metrics-bind-address=127.0.0.1:{port}"),
+    ).start()
+    yield process, Scraper(port)
+    process.stop()
+
+
+def _service_account(kube: Client, namespace: str, name: str) -> str:
+    kube.create(ServiceAccount(metadata=ObjectMeta(name=name, namespace=namespace)))
+    return service_account_token(kube, namespace, name, seconds=600)
+
+
+@pytest.fixture
+def reader_binding(kube: Client, namespace: str) -> Iterator[str]:
+    """A ServiceAccount ``scraper`` bound (as an operator binds Prometheus') to the chart's
+    metrics-reader ClusterRole; the binding's name."""
+    (role,) = apply_manifests(kube, load_manifests([READER_ROLE]))
+    name = f"metrics-scraper-{secrets.token_hex(3)}"
+    kube.create(
+        ClusterRoleBinding(
+            metadata=ObjectMeta(name=name),
+            roleRef=RoleRef(
+                apiGroup="rbac.authorization.k8s.io", kind="ClusterRole", name=role.split("/")[-1]
+            ),
+            subjects=[Subject(kind="ServiceAccount", name="scraper", namespace=namespace)],
+        )
+    )
+    yield name
+    kube.delete(ClusterRoleBinding, name)
+
+
+def test_scrapes_are_authenticated_and_authorised(
+    secure_manager: tuple[ManagerProcess, Scraper], kube: Client, namespace: str, reader_binding: str
+) -> None:
+    manager, scraper = secure_manager
+    stranger = _service_account(kube, namespace, "stranger")
+    reader = _service_account(kube, namespace, "scraper")
+
+    assert scraper.get(None) == (401, "Unauthorized")
+    assert scraper.get("not-a-token") == (401, "Unauthorized")
+    assert scraper.get(stranger) == (403, "Forbidden")
+    status, body = scraper.get(reader)
+    assert status == 200
+    families = {f.name for f in text_string_to_metric_families(body)}
+    assert {"controller_runtime_reconcile_time_seconds", "nvcre_event_loop_lag_seconds"} <= families
+    # The stranger stays refused on a scrape the cache answers, and no token reaches the log.
+    assert scraper.get(stranger) == (403, "Forbidden")
+    assert manager.log_lines(reader) == [] and manager.log_lines(stranger) == []
+
+
+def test_the_probe_port_serves_no_metrics(secure_manager: tuple[ManagerProcess, Scraper]) -> None:
+    manager, _ = secure_manager
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        manager.metrics()
+    assert refused.value.code == 404
+    assert manager._get("/readyz") == "ok"
+
+
+def test_the_chart_defaults_to_secure_metrics() -> None:
+    helm = Helm(str(binaries.ensure([binaries.HELM]).path(binaries.HELM)))
+    rendered = chart.render_chart(
+        helm, repo_root() / "charts" / "nvcre", ["metrics.serviceMonitor.enabled=true"]
+    )
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    args = by_kind_name[("Deployment", "nvcre-manager")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--metrics-secure" in args and "--metrics-bind-address=:8443" in args
+    (endpoint,) = by_kind_name[("ServiceMonitor", "nvcre-manager")]["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    reader = by_kind_name[("ClusterRole", "nvcre-metrics-reader")]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    auth = by_kind_name[("ClusterRoleBinding", "nvcre-metrics-auth")]
+    assert auth["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-manager", "namespace": "nvcre"}]
+
+
+def test_a_mounted_certificate_is_served(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """With --metrics-cert-path the manager serves that certificate: a client that trusts only its
+    CA completes the handshake (and, with no token, is refused)."""
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    (certs / "serving.crt").write_bytes(control_plane.certs.serving_cert.read_bytes())
+    (certs / "serving.key").write_bytes(control_plane.certs.serving_key.read_bytes())
+    port = free_port()
+    process = ManagerProcess(
+        control_plane,
+        tmp_path,
+        name="mounted-cert-manager",
+        extra_args=(
+            "--metrics-secure",
+            f"--metrics-bind-address=127.0.0.1:{port}",
+            f"--metrics-cert-path={certs}",
+            "--metrics-cert-name=serving.crt",
+            "--metrics-cert-key=serving.key",
+        ),
+    ).start(wait_ready=False)
+    try:
+        scraper = Scraper(port)
+        scraper.context = control_plane.ssl_context()
+        assert scraper.get(None) == (401, "Unauthorized")
+    finally:
+        process.stop()
