@@ -319,3 +319,59 @@ def test_the_namespace_defaults_to_the_contexts(
     (tmp_path / "plain").mkdir()
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "plain")))
     assert connection.resolve_namespace(None, None, None) == "default"
+
+
+# --- --setup ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--image", "registry.example/nvcre:1"], "--image and --controller-pull-secret need --setup"),
+        (["--controller-pull-secret", "ghp_x"], "--image and --controller-pull-secret need --setup"),
+        (
+            ["--setup", "--token", "t0k"],
+            "--setup reaches the cluster through --kubeconfig and --context only",
+        ),
+        (["--setup", "--cleanup"], "--cleanup needs --wait"),
+    ],
+)
+@pytest.mark.parametrize("command", ["workloadrun", "certification"])
+def test_setup_flags_are_checked_before_anything_is_installed(
+    cert_file: Path, created: list[run_execution.RunRequest], command: str, flags: list[str], message: str
+) -> None:
+    file = str(BASIC if command == "workloadrun" else cert_file)
+    code, out = invoke(command, "run", file, *flags)
+    assert code == 1 and not created
+    assert message in out
+    assert "[setup]" not in out
+
+
+def test_setup_runs_setup_init_with_the_image_before_the_run(
+    cert_file: Path, created: list[run_execution.RunRequest]
+) -> None:
+    code, out = invoke("certification", "run", str(cert_file), "--setup", "--image", "Not An Image")
+    assert (code, created) == (1, [])
+    assert out == (
+        "[setup] Installing dependencies...\n"
+        'Error: invalid --image "Not An Image": expected REPOSITORY[:TAG][@sha256:DIGEST]\n'
+    )
+    code, out = invoke("workloadrun", "run", str(BASIC), "--setup", "--controller-pull-secret", "ghp_s3cret")
+    assert (code, created) == (1, [])  # setup init connects first: no kubeconfig here
+    assert out.startswith("[setup] Installing dependencies...\n[preflight] Checking prerequisites...\n")
+    assert "Error: [preflight] cannot load kubeconfig" in out and "ghp_s3cret" not in out
+
+
+def test_a_failed_setup_with_cleanup_is_reset(created: list[run_execution.RunRequest]) -> None:
+    code, out = invoke("workloadrun", "run", str(BASIC), "--setup", "--cleanup", "--wait")
+    assert (code, created) == (1, [])
+    lines = out.splitlines()
+    assert lines[0] == "[setup] Installing dependencies..."
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "[preflight] Checking prerequisites...",  # setup init
+        "Error",
+        "[preflight] Checking prerequisites...",  # setup reset
+        "Error",
+        "Warning",
+    ]
+    assert lines[-1] == "Warning: setup reset failed (see above); nvcre stays installed"

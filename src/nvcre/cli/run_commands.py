@@ -48,8 +48,62 @@ class RunFlags:
     name: str
     max_nodes: int | None
     deadline: str | None
+    setup: bool
+    image: str
+    controller_pull_secret: str
     kubeconfig: str | None
     context: str | None
+
+    def check(self) -> None:
+        """The flags that go together, checked before anything is installed or created.
+        ``--image`` and ``--controller-pull-secret`` belong to ``--setup``, which reaches the
+        cluster as helm does: through ``--kubeconfig`` and ``--context`` only."""
+        if (self.results_file or self.junit_file or self.html_file) and not self.wait:
+            raise UserError("--results-file, --junit-file and --html-file need --wait")
+        if self.cleanup and not self.wait:  # it would delete the run as soon as it is created
+            raise UserError("--cleanup needs --wait")
+        if (self.image or self.controller_pull_secret) and not self.setup:
+            raise UserError("--image and --controller-pull-secret need --setup")
+        if self.setup and connection.overrides() != connection.Overrides():
+            raise UserError(
+                "--setup reaches the cluster through --kubeconfig and --context only (as helm does): "
+                "drop the other connection flags or run 'nvcrectl setup init' first"
+            )
+
+    def install(self) -> None:
+        """``--setup``: ``nvcrectl setup init --auto-approve`` (its output, its errors); with
+        ``--cleanup`` a failed install is reset."""
+        from nvcre.cli.setup import init_command
+
+        if not self.setup:
+            return
+        run_execution.note("[setup] Installing dependencies...")
+        try:
+            click.get_current_context().invoke(
+                init_command,
+                kubeconfig=self.kubeconfig,
+                context=self.context,
+                image=self.image or None,
+                image_pull_secret=self.controller_pull_secret or None,
+                auto_approve=True,
+            )
+        except SystemExit as exited:
+            if exited.code and self.cleanup:
+                self.uninstall()
+            raise
+
+    def uninstall(self) -> None:
+        """``--setup`` with ``--cleanup``: ``nvcrectl setup reset --auto-approve``; a refusal or a
+        failure is a warning (the run's own cleanup has already happened)."""
+        from nvcre.cli.setup import reset_command
+
+        try:
+            click.get_current_context().invoke(
+                reset_command, kubeconfig=self.kubeconfig, context=self.context, auto_approve=True
+            )
+        except SystemExit as exited:
+            if exited.code:
+                run_execution.note("Warning: setup reset failed (see above); nvcre stays installed")
 
     def limits(self) -> dict[str, Any]:
         """The spec fields ``--max-nodes`` and ``--deadline`` set (they win over the file's)."""
@@ -90,10 +144,7 @@ class RunFlags:
         timeout: float,
         registry: run_execution.Registry | None,
     ) -> run_execution.RunRequest:
-        if (self.results_file or self.junit_file or self.html_file) and not self.wait:
-            raise UserError("--results-file, --junit-file and --html-file need --wait")
-        if self.cleanup and not self.wait:  # it would delete the run as soon as it is created
-            raise UserError("--cleanup needs --wait")
+        self.check()
         return run_execution.RunRequest(
             kind,
             document,
@@ -105,6 +156,7 @@ class RunFlags:
             self.junit_file,
             created_line,
             html_file=self.html_file,
+            teardown=self.uninstall if self.setup and self.cleanup else None,
         )
 
     def connect(self) -> Client:
@@ -159,6 +211,17 @@ def run_options(func: Callable[..., R]) -> Callable[..., R]:
             "--deadline",
             default=None,
             help="Deadline of the whole run from its creation (spec.deadline: 90m, 2h); then it stops, Failed.",
+        ),
+        click.option(
+            "--setup",
+            is_flag=True,
+            help="Install nvcre first (setup init --auto-approve); with --cleanup, setup reset at the end.",
+        ),
+        click.option("--image", default="", help="Controller image for --setup (setup init --image)."),
+        click.option(
+            "--controller-pull-secret",
+            default="",
+            help="Registry token for the controller image, for --setup (setup init --image-pull-secret).",
         ),
         connection.connection_options,
     ]
@@ -304,6 +367,7 @@ def workloadrun_run_command(
     """Create the WorkloadRun in FILE; with --wait, follow it and print its report."""
     if topology_key and not topology_domain:
         raise UserError("--topology-key needs --topology-domain")
+    flags.check()
     registry = flags.registry(stdin_allowed=str(file) != "-")
     seconds = run_execution.parse_timeout(flags.timeout, flags.wait)
     names = parse_node_list(node_list) if node_list else None
@@ -323,6 +387,7 @@ def workloadrun_run_command(
         timeout=seconds or 0.0,
         registry=registry,
     )
+    flags.install()
     kube = flags.connect()
     if topology_domain:  # the only flag that reads the cluster before the run is created
         apply_topology(document, list_nodes(kube), topology_domain, topology_key)
@@ -588,6 +653,8 @@ def certification_run_command(
         document = load_certification(cert_file, flags.name, namespace)
     if document is not None and options:
         document["spec"].update(options)
+    flags.check()
+    flags.install()
     kube = flags.connect()
     if document is None:
         document = category_certification(pairs, flags.name, namespace, discover_product(kube), options)

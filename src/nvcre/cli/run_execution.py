@@ -522,6 +522,8 @@ class RunRequest:
     stays: bool = True
     """Whether the run outlives this command (not in a sandbox torn down after it)."""
     html_file: Path | None = None
+    teardown: Callable[[], None] | None = None
+    """What ``--cleanup`` does after deleting the run (``--setup``: reset the install)."""
 
 
 def stderr_is_terminal() -> bool:
@@ -578,6 +580,8 @@ def execute(kube: Client, request: RunRequest, *, live: bool | None = None) -> s
     finally:
         if request.cleanup:
             cleanup(kube, kind, name, namespace, created)
+            if request.teardown is not None:
+                request.teardown()
 
 
 def _delete_secret(kube: Client, name: str, namespace: str) -> None:
