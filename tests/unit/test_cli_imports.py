@@ -71,3 +71,10 @@ def test_every_lazy_command_is_registered_under_its_own_name() -> None:
         return count
 
     assert walk(cli, click.Context(cli)) > len(KIND_MODULES)
+
+
+def test_the_mcp_sdk_is_imported_by_the_server_only() -> None:
+    help_modules = imported_by("mcp", "serve", "--help")
+    assert "nvcre.cli.mcp_serve" in help_modules
+    assert not {"mcp", "lightkube"} & help_modules
+    assert "mcp" not in imported_by("analyze", "nccl", "--help")

@@ -168,6 +168,19 @@ def _list(kube: Any, resource: Any, what: str, **kwargs: Any) -> list[dict[str, 
         raise UserError(f"cannot list {what}: {connection.api_error(error)}") from error
 
 
+def read_history(kube: Any, node: str) -> dict[str, Any]:
+    """:func:`history_document` of ``node``'s NodeRecord, read now; ``UserError`` when it has none."""
+    from nvcre import resources
+
+    record = connection.read(kube, resources.NodeRecord, node, None, f"the NodeRecord of node {node}")
+    if record is None:
+        raise UserError(
+            f'node "{node}" has no NodeRecord: no run it took part in has ended, or its record was '
+            "deleted (kubectl get noderecords lists the nodes that have one)"
+        )
+    return history_document(node, record, datetime.now(UTC))
+
+
 @click.group("node")
 def node_group() -> None:
     """What nvcre remembers of a node (its NodeRecord)."""
@@ -182,16 +195,7 @@ def history_command(node: str, output: str, kubeconfig: str | None, context: str
     """Every result NODE's NodeRecord keeps, oldest first: category, run, group and partners,
     bus bandwidth, step time, goodput, the change against the node's baseline, verdict and cause.
     Reads the record only."""
-    from nvcre import resources
-
-    kube = connection.client(kubeconfig, context)
-    record = connection.read(kube, resources.NodeRecord, node, None, f"the NodeRecord of node {node}")
-    if record is None:
-        raise UserError(
-            f'node "{node}" has no NodeRecord: no run it took part in has ended, or its record was '
-            "deleted (kubectl get noderecords lists the nodes that have one)"
-        )
-    doc = history_document(node, record, datetime.now(UTC))
+    doc = read_history(connection.client(kubeconfig, context), node)
     if output == "table":
         click.echo(history_table(node, doc["state"], doc["results"]), nl=False)
     else:

@@ -33,6 +33,7 @@ COMMANDS = {
         "fleet_command",
         "GPU nodes certified, failing, regressed, stale or never, from their NodeRecords.",
     ),
+    "mcp": ("nvcre.cli.mcp_serve", "mcp_group", "A read-only MCP server for assistants (stdio)."),
     "node": ("nvcre.cli.fleet_commands", "node_group", "A node's history of results (its NodeRecord)."),
     "sandbox": (
         "nvcre.sandbox.commands",

@@ -183,6 +183,19 @@ def _failed_nodes(kube: Any, run: Mapping[str, Any], namespace: str) -> list[str
     return failed_node_names(failed_entries(config_map))
 
 
+def certification_summaries(kube: Any, namespace: str) -> list[dict[str, Any]]:
+    """:func:`certification_summary` of every Certification of ``namespace`` (``ALL_NS``: of
+    all), by namespace and name."""
+    from nvcre import resources
+
+    try:
+        found = [c.to_dict() for c in kube.list(resources.Certification, namespace=namespace)]
+    except Exception as error:  # API and transport errors alike end the command
+        raise UserError(f"cannot list certifications: {connection.api_error(error)}") from error
+    found.sort(key=lambda c: (c["metadata"].get("namespace") or "", c["metadata"]["name"]))
+    return [certification_summary(cert) for cert in found]
+
+
 @click.command("status")
 @click.argument("name")
 @output_option(default="text", formats=("text", "json"))
@@ -248,18 +261,8 @@ def certification_list_command(all_namespaces: bool, output: str, cluster: conne
     """List Certifications with their progress (categories done/total), status and reason."""
     from lightkube import ALL_NS
 
-    from nvcre import resources
-
-    kube, namespace = cluster.client(), cluster.namespace
-    try:
-        found = [
-            c.to_dict()
-            for c in kube.list(resources.Certification, namespace=ALL_NS if all_namespaces else namespace)
-        ]
-    except Exception as error:  # API and transport errors alike end the command
-        raise UserError(f"cannot list certifications: {connection.api_error(error)}") from error
-    found.sort(key=lambda c: (c["metadata"].get("namespace") or "", c["metadata"]["name"]))
-    summaries = [certification_summary(cert) for cert in found]
+    namespace = cluster.namespace
+    summaries = certification_summaries(cluster.client(), ALL_NS if all_namespaces else namespace)
     if output != "table":
         emit(summaries, output)
     elif not summaries:

@@ -106,15 +106,20 @@ def threshold_option(func: F) -> F:
     )(func)
 
 
+def with_verdict(status: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+    """``status`` and the ``verdict`` the Job controller would write, as ``analyze`` prints them."""
+    return {
+        **status,
+        "verdict": {"failed": verdict.failed, "reason": verdict.reason, "message": verdict.message},
+    }
+
+
 def report(
     status: dict[str, Any], output: str, table: Callable[[dict[str, Any]], str], verdict: Verdict
 ) -> NoReturn:
     """Print ``status`` with the verdict the Job controller would write, and exit with its code:
     0 pass, 1 fail, 2 a threshold that is not valid input."""
-    status = {
-        **status,
-        "verdict": {"failed": verdict.failed, "reason": verdict.reason, "message": verdict.message},
-    }
+    status = with_verdict(status, verdict)
     if output == "table":
         click.echo(table(status) + f"verdict: {verdict.reason}: {verdict.message}\n", nl=False)
     else:

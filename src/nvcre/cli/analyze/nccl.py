@@ -9,6 +9,7 @@ streamed, so a log of any size fits in memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
@@ -17,7 +18,7 @@ from nvcre.cli.analyze.common import FORMATS, bad_input, load_profile, log_lines
 from nvcre.cli.common import output_option
 from nvcre.measure.nccl import Aggregate, Parser, final_reason, peak
 from nvcre.measure.profile import ProfileError
-from nvcre.measure.thresholds import ALG_BANDWIDTH, BUS_BANDWIDTH
+from nvcre.measure.thresholds import ALG_BANDWIDTH, BUS_BANDWIDTH, Verdict
 from nvcre.measure.verdicts import judge_offline
 
 #: The fields ``-o json|yaml`` always prints (null when the log does not state them).
@@ -50,6 +51,32 @@ def nccl_status(aggregate: Aggregate) -> dict[str, Any]:
         BUS_BANDWIDTH: peaks[0] if peaks else None,
         ALG_BANDWIDTH: peaks[1] if peaks else None,
     }
+
+
+def judge_nccl_log(
+    parser: Parser,
+    lines: Iterable[str],
+    *,
+    source: str,
+    profile: str,
+    thresholds: Mapping[str, str],
+    expect_transport: str | None = None,
+    nodes: int | None = None,
+) -> tuple[dict[str, Any], Verdict]:
+    """What a BandwidthMeasurement would hold for the log ``lines`` (``source`` names them in
+    messages), and the verdict the Job controller would give its Job."""
+    aggregate = parser.aggregate()
+    parser.fold(aggregate, lines)
+    status = nccl_status(aggregate)
+    config: dict[str, Any] = {"logProfileRef": profile}
+    if expect_transport:
+        config["expectedTransport"] = expect_transport
+    verdict = judge_offline(
+        {"thresholds": dict(thresholds), "bandwidthMeasurement": config},
+        nodes=nodes or 0,
+        bandwidth=(status, *final_reason(aggregate, source)),
+    )
+    return status, verdict
 
 
 def _cell(value: Any) -> str:
@@ -160,16 +187,13 @@ def nccl_command(
         parser = Parser(load_profile(profile))
     except ProfileError as error:
         bad_input(f"LogProfile {profile}: {error}")
-    aggregate = parser.aggregate()
-    parser.fold(aggregate, log_lines(logs))
-    status = nccl_status(aggregate)
-    config: dict[str, Any] = {"logProfileRef": profile}
-    if expect_transport:
-        config["expectedTransport"] = expect_transport
-    source = "files " + ", ".join(logs)
-    verdict = judge_offline(
-        {"thresholds": thresholds, "bandwidthMeasurement": config},
-        nodes=nodes or 0,
-        bandwidth=(status, *final_reason(aggregate, source)),
+    status, verdict = judge_nccl_log(
+        parser,
+        log_lines(logs),
+        source="files " + ", ".join(logs),
+        profile=profile,
+        thresholds=thresholds,
+        expect_transport=expect_transport,
+        nodes=nodes,
     )
     report(status, output, nccl_table, verdict)
