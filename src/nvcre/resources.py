@@ -20,6 +20,8 @@ __all__ = [
     "JobSet",
     "LogProfile",
     "NodeRecord",
+    "ReportExport",
+    "ReportExportPolicy",
     "TrainJob",
     "TrainingRuntime",
     "Workflow",
@@ -44,6 +46,8 @@ GoodputMeasurement = BY_KIND["GoodputMeasurement"]
 BandwidthMeasurement = BY_KIND["BandwidthMeasurement"]
 LogProfile = BY_KIND["LogProfile"]
 NodeRecord = BY_KIND["NodeRecord"]
+ReportExportPolicy = BY_KIND["ReportExportPolicy"]
+ReportExport = BY_KIND["ReportExport"]
 
 TrainJob: Any = create_namespaced_resource(TRAINER_GROUP, TRAINER_VERSION, "TrainJob", "trainjobs")
 TrainingRuntime: Any = create_namespaced_resource(

@@ -124,6 +124,26 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         GROUP,
+        "reportexportpolicies",
+        ("list", "watch"),
+        f"{_CACHE}: which Certifications' reports to export (controllers/reportexport.py)",
+    ),
+    *_parent(
+        "reportexports",
+        ("get", "list", "watch", "create"),
+        f"{_CACHE}; create: one per policy and ended Certification; get: the live read before a "
+        "snapshot or a delivery",
+        "its snapshot ConfigMap",
+    ),
+    Rule(
+        "",
+        "secrets",
+        ("get",),
+        "a ReportExport's signing key, read for each delivery from the Secret its policy names "
+        "(in the policy's namespace); never written, listed or watched",
+    ),
+    Rule(
+        GROUP,
         "noderecords/status",
         ("update",),
         "an ended Workflow's result folded into each of its nodes' records (once per node)",

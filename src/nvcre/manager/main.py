@@ -27,6 +27,7 @@ from nvcre.controllers.measurement.registry import KINDS as MEASUREMENT_KINDS
 from nvcre.controllers.measurement.shell import MeasurementController
 from nvcre.controllers.noderecord_retention import NodeRecordRetention, describe
 from nvcre.controllers.noderecords import NodeRecordController
+from nvcre.controllers.reportexport import ReportExportControllers
 from nvcre.controllers.workflow import WorkflowController
 from nvcre.controllers.workloadrun import WorkloadRunController
 from nvcre.fleet.retention import DEFAULT_RETENTION_TEXT, parse_retention
@@ -233,6 +234,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     )
     NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
     NodeRecordRetention(ctx, args.node_record_retention)
+    ReportExportControllers(ctx, workers=args.max_concurrent_reconciles)
     fleet_metrics.watch(manager.informer(resources.NodeRecord), ctx.clock)
     return manager
 

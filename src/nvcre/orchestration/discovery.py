@@ -22,7 +22,8 @@ def labels_of(node: Node) -> dict[str, str]:
     return dict(node.get("metadata", {}).get("labels") or {})
 
 
-def _expression_holds(labels: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
+def expression_holds(labels: Mapping[str, str], expression: Mapping[str, Any]) -> bool:
+    """Whether ``labels`` satisfy one label-selector requirement (In, NotIn, Exists, DoesNotExist)."""
     key, operator = expression.get("key", ""), expression.get("operator", "")
     values = list(expression.get("values") or ())
     match operator:
@@ -56,7 +57,7 @@ def matches_target(node: Node, target: Mapping[str, Any] | None) -> bool:
     labels = labels_of(node)
     if any(labels.get(k) != v for k, v in (target.get("nodeSelector") or {}).items()):
         return False
-    if not all(_expression_holds(labels, e) for e in target.get("matchExpressions") or ()):
+    if not all(expression_holds(labels, e) for e in target.get("matchExpressions") or ()):
         return False
     names = target.get("nodeNames") or ()
     if names and name_of(node) not in names:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nvcre.api.v1alpha1.logprofile import LogProfile
     from nvcre.api.v1alpha1.measurements import BandwidthMeasurement, GoodputMeasurement
     from nvcre.api.v1alpha1.noderecord import NodeRecord
+    from nvcre.api.v1alpha1.reportexport import ReportExport, ReportExportPolicy
     from nvcre.api.v1alpha1.resource import Resource
     from nvcre.api.v1alpha1.workflow import Workflow
     from nvcre.api.v1alpha1.workloadrun import WorkloadRun
@@ -32,6 +33,8 @@ KIND_MODULES: dict[str, str] = {
     "GoodputMeasurement": "measurements",
     "LogProfile": "logprofile",
     "NodeRecord": "noderecord",
+    "ReportExportPolicy": "reportexport",
+    "ReportExport": "reportexport",
 }
 """The module of each kind of the group, by kind name."""
 
@@ -67,6 +70,8 @@ __all__ = [
     "Job",
     "LogProfile",
     "NodeRecord",
+    "ReportExport",
+    "ReportExportPolicy",
     "Resource",
     "Workflow",
     "WorkloadRun",

@@ -1,0 +1,315 @@
+"""ReportExportPolicy and ReportExport: freeze an ended Certification's report and deliver it.
+
+Two controllers. ``reportexportpolicy`` (keyed by policy, woken by its policies, by every
+Certification of their source namespaces and by their exports) creates one ReportExport in the policy's namespace for
+each ended Certification it selects that has none. ``reportexport`` freezes the export's report
+(the JSON ``nvcrectl certification report -o json`` prints, built by the same code) into a
+ConfigMap the export owns, then hands it to :class:`Delivery`, which POSTs it off the reconcile
+path: its own tasks with their own concurrency bound, each request bounded by the webhook's
+timeout, so a slow webhook never holds a worker of this or any other controller. Each attempt's
+outcome is written to the export's status (``nvcre.decide.reportexport.after_attempt``); that
+write wakes the export again, which waits for ``nextAttemptTime`` by requeueing.
+
+The signing key is read from its Secret for each attempt and used only to sign: it never
+reaches a status, an event or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import logging
+import ssl
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import httpx2
+from lightkube import ApiError, AsyncClient
+from lightkube.resources.core_v1 import ConfigMap, Secret
+
+from nvcre import resources
+from nvcre.api.v1alpha1.constants import Label
+from nvcre.api.v1alpha1.meta import format_time
+from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    create_controlled,
+    create_or_adopt,
+    get_live,
+)
+from nvcre.controllers.context import Context
+from nvcre.decide import reportexport as rx
+from nvcre.durations import parse_duration
+from nvcre.objects import Obj, ObjectKey
+from nvcre.report.build import CertificationObjects, WorkflowObjects, certification_report
+from nvcre.report.jsonreport import to_json
+from nvcre.runtime.controller import Controller, Result
+from nvcre.runtime.objects import to_plain
+
+log = logging.getLogger(__name__)
+
+DELIVERY_CONCURRENCY: Final = 8
+"""POSTs in flight at once, all exports together."""
+IN_FLIGHT_RECHECK: Final = 30.0
+"""Seconds after which an export whose POST is in flight is looked at again (its status write
+wakes it sooner)."""
+
+
+async def _list(client: AsyncClient, resource: Any, namespace: str, labels: dict[str, Any]) -> list[Obj]:
+    return [to_plain(resource, o) async for o in client.list(resource, namespace=namespace, labels=labels)]
+
+
+async def _config_map(client: AsyncClient, ref: Any, namespace: str) -> Obj | None:
+    name = (ref or {}).get("name")
+    return await get_live(client, ConfigMap, name, namespace) if name else None
+
+
+async def read_certification(client: AsyncClient, cert: Obj) -> CertificationObjects:
+    """What the report of ``cert`` is built from: its Workflows (by the certification label),
+    their Jobs, measurements and node-result ConfigMaps, read live (no node history)."""
+    namespace = cert["metadata"]["namespace"]
+    workflows = await _list(
+        client, resources.Workflow, namespace, {Label.CERTIFICATION: cert["metadata"]["name"]}
+    )
+    objects = []
+    for workflow in workflows:
+        jobs = await _list(client, resources.Job, namespace, {Label.WORKFLOW: workflow["metadata"]["name"]})
+        names = [j["metadata"]["name"] for j in jobs]
+        by_job = {Label.JOB: names} if names else None
+        status = workflow.get("status") or {}
+        objects.append(
+            WorkflowObjects(
+                workflow=workflow,
+                jobs=jobs,
+                bandwidths=await _list(client, resources.BandwidthMeasurement, namespace, by_job)
+                if by_job
+                else [],
+                goodputs=await _list(client, resources.GoodputMeasurement, namespace, by_job)
+                if by_job
+                else [],
+                failed_nodes=await _config_map(client, status.get("failedNodesRef"), namespace),
+                succeeded_nodes=await _config_map(client, status.get("succeededNodesRef"), namespace),
+            )
+        )
+    return CertificationObjects(certification=cert, workflows=objects, now=datetime.now(UTC))
+
+
+def _ssl_context(webhook: Obj) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if webhook.get("caBundle"):
+        context.load_verify_locations(cadata=base64.b64decode(webhook["caBundle"]).decode())
+    return context
+
+
+def _same_source(cert: Obj) -> Callable[[Obj], bool]:
+    """Whether an export is of ``cert`` (an earlier create of ours)."""
+    uid = cert["metadata"]["uid"]
+    return lambda live: bool(live["spec"]["sourceRef"]["uid"] == uid)
+
+
+def _policy_of(event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
+    name = ((new.get("spec") or {}).get("policyRef") or {}).get("name")
+    return [ObjectKey(new["metadata"]["namespace"], name)] if name else []
+
+
+class Delivery:
+    """POSTs of frozen reports, off the reconcile path: at most ``concurrency`` at once, one per
+    export."""
+
+    def __init__(self, ctx: Context, concurrency: int = DELIVERY_CONCURRENCY) -> None:
+        self.ctx = ctx
+        self._slots = asyncio.Semaphore(concurrency)
+        self._in_flight: set[ObjectKey] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def submit(self, key: ObjectKey, export: Obj) -> None:
+        """Start the next attempt of ``export`` unless one is in flight."""
+        if key in self._in_flight:
+            return
+        self._in_flight.add(key)
+        task = asyncio.create_task(self._deliver(key, export), name=f"deliver {key}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, key: ObjectKey, export: Obj) -> None:
+        try:
+            async with self._slots:
+                attempt = await self._attempt(export)
+            spec, status = export["spec"], export.get("status") or {}
+            changes = rx.after_attempt(spec, status, attempt)
+
+            def record(live: dict[str, Any]) -> None:
+                for field, value in changes.items():
+                    if value is None:
+                        live.pop(field, None)
+                    else:
+                        live[field] = value
+
+            await self.ctx.status.update(resources.ReportExport, export, record)
+        except Exception:  # the next reconcile tries again; the error is the API server's
+            log.exception("report export %s: recording the delivery failed", key)
+        finally:
+            self._in_flight.discard(key)
+
+    async def _signing_key(self, export: Obj) -> bytes | None:
+        ref = export["spec"]["webhook"].get("signingSecretRef")
+        if not ref:
+            return None
+        secret = await get_live(self.ctx.client, Secret, ref["name"], export["metadata"]["namespace"])
+        value = ((secret or {}).get("data") or {}).get(ref["key"])
+        if value is None:
+            raise LookupError(f'key "{ref["key"]}" of Secret "{ref["name"]}" not found')
+        return base64.b64decode(value)
+
+    async def _attempt(self, export: Obj) -> rx.Attempt:
+        """One POST of the frozen report (never raises: every failure is an attempt's outcome)."""
+        webhook = export["spec"]["webhook"]
+        namespace = export["metadata"]["namespace"]
+        try:
+            snapshot = await _config_map(self.ctx.client, export["status"]["snapshotRef"], namespace)
+            packed = ((snapshot or {}).get("binaryData") or {}).get(rx.SNAPSHOT_KEY)
+            if packed is None:
+                raise LookupError(f"the snapshot ConfigMap {export['status']['snapshotRef']['name']} is gone")
+            body = gzip.decompress(base64.b64decode(packed))
+            key = await self._signing_key(export)
+        except (LookupError, ApiError) as error:
+            return rx.Attempt(self.ctx.clock.now(), None, f"cannot send the report: {error}")
+        headers = {"Content-Type": "application/json", DELIVERY_HEADER: export["metadata"]["uid"]}
+        if key is not None:
+            headers[SIGNATURE_HEADER] = rx.signature(key, body)
+        timeout = parse_duration(webhook.get("timeout") or "10s") / 1e9
+        try:
+            async with httpx2.AsyncClient(
+                verify=_ssl_context(webhook), timeout=timeout, trust_env=False
+            ) as http:
+                answer = await http.post(webhook["url"], content=body, headers=headers)
+        except (httpx2.HTTPError, ssl.SSLError, OSError) as error:
+            return rx.Attempt(
+                self.ctx.clock.now(), None, f"POST {webhook['url']}: {type(error).__name__}: {error}"
+            )
+        at = self.ctx.clock.now()
+        if 200 <= answer.status_code < 300:
+            return rx.Attempt(at, answer.status_code, "")
+        text = answer.text.strip()[: rx.MAX_MESSAGE]
+        return rx.Attempt(at, answer.status_code, f"POST {webhook['url']}: HTTP {answer.status_code}: {text}")
+
+
+class ReportExportControllers:
+    def __init__(
+        self, ctx: Context, *, workers: int, delivery_concurrency: int = DELIVERY_CONCURRENCY
+    ) -> None:
+        self.ctx = ctx
+        manager = ctx.manager
+        self.policies = manager.informer(resources.ReportExportPolicy)
+        self.exports = manager.informer(resources.ReportExport)
+        self.certifications = manager.informer(resources.Certification)
+        self.delivery = Delivery(ctx, delivery_concurrency)
+        self.policy_controller = Controller("reportexportpolicy", self.reconcile_policy, workers=workers)
+        self.policy_controller.watch(self.policies)
+        self.policy_controller.watch(self.certifications, self._policies_of)
+        self.policy_controller.watch(self.exports, _policy_of)  # a deleted export is made anew
+        manager.add(self.policy_controller)
+        self.export_controller = Controller("reportexport", self.reconcile_export, workers=workers)
+        self.export_controller.watch(self.exports)
+        manager.add(self.export_controller)
+
+    def _policies_of(self, event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
+        namespace = new["metadata"].get("namespace")
+        for policy in self.policies.items():
+            if namespace in ((policy.get("spec") or {}).get("source") or {}).get("namespaces", ()):
+                yield ObjectKey(policy["metadata"]["namespace"], policy["metadata"]["name"])
+
+    # -- policies -----------------------------------------------------------------------------
+
+    async def reconcile_policy(self, key: ObjectKey) -> Result | None:
+        policy = self.policies.get(key.namespace, key.name)
+        if policy is None:
+            return None
+        for namespace in ((policy.get("spec") or {}).get("source") or {}).get("namespaces") or ():
+            for cert in self.certifications.items(namespace):
+                if not rx.exportable(policy, cert):
+                    continue
+                body = rx.export_body(policy, cert)
+                if self.exports.get(key.namespace, body["metadata"]["name"]) is not None:
+                    continue
+                try:
+                    await create_or_adopt(self.ctx.client, resources.ReportExport, body, _same_source(cert))
+                except (NameTaken, HolderTerminating) as error:
+                    log.warning("report export policy %s: %s holds the name; not exported", key, error)
+        return None
+
+    # -- exports ------------------------------------------------------------------------------
+
+    async def reconcile_export(self, key: ObjectKey) -> Result | None:
+        export = await get_live(self.ctx.client, resources.ReportExport, key.name, key.namespace)
+        if export is None:
+            return None
+        status = export.get("status") or {}
+        if status.get("phase") in rx.TERMINAL_PHASES:
+            return None
+        if not status.get("snapshotRef"):
+            return await self._freeze(export)
+        wait = rx.wait_seconds(status, self.ctx.clock.now())
+        if wait > 0:
+            return Result(requeue_after=wait)
+        self.delivery.submit(key, export)
+        return Result(requeue_after=IN_FLIGHT_RECHECK)
+
+    async def _end(self, export: Obj, reason: str, message: str) -> None:
+        now = format_time(self.ctx.clock.now())
+
+        def fail(status: dict[str, Any]) -> None:
+            status.update(phase=rx.FAILED, reason=reason, message=message, completionTime=now)
+
+        await self.ctx.status.update(resources.ReportExport, export, fail)
+
+    async def _freeze(self, export: Obj) -> Result | None:
+        """Build the report, keep it in the export's ConfigMap and record it in the status."""
+        ref = export["spec"]["sourceRef"]
+        cert = await get_live(self.ctx.client, resources.Certification, ref["name"], ref["namespace"])
+        if cert is None or cert["metadata"]["uid"] != ref["uid"]:
+            await self._end(
+                export,
+                "SourceDeletedBeforeSnapshot",
+                f"Certification {ref['namespace']}/{ref['name']} was deleted before its report was frozen",
+            )
+            return None
+        report = to_json(certification_report(await read_certification(self.ctx.client, cert)))
+        try:
+            frozen = rx.snapshot(report)
+        except rx.SnapshotTooLarge as error:
+            await self._end(export, "PayloadTooLarge", str(error))
+            return None
+        name = rx.snapshot_name(export)
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "binaryData": {rx.SNAPSHOT_KEY: base64.b64encode(frozen.gzipped).decode()},
+        }
+        try:
+            await create_controlled(self.ctx.client, ConfigMap, body, export)
+        except HolderTerminating:
+            return Result(requeue_after=1.0)
+        except NameTaken:
+            await self._end(
+                export, "SnapshotBuildFailed", f"ConfigMap {name} exists and is not this export's"
+            )
+            return None
+
+        def ready(status: dict[str, Any]) -> None:
+            status.update(
+                phase=rx.SNAPSHOT_READY,
+                reason=rx.SNAPSHOT_READY,
+                message=f"report of Certification {ref['name']} frozen in ConfigMap {name}",
+                result=frozen.result,
+                snapshotRef={"name": name},
+                sha256=frozen.sha256,
+                payloadBytes=len(frozen.body),
+            )
+
+        await self.ctx.status.update(resources.ReportExport, export, ready)
+        return None

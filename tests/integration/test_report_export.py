@@ -1,0 +1,220 @@
+"""ReportExportPolicy / ReportExport on the real API server with the real manager: an ended
+Certification's JSON report reaches a local HTTPS webhook (its CA in the policy), signed with the
+policy's Secret; a webhook that answers 500 twice is retried until its 200; one that answers 400
+is not retried, and the export says why.
+
+The Certifications run through the real controllers on kwok GPU nodes; the test plays Kubeflow
+Trainer (it ends the one category's TrainJob).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import pytest
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import ConfigMap, Event, Secret
+
+from nvcre import resources
+from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
+from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, category, pool_spec
+from nvcre.testing.inspect import finish_workflow_jobs, get, wait_true
+from nvcre.testing.waiting import wait_for
+from nvcre.testing.webhook import Webhook
+from nvcre.testing.workloads import pool_name
+
+ALL_REDUCE = category("communication", "nccl-all-reduce")
+SIGNING_KEY = b"report-signing-key-123"
+
+
+def _policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "ReportExportPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "source": {"namespaces": [namespace], "selector": {"matchLabels": {"export": name}}},
+            "webhook": {"url": webhook.url, "caBundle": webhook.ca_bundle, **webhook_fields},
+            "retry": {"initialBackoff": "1s", "maxBackoff": "2s"},
+        },
+    }
+
+
+def _run_certification(
+    kube: Client, namespace: str, gpu_nodes: Any, name: str, export: str
+) -> dict[str, Any]:
+    """A one-category Certification labelled ``export=<export>``, run to its end."""
+    pool = pool_name()
+    gpu_nodes(2, pool_spec(pool))
+    cert = (
+        Certification(name)
+        .namespace(namespace)
+        .labels(export=export)
+        .pool(pool, **{NodeLabel.GPU_PRODUCT: "NVIDIA-H100-80GB-HBM3"})
+        .allow_missing_data()  # TrainJobs ended by hand: no launcher log here
+        .categories(ALL_REDUCE)
+        .obj()
+    )
+    kube.create(resources.Certification.from_dict(cert))
+    finish_workflow_jobs(
+        kube, namespace, certification_workflow_name(name, "communication", "nccl-all-reduce"), 1
+    )
+    return wait_true(kube, resources.Certification, name, namespace, "Succeeded", timeout=90)
+
+
+def _export(kube: Client, namespace: str, phases: tuple[str, ...], other_than: str = "") -> dict[str, Any]:
+    """The namespace's one ReportExport (whose UID is not ``other_than``), once its phase is one
+    of ``phases``."""
+
+    def done() -> dict[str, Any] | None:
+        found = [
+            e.to_dict()
+            for e in kube.list(resources.ReportExport, namespace=namespace)
+            if e.metadata and e.metadata.uid != other_than
+        ]
+        if len(found) == 1 and (found[0].get("status") or {}).get("phase") in phases:
+            return found[0]
+        return None
+
+    return wait_for(done, 90, what=f"a ReportExport in {namespace} in phase {phases}")
+
+
+def test_an_ended_certifications_report_reaches_the_webhook_signed(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    webhook = Webhook([200])
+    kube.create(
+        Secret.from_dict(
+            {
+                "metadata": {"name": "report-key", "namespace": namespace},
+                "stringData": {"key": SIGNING_KEY.decode()},
+            }
+        )
+    )
+    with webhook.serving():
+        kube.create(
+            resources.ReportExportPolicy.from_dict(
+                _policy("signed", namespace, webhook, signingSecretRef={"name": "report-key", "key": "key"})
+            )
+        )
+        cert = _run_certification(kube, namespace, gpu_nodes, "exported", "signed")
+        export = _export(kube, namespace, ("Delivered", "Failed"))
+        (received,) = webhook.requests()
+
+    status = export["status"]
+    assert status["phase"] == "Delivered", status
+    assert status["attempts"] == 1 and status["lastHTTPStatus"] == 200
+    assert export["spec"]["sourceRef"] == {
+        "kind": "Certification",
+        "namespace": namespace,
+        "name": "exported",
+        "uid": cert["metadata"]["uid"],
+    }
+    report = json.loads(received.body)
+    assert report["name"] == "exported" and report["kind"] == "Certification"
+    assert status["result"] == report["result"] == "PASSED"
+    assert status["sha256"] == hashlib.sha256(received.body).hexdigest()
+    assert status["payloadBytes"] == len(received.body)
+    expected = "sha256=" + hmac.new(SIGNING_KEY, received.body, hashlib.sha256).hexdigest()
+    assert received.headers[SIGNATURE_HEADER] == expected
+    assert received.headers[DELIVERY_HEADER] == export["metadata"]["uid"]
+    assert received.headers["Content-Type"] == "application/json"
+    snapshot = get(kube, ConfigMap, status["snapshotRef"]["name"], namespace)
+    assert snapshot["metadata"]["ownerReferences"][0]["uid"] == export["metadata"]["uid"]
+    # The key is only in its Secret: not in the export, its snapshot or any event.
+    shown = json.dumps([export, snapshot, [e.to_dict() for e in kube.list(Event, namespace=namespace)]])
+    assert SIGNING_KEY.decode() not in shown
+
+
+def test_a_webhook_answering_500_twice_gets_the_report_on_the_third_attempt(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    webhook = Webhook([500, 500, 200])
+    with webhook.serving():
+        kube.create(resources.ReportExportPolicy.from_dict(_policy("flaky", namespace, webhook)))
+        _run_certification(kube, namespace, gpu_nodes, "retried", "flaky")
+        export = _export(kube, namespace, ("Delivered", "Failed"))
+        received = webhook.requests()
+
+    status = export["status"]
+    assert status["phase"] == "Delivered", status
+    assert status["attempts"] == 3 and status["lastHTTPStatus"] == 200
+    assert status["message"] == "HTTP 200 after 3 attempt(s)"
+    assert len(received) == 3
+    assert len({r.body for r in received}) == 1  # the frozen report, sent again unchanged
+    assert SIGNATURE_HEADER not in received[0].headers  # no signing Secret: unsigned
+    assert status["firstAttemptTime"] <= status["lastAttemptTime"] == status["completionTime"]
+
+
+def test_a_webhook_answering_400_is_not_retried_and_the_export_says_why(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    webhook = Webhook([400, 200])
+    with webhook.serving():
+        kube.create(resources.ReportExportPolicy.from_dict(_policy("refusing", namespace, webhook)))
+        _run_certification(kube, namespace, gpu_nodes, "refused", "refusing")
+        export = _export(kube, namespace, ("Delivered", "Failed"))
+        status = export["status"]
+        assert status["phase"] == "Failed", status
+        assert status["reason"] == "HTTPError"
+        assert status["attempts"] == 1 and status["lastHTTPStatus"] == 400
+        assert status["message"] == (
+            f"POST {webhook.url}: HTTP 400: answered 400 (not retried: the webhook refused the report)"
+        )
+        assert "nextAttemptTime" not in status
+        assert len(webhook.requests()) == 1
+
+        # Deleted, the export is made anew, and the webhook (which answers 200 now) gets the report.
+        kube.delete(resources.ReportExport, export["metadata"]["name"], namespace=namespace)
+        again = _export(kube, namespace, ("Delivered",), other_than=export["metadata"]["uid"])
+        assert again["metadata"]["name"] == export["metadata"]["name"]
+        assert again["status"]["attempts"] == 1 and len(webhook.requests()) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"webhook": {"url": "ftp://x"}}, "spec.webhook.url"),
+        ({"webhook": {"url": "https://x", "timeout": "500ms"}}, "timeout must be between 1s and 5m"),
+        (
+            {"webhook": {"url": "https://x"}, "retry": {"initialBackoff": "10m", "maxBackoff": "1m"}},
+            "maxBackoff must not be less than initialBackoff",
+        ),
+        ({"webhook": {"url": "https://x"}, "source": {"namespaces": []}}, "spec.source.namespaces"),
+    ],
+)
+def test_a_bad_policy_is_refused_naming_the_field(
+    kube: Client, namespace: str, change: dict[str, Any], message: str
+) -> None:
+    body: dict[str, Any] = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "ReportExportPolicy",
+        "metadata": {"name": "bad", "namespace": namespace},
+        "spec": {"source": {"namespaces": [namespace]}, **change},
+    }
+    with pytest.raises(ApiError) as refused:
+        kube.create(resources.ReportExportPolicy.from_dict(body))
+    assert message in str(refused.value.status.message)
+
+
+def test_a_policys_omitted_retry_is_defaulted(kube: Client, namespace: str) -> None:
+    body = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "ReportExportPolicy",
+        "metadata": {"name": "defaults", "namespace": namespace},
+        "spec": {"source": {"namespaces": [namespace]}, "webhook": {"url": "https://reports.example.com/in"}},
+    }
+    created = kube.create(resources.ReportExportPolicy.from_dict(body)).to_dict()
+    assert created["spec"]["retry"] == {
+        "initialBackoff": "10s",
+        "maxBackoff": "15m",
+        "maxAttempts": 100,
+        "maxElapsedTime": "24h",
+    }
+    assert created["spec"]["webhook"]["timeout"] == "10s"
+    assert created["spec"]["source"]["kind"] == "Certification"

@@ -1,0 +1,134 @@
+"""The report-export rules: which Certifications a policy selects, the export's name, the
+signature, and what one delivery attempt does to the export's status."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from nvcre.decide import reportexport as rx
+from nvcre.naming import short_hash
+
+AT = datetime(2026, 12, 5, 1, 0, 0, tzinfo=UTC)
+RETRY = {"initialBackoff": "10s", "maxBackoff": "30s", "maxAttempts": 4, "maxElapsedTime": "1h"}
+
+
+def _cert(
+    labels: dict[str, str] | None = None, *, ended: bool = True, namespace: str = "team-a"
+) -> dict[str, Any]:
+    conditions = [{"type": "Succeeded", "status": "True", "lastTransitionTime": "2026-12-05T00:00:00Z"}]
+    return {
+        "metadata": {"name": "nightly", "namespace": namespace, "uid": "u-1", "labels": labels or {}},
+        "status": {"conditions": conditions if ended else []},
+    }
+
+
+def _policy(**spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "db", "namespace": "nvcre", "uid": "p-1", "generation": 2},
+        "spec": {"source": {"namespaces": ["team-a"]}, "webhook": {"url": "https://x"}, **spec},
+    }
+
+
+def test_a_policy_exports_the_ended_certifications_of_its_namespaces_with_its_labels() -> None:
+    assert rx.exportable(_policy(), _cert())
+    assert not rx.exportable(_policy(), _cert(ended=False))
+    assert not rx.exportable(_policy(), _cert(namespace="team-b"))
+    assert not rx.exportable(_policy(suspend=True), _cert())
+    labelled = _policy(source={"namespaces": ["team-a"], "selector": {"matchLabels": {"export": "yes"}}})
+    assert rx.exportable(labelled, _cert({"export": "yes"}))
+    assert not rx.exportable(labelled, _cert({"export": "no"}))
+    expression = _policy(
+        source={
+            "namespaces": ["team-a"],
+            "selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+        }
+    )
+    assert rx.exportable(expression, _cert({"tier": "gold"}))
+    assert not rx.exportable(expression, _cert())
+
+
+def test_the_export_is_named_after_policy_namespace_certification_and_uid_and_freezes_the_policy() -> None:
+    body = rx.export_body(_policy(retry=RETRY), _cert())
+    assert body["metadata"] == {"name": "db-team-a-nightly-" + short_hash("u-1"), "namespace": "nvcre"}
+    assert body["spec"]["sourceRef"] == {
+        "kind": "Certification",
+        "namespace": "team-a",
+        "name": "nightly",
+        "uid": "u-1",
+    }
+    assert body["spec"]["policyRef"] == {"name": "db", "uid": "p-1", "generation": 2}
+    assert body["spec"]["retry"] == RETRY
+    long = _cert()
+    long["metadata"]["name"] = "n" * 80
+    assert len(rx.export_name(_policy(), long)) == 63
+
+
+def test_the_snapshot_is_the_compact_sorted_json_and_its_signature_is_the_hmac() -> None:
+    frozen = rx.snapshot({"result": "PASSED", "name": "nightly"})
+    assert frozen.body == b'{"name":"nightly","result":"PASSED"}'
+    assert json.loads(gzip.decompress(frozen.gzipped)) == {"name": "nightly", "result": "PASSED"}
+    assert frozen.result == "PASSED"
+    # RFC 4231 test case 2
+    assert rx.signature(b"Jefe", b"what do ya want for nothing?") == (
+        "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    )
+    with pytest.raises(rx.SnapshotTooLarge, match="more than"):
+        rx.snapshot({"blob": "x" * rx.MAX_PAYLOAD_BYTES})
+
+
+def test_backoff_doubles_from_the_initial_up_to_the_max() -> None:
+    assert [rx.backoff(RETRY, n) for n in (1, 2, 3, 4)] == [10.0, 20.0, 30.0, 30.0]
+
+
+def _after(status: dict[str, Any], code: int | None, at: datetime = AT) -> dict[str, Any]:
+    """``status`` after one attempt, written as the controller writes it (None: removed)."""
+    changes = rx.after_attempt({"retry": RETRY}, status, rx.Attempt(at, code, f"HTTP {code}"))
+    merged = {**status, **changes}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+@pytest.mark.parametrize("code", [500, 503, 429, None])
+def test_a_5xx_429_or_no_answer_is_retried_after_the_backoff(code: int | None) -> None:
+    status = _after({}, code)
+    assert status["phase"] == "Retrying"
+    assert status["attempts"] == 1 and status["nextAttemptTime"] == "2026-12-05T01:00:10Z"
+    assert status["reason"] == ("ConnectionError" if code is None else "HTTPError")
+
+
+@pytest.mark.parametrize("code", [400, 401, 404, 301])
+def test_any_other_answer_fails_at_once(code: int) -> None:
+    status = _after({}, code)
+    assert (status["phase"], status["attempts"], status["completionTime"]) == (
+        "Failed",
+        1,
+        "2026-12-05T01:00:00Z",
+    )
+    assert status["message"] == f"HTTP {code} (not retried: the webhook refused the report)"
+
+
+def test_a_2xx_delivers_and_attempts_count_up_to_max_attempts() -> None:
+    status = _after(_after({}, 500), 200, AT + timedelta(seconds=10))
+    assert status["phase"] == "Delivered" and status["attempts"] == 2
+    assert "nextAttemptTime" not in status
+    assert status["firstAttemptTime"] == "2026-12-05T01:00:00Z"
+    assert status["completionTime"] == status["lastAttemptTime"] == "2026-12-05T01:00:10Z"
+    failing: dict[str, Any] = {}
+    for n in range(4):
+        failing = _after(failing, 502, AT + timedelta(seconds=30 * n))
+    assert (failing["phase"], failing["reason"], failing["attempts"]) == ("Failed", "RetriesExhausted", 4)
+
+
+def test_retries_stop_once_the_next_would_pass_max_elapsed_time() -> None:
+    late = _after({"attempts": 1, "firstAttemptTime": "2026-12-05T00:00:00Z"}, 500, AT - timedelta(seconds=5))
+    assert late["phase"] == "Failed" and late["reason"] == "RetriesExhausted"
+
+
+def test_wait_seconds_until_the_next_attempt() -> None:
+    assert rx.wait_seconds({"nextAttemptTime": "2026-12-05T01:00:10Z"}, AT) == 10.0
+    assert rx.wait_seconds({"nextAttemptTime": "2026-12-05T00:59:00Z"}, AT) == 0.0
+    assert rx.wait_seconds({}, AT) == 0.0
