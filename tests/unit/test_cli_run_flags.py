@@ -375,3 +375,33 @@ def test_a_failed_setup_with_cleanup_is_reset(created: list[run_execution.RunReq
         "Warning",
     ]
     assert lines[-1] == "Warning: setup reset failed (see above); nvcre stays installed"
+
+
+def test_every_command_that_reaches_the_api_server_takes_the_connection_flags() -> None:
+    import click
+
+    def commands(group: click.Group, path: str) -> list[tuple[str, click.Command]]:
+        found: list[tuple[str, click.Command]] = []
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):  # the groups load their commands lazily
+            command = group.get_command(ctx, name)
+            assert command is not None
+            if isinstance(command, click.Group):
+                found += commands(command, f"{path} {name}")
+            else:
+                found.append((f"{path} {name}".strip(), command))
+        return found
+
+    def flags(command: click.Command) -> set[str]:
+        return {opt for param in command.params for opt in param.opts}
+
+    connected = [
+        (name, flags(command)) for name, command in commands(cli, "") if "--kubeconfig" in flags(command)
+    ]
+    overrides = {"--server", "--token", "--as", "--as-group", "--certificate-authority", "--request-timeout"}
+    without = {name for name, given in connected if not overrides <= given}
+    # setup hands --kubeconfig/--context to helm; mcp serve and version take only those two
+    assert without <= {"setup init", "setup status", "setup reset", "mcp serve", "version"}
+    assert {"workloadrun run", "certification run", "fleet", "node history", "cluster info"} <= {
+        name for name, given in connected if overrides <= given
+    }

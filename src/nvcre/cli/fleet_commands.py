@@ -189,7 +189,7 @@ def node_group() -> None:
 @node_group.command("history")
 @click.argument("node")
 @output_option(default="table", formats=("table", "json", "yaml"))
-@connection.kubeconfig_options
+@connection.connection_options
 @user_errors
 def history_command(node: str, output: str, kubeconfig: str | None, context: str | None) -> None:
     """Every result NODE's NodeRecord keeps, oldest first: category, run, group and partners,
@@ -210,7 +210,7 @@ def history_command(node: str, output: str, kubeconfig: str | None, context: str
     default="",
     help="Only GPU Nodes with these labels, and their records (k=v, k!=v, k, !k; comma-separated).",
 )
-@connection.kubeconfig_options
+@connection.connection_options
 @user_errors
 def fleet_command(output: str, selector: str, kubeconfig: str | None, context: str | None) -> None:
     """GPU nodes certified, failing, regressed, stale or never certified, by topology domain and
