@@ -19,7 +19,7 @@ from lightkube.core.exceptions import ConfigError
 
 from nvcre import __version__, resources
 from nvcre.api.v1alpha1.constants import Default
-from nvcre.controllers import fleet_metrics
+from nvcre.controllers import fleet_metrics, run_metrics
 from nvcre.controllers.certification import CertificationController
 from nvcre.controllers.context import Context
 from nvcre.controllers.job import JobController
@@ -236,6 +236,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     NodeRecordRetention(ctx, args.node_record_retention)
     ReportExportControllers(ctx, workers=args.max_concurrent_reconciles)
     fleet_metrics.watch(manager.informer(resources.NodeRecord), ctx.clock)
+    run_metrics.watch(manager.informer(resources.Job), manager.informer(resources.Workflow))
     return manager
 
 
