@@ -3,6 +3,8 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
+# The wheel carries nvcre's chart (src/nvcre/setup/charts/nvcre links to charts/nvcre).
+COPY charts ./charts
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim

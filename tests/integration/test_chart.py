@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from nvcre import __version__
 from nvcre.setup import chart
 from nvcre.setup.helm import Helm
 from nvcre.testing import binaries
@@ -71,14 +73,41 @@ def test_a_stale_chart_crd_fails(helm: Helm, copy: Path, capsys: pytest.CaptureF
     assert "nvcre.nvidia.com_jobs.yaml: out of date" in capsys.readouterr().err
 
 
+def test_a_value_missing_from_the_readme_fails(
+    helm: Helm, copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = copy / "chart" / "values.yaml"
+    values.write_text(values.read_text() + "# Something new.\nextra: 1\n")
+    assert check(helm, copy) == 1
+    assert "README.md: out of date" in capsys.readouterr().err
+    chart.main(["--chart", str(copy / "chart"), "--config", str(copy / "config"), "--helm", helm.binary])
+    assert "| `extra` | `1` | Something new. |" in (copy / "chart" / "README.md").read_text()
+
+
+def test_helm_package(helm: Helm, tmp_path: Path) -> None:
+    """The chart packages as it is (a chart repository or OCI registry takes the archive), with
+    its README of values."""
+    done = subprocess.run(
+        [helm.binary, "package", str(ROOT / "charts" / "nvcre"), "--destination", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with tarfile.open(tmp_path / f"nvcre-{__version__}.tgz") as archive:
+        readme = archive.extractfile("nvcre/README.md")
+        assert readme is not None
+        text = readme.read().decode()
+    assert '| `manager.image.repository` | `"nvcre-manager"` |' in text
+    assert "docker build -t REGISTRY/nvcre-manager:TAG ." in text
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
-        (
-            [f"manager.image.digest=sha256:{'b' * 64}"],
-            f"ghcr.io/nvidia/cluster-readiness-engine/manager@sha256:{'b' * 64}",
-        ),
-        (["manager.image.tag=v9"], "ghcr.io/nvidia/cluster-readiness-engine/manager:v9"),
+        ([], f"nvcre-manager:{__version__}"),
+        ([f"manager.image.digest=sha256:{'b' * 64}"], f"nvcre-manager@sha256:{'b' * 64}"),
+        (["manager.image.tag=v9"], "nvcre-manager:v9"),
     ],
 )
 def test_image_by_tag_or_digest(helm: Helm, values: list[str], expected: str) -> None:

@@ -27,14 +27,15 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from nvcre import resources
+from nvcre import __version__, resources
 from nvcre.testing import binaries
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.waiting import wait_for
 
 NVCRECTL = str(Path(sys.executable).with_name("nvcrectl"))
 TOKEN = "ghp_setupTestToken0123456789"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "certification"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "certification"
 
 
 @dataclass
@@ -109,6 +110,18 @@ def test_status_without_the_controller_says_to_run_init(setup_cluster: Setup) ->
     assert "nvcrectl setup init" in as_json["problems"]["nvcreCRDs"]
 
 
+def test_version_without_a_manager_says_not_found(setup_cluster: Setup) -> None:
+    result = subprocess.run(
+        [NVCRECTL, "version"], capture_output=True, text=True, env=setup_cluster.env, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Client:  nvcrectl {__version__}",
+        "Manager: not found (no Deployment labelled app.kubernetes.io/name=nvcre,"
+        "app.kubernetes.io/component=manager in any namespace; 'nvcrectl setup init' installs it)",
+    ]
+
+
 def test_init_answered_no_is_cancelled_without_calling_helm(setup_cluster: Setup, kube: Client) -> None:
     before = len(setup_cluster.helm_calls())
     result = setup_cluster.run("init", "--no-wait", stdin="n\n")
@@ -129,6 +142,11 @@ def test_unknown_phase_is_refused(setup_cluster: Setup) -> None:
 def test_dry_run_prints_the_changes_and_makes_none(setup_cluster: Setup, kube: Client) -> None:
     result = setup_cluster.run("init", "--dry-run")
     assert result.returncode == 0, result.stderr
+    assert f"NVCRE Helm chart (nvcre-manager:{__version__})" in result.stderr
+    assert (
+        f"[helm] No --image given: the chart runs nvcre-manager:{__version__}, which no registry "
+        "publishes. Build it from the Dockerfile at the root of the nvcre source"
+    ) in result.stderr
     assert "CustomResourceDefinition certifications.nvcre.nvidia.com: create" in result.stdout
     assert "LogProfile nccl-bandwidth: create" in result.stdout
     assert '[helm] would install release "nvcre"' in result.stdout
@@ -161,6 +179,14 @@ def test_init_twice_then_reset(setup_cluster: Setup, kube: Client) -> None:
     assert labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true"  # the roles for people
     trainer_crd = kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org")
     assert trainer_crd.metadata.labels is not None
+    version = subprocess.run(
+        [NVCRECTL, "version"], capture_output=True, text=True, env=setup_cluster.env, timeout=60, check=False
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.splitlines() == [
+        f"Client:  nvcrectl {__version__}",
+        f"Manager: {__version__} (Deployment nvcre/nvcre-manager, image nvcre-manager:{__version__}, 0/2 ready)",
+    ]
 
     upgrades = sum(1 for call in setup_cluster.helm_calls() if call[0] == "upgrade")
     second = setup_cluster.run("init", "--auto-approve", "--no-wait", "--image-pull-secret", TOKEN)
@@ -213,3 +239,57 @@ def test_init_twice_then_reset(setup_cluster: Setup, kube: Client) -> None:
         "nvcre": "not installed",
         "kubeflow-trainer": "not installed",
     }
+
+
+def test_a_wheel_installs_and_plans_without_the_source(
+    setup_cluster: Setup, kube: Client, tmp_path: Path
+) -> None:
+    """The release: the built wheel, installed alone in a fresh virtual environment, carries the
+    chart, so ``setup init`` needs no ``--chart-ref`` (run away from the source tree, which is then
+    not on the path)."""
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels), str(ROOT)],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("nvcre-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    env = {k: v for k, v in setup_cluster.env.items() if k != "PYTHONPATH"}
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "from nvcre.cli import setup; print(setup.NVCRE_CHART)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    chart = Path(where.stdout.strip())
+    assert chart.is_relative_to(venv) and not chart.is_symlink()
+    assert yaml.safe_load((chart / "Chart.yaml").read_text())["version"] == __version__
+
+    result = subprocess.run(
+        [str(venv / "bin" / "nvcrectl"), "setup", "init", "--dry-run", "--image", "x/nvcre-manager:1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--chart-ref" not in result.stderr
+    assert "NVCRE Helm chart (x/nvcre-manager:1)" in result.stderr
+    assert "No --image given" not in result.stderr
+    assert "CustomResourceDefinition certifications.nvcre.nvidia.com: create" in result.stdout
+    assert "LogProfile nccl-bandwidth: create" in result.stdout
+    assert f'[helm] would install release "nvcre" in nvcre (chart {__version__})' in result.stdout
+    assert "[deps] would install Kubeflow Trainer" in result.stdout
+    assert _nvcre_crds(kube) == []

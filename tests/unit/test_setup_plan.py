@@ -276,3 +276,28 @@ def test_reset_refuses_while_anything_would_be_orphaned() -> None:
     trainer = TrainerInventory(trainjobs=["team-a/t"])
     assert plan.reset_blockers(objects[:1], trainer, frozenset()) == ["TrainJob team-a/t exists"]
     assert plan.reset_blockers(objects[:1], trainer, frozenset({"deps"})) == []
+
+
+def _manager(label: str, image: str) -> plan.ManagerDeployment:
+    return plan.ManagerDeployment("nvcre", "nvcre-manager", label, image, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("label", "image", "version"),
+    [
+        ("0.1.0", "reg/nvcre-manager:custom", "0.1.0"),  # a Helm install: the chart's appVersion
+        ("", "reg/nvcre-manager:0.2.0", "0.2.0"),  # config/ applied with kubectl: the image's tag
+        ("", f"reg/nvcre-manager@{DIGEST}", "unknown"),
+    ],
+)
+def test_manager_version(label: str, image: str, version: str) -> None:
+    assert plan.manager_version(_manager(label, image)) == version
+
+
+def test_a_manager_of_another_version_is_a_warning() -> None:
+    lines = plan.manager_version_lines("0.1.0", [_manager("", "reg/nvcre-manager:0.2.0")])
+    assert lines == [
+        "Manager: 0.2.0 (Deployment nvcre/nvcre-manager, image reg/nvcre-manager:0.2.0, 1/2 ready)",
+        "Warning: the manager runs 0.2.0, this client is 0.1.0; install the matching nvcre package, "
+        "or run 'nvcrectl setup init' to upgrade the manager.",
+    ]

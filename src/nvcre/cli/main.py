@@ -42,6 +42,7 @@ COMMANDS = {
     ),
     "setup": ("nvcre.cli.setup", "setup_group", "Install, check and remove nvcre and Kubeflow Trainer."),
     "validate": ("nvcre.cli.validate", "validate_command", "Validate nvcre manifests without a cluster."),
+    "version": ("nvcre.cli.version", "version_command", "The client's version and the cluster's manager's."),
     "workflow": ("nvcre.cli.workflow", "workflow_group", "Render hand-written Workflows."),
     "workloadrun": (
         "nvcre.cli.workloadrun",

@@ -29,9 +29,11 @@ from nvcre.setup.helm import HELM_ENV, Helm, HelmNotFound, find_helm
 if TYPE_CHECKING:
     from lightkube import Client
 
-TRAINER_CHART = Path(__file__).resolve().parents[1] / "setup" / "charts" / "kubeflow-trainer"
-NVCRE_CHART = Path(__file__).resolve().parents[3] / "charts" / "nvcre"
-"""The chart in a source checkout (``charts/nvcre``); elsewhere ``--chart-ref`` names one."""
+CHARTS = Path(__file__).resolve().parents[1] / "setup" / "charts"
+TRAINER_CHART = CHARTS / "kubeflow-trainer"
+NVCRE_CHART = CHARTS / "nvcre"
+"""nvcre's chart as the package ships it: in a source checkout a link to ``charts/nvcre``, in a
+wheel a copy of it."""
 PROMPT = "Do you want to proceed? Only 'yes' will be accepted to confirm."
 WAIT_TIMEOUT = "5m"
 
@@ -424,7 +426,9 @@ def setup_group() -> None:
     help="GitHub token for a private ghcr.io image (never printed); $NVCRE_IMAGE_PULL_SECRET keeps it out of argv.",
 )
 @click.option(
-    "--chart-ref", default=None, help="nvcre chart: a path or oci:// reference (default: charts/nvcre)."
+    "--chart-ref",
+    default=None,
+    help="nvcre chart: a path or oci:// reference (default: the one shipped with nvcre).",
 )
 @click.option(
     "--trainer-chart-ref", default=None, help="Kubeflow Trainer chart (default: the one shipped with nvcre)."
@@ -456,9 +460,7 @@ def init_command(
         values = plan.helm_values(image, __version__, bool(image_pull_secret))
     except plan.PlanError as error:
         raise UserError(str(error)) from error
-    chart = chart_ref or (str(NVCRE_CHART) if NVCRE_CHART.is_dir() else None)
-    if chart is None and "helm" not in skip:
-        raise UserError("--chart-ref is required: this installation has no charts/nvcre")
+    chart = chart_ref or str(NVCRE_CHART)
     trainer_chart = trainer_chart_ref or str(TRAINER_CHART)
     trainer_version = supported_trainer_version()
     _echo("[preflight] Checking prerequisites...")
@@ -473,6 +475,10 @@ def init_command(
     _echo(f"    [deps]  Kubeflow Trainer v{trainer_version}" + (" (skipped)" if "deps" in skip else ""))
     _echo(f"    [helm]  NVCRE Helm chart ({shown_image})" + (" (skipped)" if "helm" in skip else ""))
     _echo()
+    notice = plan.image_notice(image, __version__)
+    if notice and "helm" not in skip:
+        _echo(notice)
+        _echo()
     if not dry_run and not confirm(auto_approve):
         _echo("Init cancelled.")
         return
@@ -488,7 +494,6 @@ def init_command(
         if "helm" in skip:
             _echo("[helm] Skipped.")
         else:
-            assert chart is not None
             install_nvcre(target, chart, chart_version, values, image_pull_secret, wait)
     except Exception as error:
         if isinstance(error, UserError):
@@ -500,7 +505,7 @@ def init_command(
 def init_plan(
     target: Target,
     skip: frozenset[str],
-    chart: str | None,
+    chart: str,
     trainer_version: str,
     values: Mapping[str, plan.Value],
     chart_version: str | None,
@@ -524,7 +529,7 @@ def init_plan(
             else f"[deps] would install Kubeflow Trainer v{trainer_version} "
             f"(release {plan.TRAINER_RELEASE} in {plan.TRAINER_NAMESPACE}){extra}"
         )
-    if "helm" not in skip and target.helm is not None and chart is not None:
+    if "helm" not in skip and target.helm is not None:
         documents = chart_crds(target.helm, chart, chart_version) + builtin_profiles()
         lines += [f"[helm] {line}" for line in apply_all(target.client, documents, dry_run=True)]
         current = release(target.helm, plan.RELEASE, plan.NAMESPACE, with_values=True)

@@ -28,7 +28,8 @@ JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 PULL_SECRET = "nvcrectl-pull-secret"
 INIT_PHASES = ("deps", "helm")
 RESET_PHASES = ("helm", "deps")
-IMAGE_REPOSITORY = "ghcr.io/nvidia/cluster-readiness-engine/manager"
+IMAGE_REPOSITORY = "nvcre-manager"
+"""The manager image's name, built from the repository's Dockerfile; no registry publishes it."""
 NOT_INSTALLED = "not installed"
 UNKNOWN = "unknown"
 HEALTHY_STATES = ("deployed", "uninstalled", NOT_INSTALLED, UNKNOWN)
@@ -259,6 +260,19 @@ def helm_values(image: str | None, version: str, pull_secret: bool) -> dict[str,
     if pull_secret:
         values["manager.imagePullSecrets[0]"] = PULL_SECRET
     return values
+
+
+def image_notice(image: str | None, version: str) -> str | None:
+    """What a user who passed no ``--image`` must do first: the default image is nowhere to pull."""
+    if image:
+        return None
+    default = f"{IMAGE_REPOSITORY}:{version}"
+    return (
+        f"[helm] No --image given: the chart runs {default}, which no registry publishes. Build it "
+        f"from the Dockerfile at the root of the nvcre source and push it to a registry the nodes pull "
+        f"from (docker build -t REGISTRY/{default} . && docker push REGISTRY/{default}), then rerun with "
+        f"--image REGISTRY/{default}."
+    )
 
 
 def nested(values: Mapping[str, Value]) -> dict[str, Any]:
@@ -514,3 +528,52 @@ def retained_block(pull_secret: bool) -> str:
         )
     lines.append(f"  warning: the shared CRD {JOBSET_CRD} is retained (other workloads may use JobSet)")
     return "\n".join(lines) + "\n"
+
+
+# -- nvcrectl version -----------------------------------------------------------------------
+
+MANAGER_LABELS = {"app.kubernetes.io/name": "nvcre", "app.kubernetes.io/component": "manager"}
+"""The labels of the manager Deployment, whether the chart or ``config/`` installed it."""
+
+
+@dataclass(frozen=True)
+class ManagerDeployment:
+    namespace: str
+    name: str
+    version_label: str
+    """``app.kubernetes.io/version``: the chart's appVersion, set by a Helm install only."""
+    image: str
+    ready: int
+    replicas: int
+
+
+def manager_version(deployment: ManagerDeployment) -> str:
+    """The Helm release's app version, else the image's tag, else ``unknown``."""
+    if deployment.version_label:
+        return deployment.version_label
+    match = _IMAGE.match(deployment.image)
+    return match["tag"] if match and match["tag"] else "unknown"
+
+
+def manager_version_lines(client_version: str, deployments: Sequence[ManagerDeployment]) -> list[str]:
+    """``nvcrectl version`` after the client's line: each manager Deployment found, or that none
+    is, and a warning when a manager's version is not the client's."""
+    if not deployments:
+        selector = ",".join(f"{k}={v}" for k, v in MANAGER_LABELS.items())
+        return [
+            f"Manager: not found (no Deployment labelled {selector} in any namespace; "
+            "'nvcrectl setup init' installs it)"
+        ]
+    lines = []
+    for d in deployments:
+        lines.append(
+            f"Manager: {manager_version(d)} (Deployment {d.namespace}/{d.name}, image {d.image}, "
+            f"{d.ready}/{d.replicas} ready)"
+        )
+    skewed = sorted({manager_version(d) for d in deployments} - {client_version})
+    if skewed:
+        lines.append(
+            f"Warning: the manager runs {', '.join(skewed)}, this client is {client_version}; "
+            "install the matching nvcre package, or run 'nvcrectl setup init' to upgrade the manager."
+        )
+    return lines
