@@ -1,7 +1,8 @@
 """ReportExportPolicy / ReportExport on the real API server with the real manager: an ended
 Certification's JSON report reaches a local HTTPS webhook (its CA in the policy), signed with the
 policy's Secret; a webhook that answers 500 twice is retried until its 200; one that answers 400
-is not retried, and the export says why.
+is not retried, and the export says why (a new retryNonce sends it again); a cancelled export is
+not sent again.
 
 The Certifications run through the real controllers on kwok GPU nodes; the test plays Kubeflow
 Trainer (it ends the one category's TrainJob).
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import ConfigMap, Event, Secret
+from lightkube.types import PatchType
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import NodeLabel
@@ -65,6 +67,10 @@ def _run_certification(
         kube, namespace, certification_workflow_name(name, "communication", "nccl-all-reduce"), 1
     )
     return wait_true(kube, resources.Certification, name, namespace, "Succeeded", timeout=90)
+
+
+def _patch_spec(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -> None:
+    kube.patch(resources.ReportExport, name, {"spec": spec}, namespace=namespace, patch_type=PatchType.MERGE)
 
 
 def _export(kube: Client, namespace: str, phases: tuple[str, ...], other_than: str = "") -> dict[str, Any]:
@@ -169,11 +175,49 @@ def test_a_webhook_answering_400_is_not_retried_and_the_export_says_why(
         assert "nextAttemptTime" not in status
         assert len(webhook.requests()) == 1
 
-        # Deleted, the export is made anew, and the webhook (which answers 200 now) gets the report.
-        kube.delete(resources.ReportExport, export["metadata"]["name"], namespace=namespace)
+        # A new retryNonce sends it again: the webhook answers 200 now.
+        name = export["metadata"]["name"]
+        _patch_spec(kube, name, namespace, {"retryNonce": "after-the-fix"})
+        resent = _export(kube, namespace, ("Delivered",))
+        assert resent["metadata"]["uid"] == export["metadata"]["uid"]
+        assert (resent["status"]["attempts"], resent["status"]["cycleAttempts"]) == (2, 1)
+        assert resent["status"]["observedRetryNonce"] == "after-the-fix"
+        assert len(webhook.requests()) == 2
+
+        # Deleted, the export is made anew, and sent once more.
+        kube.delete(resources.ReportExport, name, namespace=namespace)
         again = _export(kube, namespace, ("Delivered",), other_than=export["metadata"]["uid"])
-        assert again["metadata"]["name"] == export["metadata"]["name"]
-        assert again["status"]["attempts"] == 1 and len(webhook.requests()) == 2
+        assert again["metadata"]["name"] == name
+        assert again["status"]["attempts"] == 1 and len(webhook.requests()) == 3
+
+
+def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immutable(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    webhook = Webhook([503])
+    with webhook.serving():
+        policy = _policy("down", namespace, webhook)
+        policy["spec"]["retry"] = {"initialBackoff": "1h", "maxBackoff": "1h"}
+        kube.create(resources.ReportExportPolicy.from_dict(policy))
+        _run_certification(kube, namespace, gpu_nodes, "cancelled", "down")
+        export = _export(kube, namespace, ("Retrying",))
+        name = export["metadata"]["name"]
+        assert export["status"]["attempts"] == 1 and export["status"]["lastHTTPStatus"] == 503
+        assert export["status"]["message"] == (
+            f"POST {webhook.url}: HTTP 503: answered 503 (attempt 1; next in 3600s)"
+        )
+
+        with pytest.raises(ApiError) as refused:
+            _patch_spec(kube, name, namespace, {"webhook": {"url": "https://elsewhere.example.com/"}})
+        assert "delivery inputs are immutable; only cancel and retryNonce may change" in str(
+            refused.value.status.message
+        )
+
+        _patch_spec(kube, name, namespace, {"cancel": True})
+        cancelled = _export(kube, namespace, ("Cancelled",))
+        assert cancelled["status"]["reason"] == "Cancelled"
+        assert cancelled["status"]["attempts"] == 1 and "nextAttemptTime" not in cancelled["status"]
+        assert len(webhook.requests()) == 1
 
 
 @pytest.mark.parametrize(

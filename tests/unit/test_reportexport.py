@@ -88,8 +88,9 @@ def test_backoff_doubles_from_the_initial_up_to_the_max() -> None:
 def _after(status: dict[str, Any], code: int | None, at: datetime = AT) -> dict[str, Any]:
     """``status`` after one attempt, written as the controller writes it (None: removed)."""
     changes = rx.after_attempt({"retry": RETRY}, status, rx.Attempt(at, code, f"HTTP {code}"))
-    merged = {**status, **changes}
-    return {k: v for k, v in merged.items() if v is not None}
+    out = dict(status)
+    rx.apply(out, changes)
+    return out
 
 
 @pytest.mark.parametrize("code", [500, 503, 429, None])
@@ -132,3 +133,33 @@ def test_wait_seconds_until_the_next_attempt() -> None:
     assert rx.wait_seconds({"nextAttemptTime": "2026-12-05T01:00:10Z"}, AT) == 10.0
     assert rx.wait_seconds({"nextAttemptTime": "2026-12-05T00:59:00Z"}, AT) == 0.0
     assert rx.wait_seconds({}, AT) == 0.0
+
+
+def test_cancel_stops_a_report_not_delivered_yet() -> None:
+    retrying = {"phase": "Retrying", "attempts": 2, "nextAttemptTime": "2026-12-05T01:05:00Z"}
+    cancelled = dict(retrying)
+    rx.apply(cancelled, rx.control({"cancel": True}, retrying, AT) or {})
+    assert cancelled == {
+        "phase": "Cancelled",
+        "reason": "Cancelled",
+        "message": "spec.cancel is true: the report is not sent",
+        "attempts": 2,
+        "completionTime": "2026-12-05T01:00:00Z",
+    }
+    assert rx.control({"cancel": True}, {"phase": "Delivered"}, AT) is None
+    assert rx.control({}, retrying, AT) is None
+
+
+def test_a_new_retry_nonce_starts_a_new_cycle_of_a_failed_export() -> None:
+    failed = _after(_after({"snapshotRef": {"name": "s"}}, 500), 400, AT + timedelta(seconds=10))
+    assert failed["phase"] == "Failed"
+    assert rx.control({"retryNonce": "a"}, {**failed, "observedRetryNonce": "a"}, AT) is None
+    again = dict(failed)
+    rx.apply(again, rx.control({"retryNonce": "a"}, failed, AT + timedelta(minutes=1)) or {})
+    assert (again["phase"], again["cycleAttempts"], again["observedRetryNonce"]) == ("Retrying", 0, "a")
+    assert "completionTime" not in again and again["cycleStartedAt"] == "2026-12-05T01:01:00Z"
+    assert rx.wait_seconds(again, AT) == 0.0
+    retried = _after(again, 503, AT + timedelta(minutes=1))
+    # the cycle's first failure waits the initial backoff; attempts count every cycle
+    assert (retried["attempts"], retried["cycleAttempts"]) == (3, 1)
+    assert retried["nextAttemptTime"] == "2026-12-05T01:01:10Z"

@@ -142,11 +142,8 @@ class Delivery:
             changes = rx.after_attempt(spec, status, attempt)
 
             def record(live: dict[str, Any]) -> None:
-                for field, value in changes.items():
-                    if value is None:
-                        live.pop(field, None)
-                    else:
-                        live[field] = value
+                if live.get("phase") not in rx.TERMINAL_PHASES:  # e.g. cancelled meanwhile
+                    rx.apply(live, changes)
 
             await self.ctx.status.update(resources.ReportExport, export, record)
         except Exception:  # the next reconcile tries again; the error is the API server's
@@ -248,6 +245,10 @@ class ReportExportControllers:
         if export is None:
             return None
         status = export.get("status") or {}
+        asked = rx.control(export["spec"], status, self.ctx.clock.now())
+        if asked is not None:  # the write wakes the export again
+            await self.ctx.status.update(resources.ReportExport, export, lambda live: rx.apply(live, asked))
+            return None
         if status.get("phase") in rx.TERMINAL_PHASES:
             return None
         if not status.get("snapshotRef"):

@@ -40,7 +40,9 @@ DELIVERED: Final = "Delivered"
 FAILED: Final = "Failed"
 RETRYING: Final = "Retrying"
 SNAPSHOT_READY: Final = "SnapshotReady"
-TERMINAL_PHASES: Final = frozenset({DELIVERED, FAILED})
+CANCELLED: Final = "Cancelled"
+TERMINAL_PHASES: Final = frozenset({DELIVERED, FAILED, CANCELLED})
+"""Phases after which nothing is sent (a Failed export again only for a new ``retryNonce``)."""
 
 Obj = Mapping[str, Any]
 
@@ -172,13 +174,48 @@ class Attempt:
     """Why it failed (empty when it did not)."""
 
 
+def control(spec: Obj, status: Obj, now: datetime) -> dict[str, Any] | None:
+    """What the export's ``cancel`` and ``retryNonce`` ask of its status, if anything: Cancelled
+    for a report not delivered yet; a new cycle of attempts (attempt now) for a Failed export
+    whose ``retryNonce`` is new."""
+    phase = status.get("phase")
+    if spec.get("cancel"):
+        if phase in TERMINAL_PHASES:
+            return None
+        return {
+            "phase": CANCELLED,
+            "reason": CANCELLED,
+            "message": "spec.cancel is true: the report is not sent",
+            "nextAttemptTime": None,
+            "completionTime": format_time(now),
+        }
+    nonce = spec.get("retryNonce")
+    if phase == FAILED and nonce and nonce != status.get("observedRetryNonce") and status.get("snapshotRef"):
+        return {
+            "phase": RETRYING,
+            "reason": "RetryRequested",
+            "message": f"retryNonce {nonce!r}: sending again",
+            "observedRetryNonce": nonce,
+            "cycleAttempts": 0,
+            "cycleStartedAt": format_time(now),
+            "nextAttemptTime": None,
+            "completionTime": None,
+        }
+    return None
+
+
 def after_attempt(spec: Obj, status: Obj, attempt: Attempt) -> dict[str, Any]:
     """The status fields one attempt changes: attempts and times, then Delivered on a 2xx,
-    Retrying with the next attempt's time while a retry is allowed, else Failed."""
+    Retrying with the next attempt's time while this cycle may retry, else Failed. A cycle is
+    the attempts since the export (or its last new ``retryNonce``); its limits are the retry's."""
     attempts = int(status.get("attempts") or 0) + 1
+    cycle = int(status.get("cycleAttempts") or 0) + 1
     first = status.get("firstAttemptTime") or format_time(attempt.at)
+    started = status.get("cycleStartedAt") or first
     out: dict[str, Any] = {
         "attempts": attempts,
+        "cycleAttempts": cycle,
+        "cycleStartedAt": started,
         "firstAttemptTime": first,
         "lastAttemptTime": format_time(attempt.at),
         "lastHTTPStatus": attempt.http_status,
@@ -194,9 +231,9 @@ def after_attempt(spec: Obj, status: Obj, attempt: Attempt) -> dict[str, Any]:
     reason = "ConnectionError" if attempt.http_status is None else "HTTPError"
     error = attempt.error[:MAX_MESSAGE]
     retry = spec.get("retry") or {}
-    wait = backoff(retry, attempts)
+    wait = backoff(retry, cycle)
     next_at = attempt.at + timedelta(seconds=wait)
-    deadline = parse_time(first) + timedelta(seconds=_seconds(retry.get("maxElapsedTime"), "24h"))
+    deadline = parse_time(started) + timedelta(seconds=_seconds(retry.get("maxElapsedTime"), "24h"))
     if not retryable(attempt.http_status):
         return out | {
             "phase": FAILED,
@@ -204,19 +241,29 @@ def after_attempt(spec: Obj, status: Obj, attempt: Attempt) -> dict[str, Any]:
             "message": f"{error} (not retried: the webhook refused the report)",
             "completionTime": format_time(attempt.at),
         }
-    if attempts >= int(retry.get("maxAttempts") or 100) or next_at > deadline:
+    if cycle >= int(retry.get("maxAttempts") or 100) or next_at > deadline:
         return out | {
             "phase": FAILED,
             "reason": "RetriesExhausted",
-            "message": f"{error} (gave up after {attempts} attempt(s))",
+            "message": f"{error} (gave up after {cycle} attempt(s))",
             "completionTime": format_time(attempt.at),
         }
     return out | {
         "phase": RETRYING,
         "reason": reason,
-        "message": f"{error} (attempt {attempts}; next in {wait:g}s)",
+        "message": f"{error} (attempt {cycle}; next in {wait:g}s)",
         "nextAttemptTime": format_time(next_at),
     }
+
+
+def apply(status: dict[str, Any], changes: Mapping[str, Any]) -> None:
+    """Write ``changes`` (from :func:`control` or :func:`after_attempt`) into ``status``; a None
+    value removes the field."""
+    for field, value in changes.items():
+        if value is None:
+            status.pop(field, None)
+        else:
+            status[field] = value
 
 
 def wait_seconds(status: Obj, now: datetime) -> float:

@@ -19,7 +19,7 @@ from nvcre.api.v1alpha1.limits import GO_DURATION_PATTERN
 from nvcre.api.v1alpha1.meta import NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, Column
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, LabelSelector, cel, cel_config
+from nvcre.api.v1alpha1.schema import LabelSelector, cel, cel_config
 
 SIGNATURE_HEADER: Final = "X-Nvcre-Signature-256"
 """The header carrying ``sha256=<hex HMAC-SHA256 of the body>`` (the signing Secret's key)."""
@@ -146,21 +146,35 @@ class PolicyRef(NvcreModel):
 class ReportExportSpec(NvcreModel):
     """The delivery's inputs, frozen from the policy when the export was made."""
 
-    model_config = IMMUTABLE_SPEC
+    model_config = cel_config(
+        (
+            "self.sourceRef == oldSelf.sourceRef && self.policyRef == oldSelf.policyRef && "
+            "self.webhook == oldSelf.webhook && self.retry == oldSelf.retry",
+            "delivery inputs are immutable; only cancel and retryNonce may change",
+        )
+    )
 
     source_ref: SourceRef
     policy_ref: PolicyRef
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
+    cancel: bool | None = Field(
+        default=None, description="Stop: a report not delivered yet is not sent (phase Cancelled)."
+    )
+    retry_nonce: str | None = Field(
+        default=None,
+        max_length=128,
+        description="Set to a new value to send a Failed export again (a new cycle of retries).",
+    )
 
 
-Phase = Literal["SnapshotReady", "Retrying", "Delivered", "Failed"]
+Phase = Literal["SnapshotReady", "Retrying", "Delivered", "Failed", "Cancelled"]
 
 
 class ReportExportStatus(NvcreModel):
     phase: Phase | None = Field(
         default=None,
-        description="SnapshotReady (frozen, not yet sent), Retrying, Delivered or Failed.",
+        description="SnapshotReady (frozen, not yet sent), Retrying, Delivered, Failed or Cancelled.",
     )
     reason: str | None = Field(
         default=None, description="Why it is in that phase (HTTPError, ConnectionError, ...)."
@@ -172,7 +186,14 @@ class ReportExportStatus(NvcreModel):
     )
     sha256: str | None = Field(default=None, description="Hex SHA-256 of the JSON report as sent.")
     payload_bytes: int | None = None
-    attempts: int | None = None
+    attempts: int | None = Field(default=None, description="POSTs made, every cycle.")
+    cycle_attempts: int | None = Field(
+        default=None, description="POSTs made in this cycle (since the export or its last retryNonce)."
+    )
+    cycle_started_at: str | None = None
+    observed_retry_nonce: str | None = Field(
+        default=None, description="The retryNonce the cycle started for."
+    )
     last_http_status: int | None = Field(default=None, alias="lastHTTPStatus")
     first_attempt_time: str | None = None
     last_attempt_time: str | None = None
@@ -188,7 +209,7 @@ class ReportExport(Resource):
     COLUMNS = (
         Column("Source", ".spec.sourceRef.name", "The Certification."),
         Column("Result", ".status.result", "The report's result."),
-        Column("Delivery", ".status.phase", "SnapshotReady, Retrying, Delivered or Failed."),
+        Column("Delivery", ".status.phase", "SnapshotReady, Retrying, Delivered, Failed or Cancelled."),
         Column("Attempts", ".status.attempts", "POSTs made.", "integer"),
         AGE,
     )
