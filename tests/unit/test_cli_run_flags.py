@@ -356,14 +356,26 @@ def test_setup_runs_setup_init_with_the_image_before_the_run(
         "[setup] Installing dependencies...\n"
         'Error: invalid --image "Not An Image": expected REPOSITORY[:TAG][@sha256:DIGEST]\n'
     )
-    code, out = invoke("workloadrun", "run", str(BASIC), "--setup", "--controller-pull-secret", "ghp_s3cret")
-    assert (code, created) == (1, [])  # setup init connects first: no kubeconfig here
+    missing = ["--kubeconfig", "/nonexistent/kubeconfig"]
+    code, out = invoke(
+        "workloadrun", "run", str(BASIC), "--setup", "--controller-pull-secret", "ghp_s3cret", *missing
+    )
+    assert (code, created) == (1, [])  # setup init connects first: no kubeconfig there
     assert out.startswith("[setup] Installing dependencies...\n[preflight] Checking prerequisites...\n")
     assert "Error: [preflight] cannot load kubeconfig" in out and "ghp_s3cret" not in out
 
 
 def test_a_failed_setup_with_cleanup_is_reset(created: list[run_execution.RunRequest]) -> None:
-    code, out = invoke("workloadrun", "run", str(BASIC), "--setup", "--cleanup", "--wait")
+    code, out = invoke(
+        "workloadrun",
+        "run",
+        str(BASIC),
+        "--setup",
+        "--cleanup",
+        "--wait",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    )
     assert (code, created) == (1, [])
     lines = out.splitlines()
     assert lines[0] == "[setup] Installing dependencies..."
