@@ -25,12 +25,13 @@ from nvcre.naming import certification_workflow_name
 from nvcre.testing.builders import Certification, category, pool_spec
 from nvcre.testing.certs import MANAGER_USER
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import finish_job, get, jobs_of, wait_true
+from nvcre.testing.inspect import finish_job, jobs_of, wait_true
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import pool_name
 
 NVCRECTL = Path(sys.executable).parent / "nvcrectl"
 ALL_REDUCE = category("communication", "nccl-all-reduce")
+ALL_GATHER = category("communication", "nccl-all-gather")
 TOOLS = [
     "list_categories",
     "list_certifications",
@@ -61,20 +62,28 @@ def _failed_certification(kube: Client, namespace: str, nodes: list[str], pool: 
         .namespace(namespace)
         .pool(pool)
         .allow_missing_data()  # TrainJobs ended by hand: no launcher log here
-        .categories(ALL_REDUCE)
+        .categories(ALL_REDUCE, ALL_GATHER)
         .obj()
     )
     kube.create(resources.Certification.from_dict(cert))
-    workflow = certification_workflow_name("broken", ALL_REDUCE["domain"], ALL_REDUCE["variant"])
-    (job,) = wait_for(lambda: list(jobs_of(kube, namespace, workflow)) or None, 60, what="the Job")
-    finish_job(kube, namespace, job, succeeded=False)
+    for each in (ALL_REDUCE, ALL_GATHER):  # both fail on both nodes
+        workflow = certification_workflow_name("broken", each["domain"], each["variant"])
+        (job,) = wait_for(lambda w=workflow: list(jobs_of(kube, namespace, w)) or None, 60, what="the Job")
+        finish_job(kube, namespace, job, succeeded=False)
     wait_true(kube, resources.Certification, "broken", namespace, "Failed", timeout=90)
     for node in nodes:  # the run's results reach the nodes' records after it ends
-        wait_for(lambda node=node: _has_record(kube, node), 60, what=f"the NodeRecord of {node}")
+        wait_for(
+            lambda node=node: _results(kube, node) == 2, 60, what=f"both results in the record of {node}"
+        )
 
 
-def _has_record(kube: Client, node: str) -> bool:
-    return any(r.metadata and r.metadata.name == node for r in kube.list(resources.NodeRecord))
+def _results(kube: Client, node: str) -> int:
+    """How many results the node's NodeRecord holds (0 before it exists)."""
+    for record in kube.list(resources.NodeRecord):
+        if record.metadata and record.metadata.name == node:
+            categories = (record.to_dict().get("status") or {}).get("categories") or ()
+            return sum(len(c.get("results") or ()) for c in categories)
+    return 0
 
 
 def _text(result: Any) -> str:
@@ -114,7 +123,6 @@ def test_mcp_serve_answers_with_the_reports_and_never_writes(
     pool = pool_name()
     nodes = sorted(str(n.metadata.name) for n in gpu_nodes(2, pool_spec(pool)) if n.metadata)
     _failed_certification(kube, namespace, nodes, pool)
-    version = get(kube, resources.Certification, "broken", namespace)["metadata"]["resourceVersion"]
     config = control_plane.write_kubeconfig(tmp_path / "kubeconfig", user=MANAGER_USER)
 
     out = anyio.run(_session, config, namespace, nodes[0])
@@ -136,16 +144,21 @@ def test_mcp_serve_answers_with_the_reports_and_never_writes(
     report = json.loads(_text(out["json"]))
     assert report["name"] == "broken" and report["result"] == "FAILED"
 
+    # a node that failed in both categories is listed under each; the report's top level and the
+    # status name it once
     failed = out["failed"].structured_content["result"]
-    assert sorted((row["name"], row["reason"]) for row in failed) == [(n, "WorkloadFailed") for n in nodes]
-    assert failed == report["failedNodes"]  # the report's own rows
+    assert sorted((row["category"], row["name"], row["reason"]) for row in failed) == [
+        (f"communication/{variant}", n, "WorkloadFailed")
+        for variant in ("nccl-all-gather", "nccl-all-reduce")
+        for n in nodes
+    ]
+    assert sorted(f["name"] for f in report["failedNodes"]) == nodes
 
     assert out["missing"].is_error
     assert _text(out["missing"]).endswith(f'certification "missing" not found in namespace "{namespace}"')
 
-    # no tool writes: one that would is unknown, and the Certification is as it was
-    assert out["delete"].is_error and "delete_certification" in _text(out["delete"])
-    assert get(kube, resources.Certification, "broken", namespace)["metadata"]["resourceVersion"] == version
+    # no tool writes: one that would is unknown (and the audit log below shows only reads)
+    assert out["delete"].is_error and _text(out["delete"]) == "Unknown tool: delete_certification"
 
     analyzed = out["analyze"].structured_content
     assert analyzed["busBandwidthGBps"] == 383.6
@@ -157,8 +170,9 @@ def test_mcp_serve_answers_with_the_reports_and_never_writes(
 
     record = out["record"].structured_content
     assert record["node"] == nodes[0]
-    assert [(r["category"], r["verdict"]) for r in record["results"]] == [
-        ("communication/nccl-all-reduce", "Failed")
+    assert sorted((r["category"], r["verdict"]) for r in record["results"]) == [
+        ("communication/nccl-all-gather", "Failed"),
+        ("communication/nccl-all-reduce", "Failed"),
     ]
 
     # The audit log holds every request the server made: reads only. Its last request, the node

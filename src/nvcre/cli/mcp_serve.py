@@ -65,6 +65,24 @@ def _json(data: T) -> T:
     return cast(T, json.loads(json.dumps(data, default=str)))
 
 
+def failed_node_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The failed nodes of a JSON report, one row per distinct (category, node, reason, message):
+    a node that failed in two categories is listed under each (the report's own ``failedNodes``
+    keeps one finding per node)."""
+    rows = [
+        {"category": f"{card['domain']}/{card['variant']}", **finding}
+        for card in report.get("categories") or ()
+        for group in card.get("failedGroups") or ()
+        for finding in group.get("failedNodes") or ()
+    ]
+    listed = {row["name"] for row in rows}
+    rows += [row for row in report.get("failedNodes") or () if row["name"] not in listed]
+    distinct: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        distinct.setdefault((row.get("category"), row["name"], row.get("reason"), row.get("message")), row)
+    return list(distinct.values())
+
+
 class Tools:
     """The tools' work: each reads through ``kube`` and calls the CLI's own function."""
 
@@ -113,18 +131,9 @@ class Tools:
         return render_text(report) if output == "text" else to_json(report)
 
     def failed_nodes(self, kind: RunKind, name: str, namespace: str) -> list[dict[str, Any]]:
-        """One row per distinct (node, reason, message), as the report's ``failedNodes``."""
         from nvcre.report.jsonreport import to_json
 
-        rows = to_json(self.report(kind, name, namespace))["failedNodes"] or []
-        seen: set[tuple[Any, ...]] = set()
-        out = []
-        for row in rows:
-            key = (row.get("name"), row.get("reason"), row.get("message"))
-            if key not in seen:
-                seen.add(key)
-                out.append(row)
-        return out
+        return failed_node_rows(to_json(self.report(kind, name, namespace)))
 
     def certification_status(self, name: str, namespace: str) -> dict[str, Any]:
         from nvcre import resources
@@ -184,6 +193,7 @@ def build_server(kube: ReadOnlyClient) -> MCPServer:
     server: MCPServer = MCPServer(
         SERVER_NAME,
         version=__version__,
+        log_level="WARNING",  # on stderr: a failed tool, not every request the tools make
         instructions=(
             "Read-only access to the NVIDIA Cluster Readiness Engine: Certifications, WorkloadRuns, "
             "their reports and failed nodes, nodes' records, the catalog, and the judging of a "
@@ -239,8 +249,9 @@ def build_server(kube: ReadOnlyClient) -> MCPServer:
     def list_failed_nodes(
         name: str, namespace: str = DEFAULT_NAMESPACE, kind: RunKind = "Certification"
     ) -> list[dict[str, Any]]:
-        """The failed nodes of a Certification (or WorkloadRun): one row per distinct node, reason
-        and message (a node can appear more than once), with the group and the measured value."""
+        """The failed nodes of a Certification (or WorkloadRun): one row per distinct category,
+        node, reason and message (a node can appear more than once), with the group, the cause
+        and the measured value."""
         return call(tools.failed_nodes, kind, name, namespace)
 
     @server.tool(annotations=read_only)
