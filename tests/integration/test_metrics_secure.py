@@ -24,10 +24,12 @@ from nvcre.setup import chart
 from nvcre.setup.helm import Helm
 from nvcre.testing import binaries
 from nvcre.testing.access import apply_manifests, load_manifests, service_account_token
+from nvcre.testing.audit import by_manager
 from nvcre.testing.binaries import repo_root
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.processes import free_port
+from nvcre.testing.waiting import wait_for
 
 READER_ROLE = repo_root() / "config" / "rbac" / "metrics_reader_role.yaml"
 
@@ -90,8 +92,22 @@ def reader_binding(kube: Client, namespace: str) -> Iterator[str]:
     kube.delete(ClusterRoleBinding, name)
 
 
+def reviewed(control_plane: ControlPlane, token: str) -> int:
+    """How many TokenReviews of ``token`` the manager asked for (the audit log keeps create bodies)."""
+    return sum(
+        1
+        for event in by_manager(control_plane.audit_events())
+        if (event.get("objectRef") or {}).get("resource") == "tokenreviews"
+        and ((event.get("requestObject") or {}).get("spec") or {}).get("token") == token
+    )
+
+
 def test_scrapes_are_authenticated_and_authorised(
-    secure_manager: tuple[ManagerProcess, Scraper], kube: Client, namespace: str, reader_binding: str
+    secure_manager: tuple[ManagerProcess, Scraper],
+    control_plane: ControlPlane,
+    kube: Client,
+    namespace: str,
+    reader_binding: str,
 ) -> None:
     manager, scraper = secure_manager
     stranger = _service_account(kube, namespace, "stranger")
@@ -104,8 +120,15 @@ def test_scrapes_are_authenticated_and_authorised(
     assert status == 200
     families = {f.name for f in text_string_to_metric_families(body)}
     assert {"controller_runtime_reconcile_time_seconds", "nvcre_event_loop_lag_seconds"} <= families
-    # The stranger stays refused on a scrape the cache answers, and no token reaches the log.
+    # The stranger stays refused on a scrape the cache answers: once a new token's review is in
+    # the audit log, the stranger's token was reviewed once only. No token reaches the log.
     assert scraper.get(stranger) == (403, "Forbidden")
+    fresh = service_account_token(kube, namespace, "scraper", seconds=600)
+    assert scraper.get(fresh)[0] == 200
+    wait_for(
+        lambda: reviewed(control_plane, fresh) == 1, 30, what="the review of a new token in the audit log"
+    )
+    assert reviewed(control_plane, stranger) == 1
     assert manager.log_lines(reader) == [] and manager.log_lines(stranger) == []
 
 
