@@ -281,7 +281,7 @@ def mcp_group() -> None:
 
 
 @mcp_group.command("serve")
-@connection.kubeconfig_options
+@connection.connection_options
 @user_errors
 def serve_command(kubeconfig: str | None, context: str | None) -> None:
     """Serve MCP on stdin/stdout: tools that read Certifications, WorkloadRuns, reports, failed
