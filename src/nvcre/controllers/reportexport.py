@@ -22,7 +22,7 @@ import gzip
 import logging
 import ssl
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import httpx2
@@ -33,6 +33,7 @@ from nvcre import resources
 from nvcre.api.v1alpha1.constants import Label
 from nvcre.api.v1alpha1.meta import format_time
 from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
+from nvcre.conditions import ended
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
@@ -67,7 +68,7 @@ async def _config_map(client: AsyncClient, ref: Any, namespace: str) -> Obj | No
     return await get_live(client, ConfigMap, name, namespace) if name else None
 
 
-async def read_certification(client: AsyncClient, cert: Obj) -> CertificationObjects:
+async def read_certification(client: AsyncClient, cert: Obj, now: datetime) -> CertificationObjects:
     """What the report of ``cert`` is built from: its Workflows (by the certification label),
     their Jobs, measurements and node-result ConfigMaps, read live (no node history)."""
     namespace = cert["metadata"]["namespace"]
@@ -94,7 +95,7 @@ async def read_certification(client: AsyncClient, cert: Obj) -> CertificationObj
                 succeeded_nodes=await _config_map(client, status.get("succeededNodesRef"), namespace),
             )
         )
-    return CertificationObjects(certification=cert, workflows=objects, now=datetime.now(UTC))
+    return CertificationObjects(certification=cert, workflows=objects, now=now)
 
 
 def _ssl_context(webhook: Obj) -> ssl.SSLContext:
@@ -214,6 +215,10 @@ class ReportExportControllers:
         manager.add(self.export_controller)
 
     def _policies_of(self, event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
+        """The policies of an ended Certification's namespace (a running one's many status
+        writes wake none)."""
+        if ended(new) is None:
+            return
         namespace = new["metadata"].get("namespace")
         for policy in self.policies.items():
             if namespace in ((policy.get("spec") or {}).get("source") or {}).get("namespaces", ()):
@@ -278,7 +283,9 @@ class ReportExportControllers:
                 f"Certification {ref['namespace']}/{ref['name']} was deleted before its report was frozen",
             )
             return None
-        report = to_json(certification_report(await read_certification(self.ctx.client, cert)))
+        report = to_json(
+            certification_report(await read_certification(self.ctx.client, cert, self.ctx.clock.now()))
+        )
         try:
             frozen = rx.snapshot(report)
         except rx.SnapshotTooLarge as error:
