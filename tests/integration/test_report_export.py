@@ -32,6 +32,7 @@ from nvcre.testing.workloads import pool_name
 
 ALL_REDUCE = category("communication", "nccl-all-reduce")
 SIGNING_KEY = b"report-signing-key-123"
+TOKEN = "bearer-token-456"
 
 
 def _policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -> dict[str, Any]:
@@ -98,14 +99,20 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
         Secret.from_dict(
             {
                 "metadata": {"name": "report-key", "namespace": namespace},
-                "stringData": {"key": SIGNING_KEY.decode()},
+                "stringData": {"key": SIGNING_KEY.decode(), "token": TOKEN},
             }
         )
     )
     with webhook.serving():
         kube.create(
             resources.ReportExportPolicy.from_dict(
-                _policy("signed", namespace, webhook, signingSecretRef={"name": "report-key", "key": "key"})
+                _policy(
+                    "signed",
+                    namespace,
+                    webhook,
+                    signingSecretRef={"name": "report-key", "key": "key"},
+                    bearerTokenSecretRef={"name": "report-key", "key": "token"},
+                )
             )
         )
         cert = _run_certification(kube, namespace, gpu_nodes, "exported", "signed")
@@ -128,13 +135,17 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
     assert status["payloadBytes"] == len(received.body)
     expected = "sha256=" + hmac.new(SIGNING_KEY, received.body, hashlib.sha256).hexdigest()
     assert received.headers[SIGNATURE_HEADER] == expected
+    assert received.headers["Authorization"] == f"Bearer {TOKEN}"
     assert received.headers[DELIVERY_HEADER] == export["metadata"]["uid"]
     assert received.headers["Content-Type"] == "application/json"
     snapshot = get(kube, ConfigMap, status["snapshotRef"]["name"], namespace)
     assert snapshot["metadata"]["ownerReferences"][0]["uid"] == export["metadata"]["uid"]
-    # The key is only in its Secret: not in the export, its snapshot or any event.
+    # The key and the token are only in their Secret: not in the export, its snapshot, any
+    # event or the manager's log.
     shown = json.dumps([export, snapshot, [e.to_dict() for e in kube.list(Event, namespace=namespace)]])
-    assert SIGNING_KEY.decode() not in shown
+    assert SIGNING_KEY.decode() not in shown and TOKEN not in shown
+    log = manager.log_tail(100_000)
+    assert SIGNING_KEY.decode() not in log and TOKEN not in log
 
 
 def test_a_webhook_answering_500_twice_gets_the_report_on_the_third_attempt(

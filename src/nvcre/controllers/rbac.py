@@ -139,8 +139,8 @@ CLUSTER_RULES: tuple[Rule, ...] = (
         "",
         "secrets",
         ("get",),
-        "a ReportExport's signing key, read for each delivery from the Secret its policy names "
-        "(in the policy's namespace); never written, listed or watched",
+        "a ReportExport's signing key and bearer token, read for each delivery from the Secrets "
+        "its policy names (in the policy's namespace); never written, listed or watched",
     ),
     Rule(
         GROUP,

@@ -10,8 +10,8 @@ timeout, so a slow webhook never holds a worker of this or any other controller.
 outcome is written to the export's status (``nvcre.decide.reportexport.after_attempt``); that
 write wakes the export again, which waits for ``nextAttemptTime`` by requeueing.
 
-The signing key is read from its Secret for each attempt and used only to sign: it never
-reaches a status, an event or a log line.
+The signing key and the bearer token are read from their Secrets for each attempt and used only
+to sign and to authenticate: they never reach a status, an event or a log line.
 """
 
 from __future__ import annotations
@@ -152,14 +152,16 @@ class Delivery:
         finally:
             self._in_flight.discard(key)
 
-    async def _signing_key(self, export: Obj) -> bytes | None:
-        ref = export["spec"]["webhook"].get("signingSecretRef")
+    async def _secret_value(self, export: Obj, field: str) -> bytes | None:
+        """The value of the Secret key the webhook's ``field`` names (None when it names none),
+        read live from the export's namespace; LookupError when it is missing."""
+        ref = export["spec"]["webhook"].get(field)
         if not ref:
             return None
         secret = await get_live(self.ctx.client, Secret, ref["name"], export["metadata"]["namespace"])
         value = ((secret or {}).get("data") or {}).get(ref["key"])
         if value is None:
-            raise LookupError(f'key "{ref["key"]}" of Secret "{ref["name"]}" not found')
+            raise LookupError(f'webhook.{field}: key "{ref["key"]}" of Secret "{ref["name"]}" not found')
         return base64.b64decode(value)
 
     async def _attempt(self, export: Obj) -> rx.Attempt:
@@ -172,12 +174,15 @@ class Delivery:
             if packed is None:
                 raise LookupError(f"the snapshot ConfigMap {export['status']['snapshotRef']['name']} is gone")
             body = gzip.decompress(base64.b64decode(packed))
-            key = await self._signing_key(export)
+            key = await self._secret_value(export, "signingSecretRef")
+            token = await self._secret_value(export, "bearerTokenSecretRef")
         except (LookupError, ApiError) as error:
             return rx.Attempt(self.ctx.clock.now(), None, f"cannot send the report: {error}")
         headers = {"Content-Type": "application/json", DELIVERY_HEADER: export["metadata"]["uid"]}
         if key is not None:
             headers[SIGNATURE_HEADER] = rx.signature(key, body)
+        if token is not None:
+            headers["Authorization"] = "Bearer " + token.decode().strip()
         timeout = parse_duration(webhook.get("timeout") or "10s") / 1e9
         try:
             async with httpx2.AsyncClient(

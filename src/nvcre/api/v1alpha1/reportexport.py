@@ -87,6 +87,9 @@ class Webhook(NvcreModel):
         description=f"The HMAC-SHA256 key: the body's signature goes in {SIGNATURE_HEADER} "
         "as sha256=<hex>. Unsigned when unset.",
     )
+    bearer_token_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Sent as Authorization: Bearer <the key's value>. None when unset."
+    )
 
 
 class Retry(NvcreModel):
