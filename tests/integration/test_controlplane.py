@@ -56,6 +56,8 @@ def test_discovery_gives_kubectl_each_kinds_short_name_and_the_nvcre_category(ku
         "goodputmeasurements": (["nvgp"], ["nvcre"]),
         "logprofiles": (["nvlp"], ["nvcre"]),
         "noderecords": (["nvnr"], ["nvcre"]),
+        "reportexportpolicies": (["rep"], ["nvcre"]),
+        "reportexports": (["rex"], ["nvcre"]),
     }
 
 
