@@ -4,6 +4,7 @@ connection flags (``--token``, ``--as``/``--as-group``, ``--server``, ``--certif
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from lightkube.resources.core_v1 import ServiceAccount
 
 from nvcre import resources
 from nvcre.cli.main import cli
+from nvcre.setup.helm import HELM_ENV
+from nvcre.testing import binaries
 from nvcre.testing.access import service_account_token
 from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool, pool_name, pool_nodes
 from nvcre.testing.controlplane import ControlPlane
@@ -202,3 +205,40 @@ def test_server_certificate_authority_and_insecure_override_the_kubeconfig(
     assert code == 1
     assert f'User "system:serviceaccount:{namespace}:reader" cannot get resource "workloadruns"' in out
     assert token not in out
+
+
+def test_setup_status_hands_the_connection_flags_to_helm(
+    control_plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helm reads the overrides from its environment: with the kubeconfig's server unreachable,
+    a release helm could not ask about is ``unknown``; with ``--server`` it is ``not installed``
+    (this control plane has none)."""
+    assert control_plane.server and control_plane.certs
+    monkeypatch.setenv(HELM_ENV, str(binaries.ensure([binaries.HELM]).path(binaries.HELM)))
+    monkeypatch.setenv("HELM_CACHE_HOME", str(tmp_path / "helm-cache"))
+    monkeypatch.setenv("HELM_CONFIG_HOME", str(tmp_path / "helm-config"))
+    elsewhere = write_kubeconfig(
+        control_plane,
+        tmp_path / "elsewhere",
+        lambda cluster, user, context: (
+            cluster.update(server=UNREACHABLE) or cluster.pop("certificate-authority-data")
+        ),
+    )
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(control_plane.certs.ca.cert_pem)
+    status = ["setup", "status", "-o", "json", "--kubeconfig", str(elsewhere)]
+    code, out = nvcrectl(*status, "--server", control_plane.server, "--certificate-authority", str(ca))
+    assert code == 0, out
+    assert {r["name"]: r["state"] for r in json.loads(out)["helmReleases"]} == {
+        "nvcre": "not installed",
+        "kubeflow-trainer": "not installed",
+    }
+    code, out = nvcrectl(*status, "--server", control_plane.server, "--insecure-skip-tls-verify")
+    assert code == 0, out
+    assert {r["state"] for r in json.loads(out)["helmReleases"]} == {"not installed"}
+
+    code, out = nvcrectl("setup", "status", "--kubeconfig", str(elsewhere), "--user", "someone")
+    assert (code, out) == (
+        1,
+        "Error: helm takes no --user: set them in the kubeconfig and use --context\n",
+    )

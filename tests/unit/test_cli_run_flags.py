@@ -34,14 +34,22 @@ AWS_KEY = "topology.k8s.aws/network-node-layer-1"
 
 
 @pytest.fixture
-def created(monkeypatch: pytest.MonkeyPatch) -> list[run_execution.RunRequest]:
-    """What the run commands would create (the connection is never used)."""
+def requested(monkeypatch: pytest.MonkeyPatch) -> list[run_execution.RunRequest]:
+    """What the run commands would create, were they to connect (no kubeconfig here)."""
     requests: list[run_execution.RunRequest] = []
-    monkeypatch.setattr(connection, "client", lambda *args, **kwargs: object())
     monkeypatch.setattr(run_execution, "execute", lambda kube, request: requests.append(request))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.setenv("HOME", "/nonexistent")
     return requests
+
+
+@pytest.fixture
+def created(
+    monkeypatch: pytest.MonkeyPatch, requested: list[run_execution.RunRequest]
+) -> list[run_execution.RunRequest]:
+    """What the run commands would create (the connection is never used)."""
+    monkeypatch.setattr(connection, "client", lambda *args, **kwargs: object())
+    return requested
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -330,8 +338,8 @@ def test_the_namespace_defaults_to_the_contexts(
         (["--image", "registry.example/nvcre:1"], "--image and --controller-pull-secret need --setup"),
         (["--controller-pull-secret", "ghp_x"], "--image and --controller-pull-secret need --setup"),
         (
-            ["--setup", "--token", "t0k"],
-            "--setup reaches the cluster through --kubeconfig and --context only",
+            ["--setup", "--user", "u", "--as-uid", "7"],
+            "helm takes no --user, --as-uid: set them in the kubeconfig",
         ),
         (["--setup", "--cleanup"], "--cleanup needs --wait"),
     ],
@@ -348,8 +356,9 @@ def test_setup_flags_are_checked_before_anything_is_installed(
 
 
 def test_setup_runs_setup_init_with_the_image_before_the_run(
-    cert_file: Path, created: list[run_execution.RunRequest]
+    cert_file: Path, requested: list[run_execution.RunRequest]
 ) -> None:
+    created = requested
     code, out = invoke("certification", "run", str(cert_file), "--setup", "--image", "Not An Image")
     assert (code, created) == (1, [])
     assert out == (
@@ -365,7 +374,8 @@ def test_setup_runs_setup_init_with_the_image_before_the_run(
     assert "Error: [preflight] cannot load kubeconfig" in out and "ghp_s3cret" not in out
 
 
-def test_a_failed_setup_with_cleanup_is_reset(created: list[run_execution.RunRequest]) -> None:
+def test_a_failed_setup_with_cleanup_is_reset(requested: list[run_execution.RunRequest]) -> None:
+    created = requested
     code, out = invoke(
         "workloadrun",
         "run",
@@ -412,8 +422,12 @@ def test_every_command_that_reaches_the_api_server_takes_the_connection_flags() 
     ]
     overrides = {"--server", "--token", "--as", "--as-group", "--certificate-authority", "--request-timeout"}
     without = {name for name, given in connected if not overrides <= given}
-    # setup hands --kubeconfig/--context to helm; mcp serve and version take only those two
-    assert without <= {"setup init", "setup status", "setup reset", "mcp serve", "version"}
-    assert {"workloadrun run", "certification run", "fleet", "node history", "cluster info"} <= {
-        name for name, given in connected if overrides <= given
-    }
+    assert without <= {"mcp serve", "version"}  # these two take only --kubeconfig and --context
+    assert {
+        "workloadrun run",
+        "certification run",
+        "fleet",
+        "node history",
+        "cluster info",
+        "setup init",
+    } <= {name for name, given in connected if overrides <= given}

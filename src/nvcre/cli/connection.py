@@ -135,7 +135,7 @@ OVERRIDE_OPTIONS: Final = (
 
 def kubeconfig_options(func: Callable[P, R]) -> Callable[P, R]:
     """``--kubeconfig`` and ``--context``, passed as ``kubeconfig`` and ``context`` (alone: for
-    commands that also hand them to helm, which takes no other override)."""
+    commands that take no other connection flag)."""
     func = click.option("--context", default=None, help="Kubeconfig context to use.")(func)
     return click.option(
         "--kubeconfig",
@@ -219,6 +219,32 @@ def single_config(kubeconfig: str | None, context: str | None, flags: Overrides)
     return config._replace(cluster=cluster, user=user)
 
 
+HELM_UNSUPPORTED: Final = (
+    ("cluster", "--cluster"),
+    ("user", "--user"),
+    ("client_certificate", "--client-certificate"),
+    ("client_key", "--client-key"),
+    ("impersonate_uid", "--as-uid"),
+)
+
+
+def helm_env(flags: Overrides) -> dict[str, str]:
+    """The override flags as helm's environment variables (helm has no ``--cluster``, ``--user``,
+    client certificate or UID impersonation override: those are refused)."""
+    refused = [flag for name, flag in HELM_UNSUPPORTED if getattr(flags, name)]
+    if refused:
+        raise UserError(f"helm takes no {', '.join(refused)}: set them in the kubeconfig and use --context")
+    env = {
+        "HELM_KUBEAPISERVER": flags.server,
+        "HELM_KUBETOKEN": flags.token,
+        "HELM_KUBEASUSER": flags.impersonate,
+        "HELM_KUBEASGROUPS": ",".join(flags.impersonate_groups) or None,
+        "HELM_KUBECAFILE": _path(flags.certificate_authority),
+        "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true" if flags.insecure_skip_tls_verify else None,
+    }
+    return {key: value for key, value in env.items() if value}
+
+
 def context_namespace(kubeconfig: str | None, context: str | None) -> str | None:
     """The namespace the kubeconfig context names (None when it names none)."""
     try:
@@ -233,7 +259,7 @@ def resolve_namespace(namespace: str | None, kubeconfig: str | None, context: st
     return namespace or context_namespace(kubeconfig, context) or DEFAULT_NAMESPACE
 
 
-def client(kubeconfig: str | None, context: str | None) -> Client:
+def client(kubeconfig: str | None, context: str | None, *, field_manager: str | None = None) -> Client:
     """A lightkube client for the kubeconfig (flag, then KUBECONFIG, ~/.kube/config, in-cluster)
     and the command's override flags."""
     import httpx2
@@ -243,7 +269,9 @@ def client(kubeconfig: str | None, context: str | None) -> Client:
     config = single_config(kubeconfig, context, flags)
     headers = flags.headers()
     try:
-        kube = Client(config=config, timeout=httpx2.Timeout(flags.timeout_seconds()))
+        kube = Client(
+            config=config, timeout=httpx2.Timeout(flags.timeout_seconds()), field_manager=field_manager
+        )
     except Exception as error:  # lightkube raises several types for unusable configs
         raise UserError(f"cannot load kubeconfig: {type(error).__name__}: {error}") from error
     if headers:  # lightkube has no impersonation setting: the headers go on its HTTP client

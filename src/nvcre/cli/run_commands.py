@@ -57,18 +57,15 @@ class RunFlags:
     def check(self) -> None:
         """The flags that go together, checked before anything is installed or created.
         ``--image`` and ``--controller-pull-secret`` belong to ``--setup``, which reaches the
-        cluster as helm does: through ``--kubeconfig`` and ``--context`` only."""
+        cluster through helm too: only with the connection flags helm has."""
         if (self.results_file or self.junit_file or self.html_file) and not self.wait:
             raise UserError("--results-file, --junit-file and --html-file need --wait")
         if self.cleanup and not self.wait:  # it would delete the run as soon as it is created
             raise UserError("--cleanup needs --wait")
         if (self.image or self.controller_pull_secret) and not self.setup:
             raise UserError("--image and --controller-pull-secret need --setup")
-        if self.setup and connection.overrides() != connection.Overrides():
-            raise UserError(
-                "--setup reaches the cluster through --kubeconfig and --context only (as helm does): "
-                "drop the other connection flags or run 'nvcrectl setup init' first"
-            )
+        if self.setup:
+            connection.helm_env(connection.overrides())
 
     def install(self) -> None:
         """``--setup``: ``nvcrectl setup init --auto-approve`` (its output, its errors); with

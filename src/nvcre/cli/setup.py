@@ -21,8 +21,9 @@ import click
 
 from nvcre import __version__, yamlio
 from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.cli import connection
 from nvcre.cli.common import UserError, output_option, user_errors
-from nvcre.cli.connection import api_error, get_or_none, kubeconfig_options
+from nvcre.cli.connection import api_error, get_or_none
 from nvcre.setup import plan
 from nvcre.setup.helm import HELM_ENV, Helm, HelmNotFound, find_helm
 
@@ -74,23 +75,26 @@ class Target:
 
 
 def connect(kubeconfig: str | None, context: str | None, helm_binary: str | None, need_helm: bool) -> Target:
-    from lightkube import Client, KubeConfig
-
-    path = kubeconfig or os.environ.get("KUBECONFIG")
+    """The cluster of the kubeconfig and the connection flags, for lightkube and helm alike."""
+    env = connection.helm_env(connection.overrides())
     try:
-        config = KubeConfig.from_file(path) if path else KubeConfig.from_env()
-        single = config.get(context_name=context) if context else config.get()
-        client = Client(config=single, field_manager=plan.FIELD_MANAGER)
-    except Exception as error:  # lightkube raises several types for unusable configs
-        raise UserError(f"[preflight] cannot load kubeconfig: {type(error).__name__}: {error}") from error
-    helm = None
-    if need_helm:
-        try:
-            helm = Helm(find_helm(helm_binary), kubeconfig=path, context=context)
-        except HelmNotFound as error:
-            raise UserError(f"[helm] {error}") from error
-    assert single is not None
+        client = connection.client(kubeconfig, context, field_manager=plan.FIELD_MANAGER)
+    except UserError as error:
+        raise UserError(f"[preflight] {error.message}") from error
+    helm = new_helm(helm_binary, kubeconfig, context, env) if need_helm else None
+    single = client.config
     return Target(client, single.context_name or "", single.cluster.server or "", helm)
+
+
+def new_helm(
+    helm_binary: str | None, kubeconfig: str | None, context: str | None, env: Mapping[str, str]
+) -> Helm:
+    """helm bound to the cluster :func:`connect` reaches; no helm binary is a ``UserError``."""
+    try:
+        path = kubeconfig or os.environ.get("KUBECONFIG")
+        return Helm(find_helm(helm_binary), kubeconfig=path, context=context, env=env)
+    except HelmNotFound as error:
+        raise UserError(f"[helm] {error}") from error
 
 
 # -- reading state --------------------------------------------------------------------------
@@ -415,7 +419,7 @@ def setup_group() -> None:
 
 
 @setup_group.command("init")
-@kubeconfig_options
+@connection.connection_options
 @helm_option
 @click.option("--skip-phases", default="", help="Comma list of phases to skip: deps, helm.")
 @click.option("--image", default=None, help="Controller image: REPOSITORY[:TAG][@sha256:DIGEST].")
@@ -671,19 +675,18 @@ def install_nvcre(
 
 
 @setup_group.command("status")
-@kubeconfig_options
+@connection.connection_options
 @helm_option
 @output_option(default="table", formats=("table", "json"))
 @user_errors
 def status_command(kubeconfig: str | None, context: str | None, helm_binary: str | None, output: str) -> None:
     """Check every component setup installs and say what to do about each problem."""
     target = connect(kubeconfig, context, None, need_helm=False)
+    env = connection.helm_env(connection.overrides())
     try:
-        helm: Helm | None = Helm(
-            find_helm(helm_binary), kubeconfig=kubeconfig or os.environ.get("KUBECONFIG"), context=context
-        )
-    except HelmNotFound:
-        helm = None  # releases are reported "unknown"
+        helm: Helm | None = new_helm(helm_binary, kubeconfig, context, env)
+    except UserError:
+        helm = None  # no helm binary: releases are reported "unknown"
     try:
         observed = observe(target.client, helm)
     except Exception as error:
@@ -696,7 +699,7 @@ def status_command(kubeconfig: str | None, context: str | None, helm_binary: str
 
 
 @setup_group.command("reset")
-@kubeconfig_options
+@connection.connection_options
 @helm_option
 @click.option("--skip-phases", default="", help="Comma list of phases to skip: helm, deps.")
 @click.option("--auto-approve", is_flag=True, help="Skip the confirmation prompt.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HELM_ENV = "NVCRE_HELM"
@@ -48,6 +48,9 @@ class Helm:
     binary: str
     kubeconfig: str | None = None
     context: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """helm's own connection variables (``HELM_KUBEAPISERVER``, ``HELM_KUBETOKEN``...): in the
+    environment, not in argv, so a token stays out of the process list."""
 
     def argv(self, args: Sequence[str]) -> list[str]:
         argv = [self.binary, *args]
@@ -58,5 +61,8 @@ class Helm:
         return argv
 
     def run(self, args: Sequence[str], timeout: float = 900) -> Result:
-        done = subprocess.run(self.argv(args), capture_output=True, text=True, check=False, timeout=timeout)
+        env = {**os.environ, **self.env} if self.env else None
+        done = subprocess.run(
+            self.argv(args), capture_output=True, text=True, check=False, timeout=timeout, env=env
+        )
         return Result(done.returncode, done.stdout, done.stderr)
