@@ -234,7 +234,9 @@ def test_init_twice_then_reset(setup_cluster: Setup, kube: Client) -> None:
     assert not any(
         c.metadata.name.endswith("trainer.kubeflow.org") for c in kube.list(CustomResourceDefinition)
     )
-    after = json.loads(setup_cluster.run("status", "-o", "json").stdout)
+    after_run = setup_cluster.run("status", "-o", "json")
+    assert after_run.returncode == 0, after_run.stderr
+    after = json.loads(after_run.stdout)
     assert {r["name"]: r["state"] for r in after["helmReleases"]} == {
         "nvcre": "not installed",
         "kubeflow-trainer": "not installed",
