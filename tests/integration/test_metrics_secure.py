@@ -6,6 +6,7 @@ longer serves /metrics. The chart turns it on by default."""
 from __future__ import annotations
 
 import secrets
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import RoleRef, Subject
@@ -20,6 +23,7 @@ from lightkube.resources.core_v1 import ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 from prometheus_client.parser import text_string_to_metric_families
 
+from nvcre.runtime.secure_metrics import self_signed
 from nvcre.setup import chart
 from nvcre.setup.helm import Helm
 from nvcre.testing import binaries
@@ -157,13 +161,33 @@ def test_the_chart_defaults_to_secure_metrics() -> None:
     assert auth["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-manager", "namespace": "nvcre"}]
 
 
-def test_a_mounted_certificate_is_served(control_plane: ControlPlane, tmp_path: Path) -> None:
-    """With --metrics-cert-path the manager serves that certificate: a client that trusts only its
-    CA completes the handshake (and, with no token, is refused)."""
+def _install(certs: Path, cert: bytes, key: bytes) -> None:
+    """Replace the certificate files as a Secret's update does (new files, then a rename)."""
+    for name, data in (("serving.crt", cert), ("serving.key", key)):
+        (certs / f".{name}.new").write_bytes(data)
+        (certs / f".{name}.new").rename(certs / name)
+
+
+def served(port: int, context: ssl.SSLContext) -> bytes:
+    """The certificate (DER) the metrics port presents."""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
+
+
+def test_a_mounted_certificate_is_served_and_reloaded(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """With --metrics-cert-path the manager serves that certificate (a client that trusts only its
+    CA completes the handshake and, with no token, is refused), and serves a new one written over
+    it without a restart."""
     certs = tmp_path / "certs"
     certs.mkdir()
-    (certs / "serving.crt").write_bytes(control_plane.certs.serving_cert.read_bytes())
-    (certs / "serving.key").write_bytes(control_plane.certs.serving_key.read_bytes())
+    _install(
+        certs, control_plane.certs.serving_cert.read_bytes(), control_plane.certs.serving_key.read_bytes()
+    )
     port = free_port()
     process = ManagerProcess(
         control_plane,
@@ -181,5 +205,11 @@ def test_a_mounted_certificate_is_served(control_plane: ControlPlane, tmp_path: 
         scraper = Scraper(port)
         scraper.context = control_plane.ssl_context()
         assert scraper.get(None) == (401, "Unauthorized")
+        renewed, key = self_signed()
+        _install(certs, renewed, key)
+        want = x509.load_pem_x509_certificate(renewed).public_bytes(serialization.Encoding.DER)
+        anyone = Scraper(port).context
+        wait_for(lambda: served(port, anyone) == want, 60, what="the renewed certificate on the metrics port")
+        assert process.log_lines("metrics certificate reloaded") != []
     finally:
         process.stop()

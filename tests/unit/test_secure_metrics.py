@@ -13,11 +13,11 @@ from nvcre.manager.main import main
 from nvcre.runtime.secure_metrics import (
     ALLOWED_TTL,
     DENIED_TTL,
+    ServingCert,
     Verdict,
     bearer_token,
     cache_for,
     self_signed,
-    tls_context,
 )
 
 
@@ -48,7 +48,7 @@ def test_the_self_signed_certificate_loads() -> None:
     cert, _ = self_signed()
     parsed = x509.load_pem_x509_certificate(cert)
     assert parsed.subject.rfc4514_string() == "CN=nvcre-manager-metrics"
-    assert tls_context() is not None
+    assert ServingCert().files is None
 
 
 def _kubeconfig(tmp_path: Path) -> Path:

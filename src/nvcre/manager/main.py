@@ -34,7 +34,7 @@ from nvcre.fleet.retention import DEFAULT_RETENTION_TEXT, parse_retention
 from nvcre.manager import logs
 from nvcre.runtime.leader import LeaderElectionConfig
 from nvcre.runtime.manager import LostLeadership, Manager
-from nvcre.runtime.secure_metrics import tls_context
+from nvcre.runtime.secure_metrics import ServingCert
 
 log = logging.getLogger("nvcre.manager")
 
@@ -166,11 +166,11 @@ def _address(value: str) -> str | None:
     return None if value in ("", "0") else value
 
 
-def _metrics_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+def _metrics_cert(args: argparse.Namespace) -> ServingCert | None:
     if not args.metrics_secure:
         return None
     try:
-        return tls_context(args.metrics_cert_path, args.metrics_cert_name, args.metrics_cert_key)
+        return ServingCert(args.metrics_cert_path, args.metrics_cert_name, args.metrics_cert_key)
     except (OSError, ssl.SSLError) as error:
         raise UsageError(f"--metrics-cert-path {args.metrics_cert_path}: {error}") from error
 
@@ -216,7 +216,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
         leader_election=election,
         metrics_address=_address(args.metrics_bind_address),
         probe_address=_address(args.health_probe_bind_address),
-        metrics_tls=_metrics_tls(args),
+        metrics_cert=_metrics_cert(args),
     )
     ctx = Context.for_manager(manager)
     WorkflowController(ctx, workers=args.max_concurrent_reconciles, release_timeout=args.release_timeout)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from typing import Any
 
 from lightkube import AsyncClient
@@ -43,16 +42,16 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_address: str | None = None,
         probe_address: str | None = None,
-        metrics_tls: ssl.SSLContext | None = None,
+        metrics_cert: secure_metrics.ServingCert | None = None,
     ) -> None:
-        """With ``metrics_tls``, ``/metrics`` is served only on ``metrics_address``, over TLS, to
+        """With ``metrics_cert``, ``/metrics`` is served only on ``metrics_address``, over TLS, to
         scrapes the API server authenticates and authorises (:mod:`nvcre.runtime.secure_metrics`);
         else on both addresses over plain HTTP."""
         self.client = client
         self.leader_election = leader_election
         self.metrics_address = metrics_address
         self.probe_address = probe_address
-        self.metrics_tls = metrics_tls
+        self.metrics_cert = metrics_cert
         self.controllers: list[Controller] = []
         self._informers: dict[tuple[Any, ...], Informer] = {}
         self._transforms: dict[tuple[Any, ...], Transform | None] = {}
@@ -103,7 +102,7 @@ class Manager:
         return all(informer.synced.is_set() for informer in self._informers.values())
 
     async def _serve(self) -> None:
-        if self.metrics_tls is None:
+        if self.metrics_cert is None:
             for address in {a for a in (self.metrics_address, self.probe_address) if a}:
                 self.servers.append(await probes.serve(address, self.ready))
             return
@@ -113,7 +112,11 @@ class Manager:
             reviewer = secure_metrics.Reviewer(self.client)
             self.servers.append(
                 await probes.serve(
-                    self.metrics_address, self.ready, probes=False, authorize=reviewer, tls=self.metrics_tls
+                    self.metrics_address,
+                    self.ready,
+                    probes=False,
+                    authorize=reviewer,
+                    tls=self.metrics_cert.context,
                 )
             )
 
@@ -128,6 +131,8 @@ class Manager:
         stop = stop or asyncio.Event()
         await self._serve()
         tasks: list[asyncio.Task[Any]] = [asyncio.create_task(looplag.sample(), name="event-loop-lag")]
+        if self.metrics_cert is not None and self.metrics_cert.files is not None:
+            tasks.append(asyncio.create_task(self.metrics_cert.watch(), name="metrics-cert"))
         stopping = asyncio.create_task(stop.wait(), name="stop")
         try:
             if self.leader_election is not None:

@@ -11,6 +11,7 @@ costs the API server two reviews a minute. Tokens are never logged.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import logging
@@ -36,6 +37,7 @@ log = logging.getLogger("nvcre.metrics")
 METRICS_PATH = "/metrics"
 ALLOWED_TTL = 60.0
 DENIED_TTL = 10.0
+RELOAD_INTERVAL = 10.0
 OK, UNAUTHORIZED, FORBIDDEN, UNAVAILABLE = 200, 401, 403, 503
 
 
@@ -132,19 +134,52 @@ def self_signed(hosts: tuple[str, ...] = ("localhost",)) -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def tls_context(cert_dir: str = "", cert_name: str = "tls.crt", key_name: str = "tls.key") -> ssl.SSLContext:
-    """The metrics server's TLS: the certificate and key in ``cert_dir``, or a self-signed pair
-    held in memory (the manager's root filesystem is read-only)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if cert_dir:
-        context.load_cert_chain(Path(cert_dir) / cert_name, Path(cert_dir) / key_name)
-        return context
-    cert, key = self_signed()
-    fd = os.memfd_create("nvcre-metrics-tls")
-    try:
-        os.write(fd, cert + key)
-        context.load_cert_chain(f"/proc/self/fd/{fd}")
-    finally:
-        os.close(fd)
-    return context
+class ServingCert:
+    """The metrics server's TLS: the certificate and key in ``cert_dir``, re-read when either file
+    changes (as controller-runtime's certwatcher does, for a Secret cert-manager renews), or a
+    self-signed pair held in memory (the manager's root filesystem is read-only)."""
+
+    def __init__(self, cert_dir: str = "", cert_name: str = "tls.crt", key_name: str = "tls.key") -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.files = (Path(cert_dir) / cert_name, Path(cert_dir) / key_name) if cert_dir else None
+        self._seen = self._stamp()
+        if self.files is None:
+            cert, key = self_signed()
+            fd = os.memfd_create("nvcre-metrics-tls")
+            try:
+                os.write(fd, cert + key)
+                self.context.load_cert_chain(f"/proc/self/fd/{fd}")
+            finally:
+                os.close(fd)
+        else:
+            self.context.load_cert_chain(*self.files)
+
+    def _stamp(self) -> tuple[tuple[int, int], ...]:
+        """Each file's (inode, modification time): a Secret's update swaps the files' symlink."""
+        if self.files is None:
+            return ()
+        stats = [f.stat() for f in self.files]
+        return tuple((st.st_ino, st.st_mtime_ns) for st in stats)
+
+    def reload(self) -> bool:
+        """Load the files again if they changed; new connections get them. True when reloaded."""
+        try:
+            stamp = self._stamp()
+            if stamp == self._seen:
+                return False
+            assert self.files is not None
+            self.context.load_cert_chain(*self.files)
+        except (OSError, ssl.SSLError) as error:
+            log.warning("metrics certificate not reloaded, the one loaded before is served: %s", error)
+            return False
+        self._seen = stamp
+        log.info("metrics certificate reloaded from %s", self.files[0])
+        return True
+
+    async def watch(self, interval: float = RELOAD_INTERVAL) -> None:
+        """Reload the files when they change, every ``interval`` seconds, until cancelled (a task
+        of the manager's run: only with files, since a task that ends stops the manager)."""
+        while True:
+            await asyncio.sleep(interval)
+            self.reload()
