@@ -5,6 +5,7 @@ longer serves /metrics. The chart turns it on by default."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import socket
 import ssl
@@ -211,5 +212,33 @@ def test_a_mounted_certificate_is_served_and_reloaded(control_plane: ControlPlan
         anyone = Scraper(port).context
         wait_for(lambda: served(port, anyone) == want, 60, what="the renewed certificate on the metrics port")
         assert process.log_lines("metrics certificate reloaded") != []
+    finally:
+        process.stop()
+
+
+def test_a_scrape_the_api_server_cannot_review_is_unavailable(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """A manager whose API server does not answer refuses a scrape with 503, not a dropped connection."""
+    nowhere = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    kubeconfig = tmp_path / "nowhere.kubeconfig"
+    kubeconfig.write_text(json.dumps(nowhere))
+    port = free_port()
+    process = ManagerProcess(
+        control_plane,
+        tmp_path,
+        name="unreachable-manager",
+        kubeconfig=kubeconfig,
+        extra_args=("--metrics-secure", f"--metrics-bind-address=127.0.0.1:{port}"),
+    ).start(wait_ready=False)
+    try:
+        assert Scraper(port).get("some-token") == (503, "Service Unavailable")
     finally:
         process.stop()

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx2
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -84,7 +85,7 @@ class Reviewer:
         self._verdicts = {k: v for k, v in self._verdicts.items() if v.until > now}
         try:
             status = await self._review(token)
-        except (ApiError, OSError) as error:
+        except (ApiError, httpx2.HTTPError, OSError) as error:
             log.warning("metrics scrape not reviewed: %s", error)
             status = UNAVAILABLE
         verdict = cache_for(status, now)
