@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -146,11 +147,7 @@ def test_the_probe_port_serves_no_metrics(secure_manager: tuple[ManagerProcess, 
 
 
 def test_the_chart_defaults_to_secure_metrics() -> None:
-    helm = Helm(str(binaries.ensure([binaries.HELM]).path(binaries.HELM)))
-    rendered = chart.render_chart(
-        helm, repo_root() / "charts" / "nvcre", ["metrics.serviceMonitor.enabled=true"]
-    )
-    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    by_kind_name = _render(["metrics.serviceMonitor.enabled=true"])
     args = by_kind_name[("Deployment", "nvcre-manager")]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--metrics-secure" in args and "--metrics-bind-address=:8443" in args
     (endpoint,) = by_kind_name[("ServiceMonitor", "nvcre-manager")]["spec"]["endpoints"]
@@ -242,3 +239,26 @@ def test_a_scrape_the_api_server_cannot_review_is_unavailable(
         assert Scraper(port).get("some-token") == (503, "Service Unavailable")
     finally:
         process.stop()
+
+
+def _render(values: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    helm = Helm(str(binaries.ensure([binaries.HELM]).path(binaries.HELM)))
+    rendered = chart.render_chart(helm, repo_root() / "charts" / "nvcre", values)
+    return {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+
+
+def test_the_chart_mounts_a_certificate_secret_or_serves_plain_metrics() -> None:
+    mounted = _render(["metrics.certSecret=nvcre-metrics-tls"])
+    pod = mounted[("Deployment", "nvcre-manager")]["spec"]["template"]["spec"]
+    assert "--metrics-cert-path=/etc/nvcre/metrics-certs" in pod["containers"][0]["args"]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "metrics-certs", "mountPath": "/etc/nvcre/metrics-certs", "readOnly": True}
+    ]
+    assert pod["volumes"] == [{"name": "metrics-certs", "secret": {"secretName": "nvcre-metrics-tls"}}]
+
+    plain = _render(["metrics.secure=false", "metrics.port=8080", "metrics.serviceMonitor.enabled=true"])
+    args = plain[("Deployment", "nvcre-manager")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--metrics-bind-address=:8080" in args
+    assert not [a for a in args if a.startswith("--metrics-secure") or a.startswith("--metrics-cert")]
+    (endpoint,) = plain[("ServiceMonitor", "nvcre-manager")]["spec"]["endpoints"]
+    assert "scheme" not in endpoint and "bearerTokenFile" not in endpoint
