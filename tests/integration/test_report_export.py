@@ -21,53 +21,13 @@ from lightkube.resources.core_v1 import ConfigMap, Event, Secret
 from lightkube.types import PatchType
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
-from nvcre.naming import certification_workflow_name
-from nvcre.testing.builders import Certification, category, pool_spec
-from nvcre.testing.inspect import finish_workflow_jobs, get, wait_true
+from nvcre.testing.inspect import get
 from nvcre.testing.waiting import wait_for
-from nvcre.testing.webhook import Webhook
-from nvcre.testing.workloads import pool_name
+from nvcre.testing.webhook import Webhook, policy, run_certification
 
-ALL_REDUCE = category("communication", "nccl-all-reduce")
 SIGNING_KEY = b"report-signing-key-123"
 TOKEN = "bearer-token-456"
-
-
-def _policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
-        "kind": "ReportExportPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "source": {"namespaces": [namespace], "selector": {"matchLabels": {"export": name}}},
-            "webhook": {"url": webhook.url, "caBundle": webhook.ca_bundle, **webhook_fields},
-            "retry": {"initialBackoff": "1s", "maxBackoff": "2s"},
-        },
-    }
-
-
-def _run_certification(
-    kube: Client, namespace: str, gpu_nodes: Any, name: str, export: str
-) -> dict[str, Any]:
-    """A one-category Certification labelled ``export=<export>``, run to its end."""
-    pool = pool_name()
-    gpu_nodes(2, pool_spec(pool))
-    cert = (
-        Certification(name)
-        .namespace(namespace)
-        .labels(export=export)
-        .pool(pool, **{NodeLabel.GPU_PRODUCT: "NVIDIA-H100-80GB-HBM3"})
-        .allow_missing_data()  # TrainJobs ended by hand: no launcher log here
-        .categories(ALL_REDUCE)
-        .obj()
-    )
-    kube.create(resources.Certification.from_dict(cert))
-    finish_workflow_jobs(
-        kube, namespace, certification_workflow_name(name, "communication", "nccl-all-reduce"), 1
-    )
-    return wait_true(kube, resources.Certification, name, namespace, "Succeeded", timeout=90)
 
 
 def _patch_spec(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -> None:
@@ -106,7 +66,7 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
     with webhook.serving():
         kube.create(
             resources.ReportExportPolicy.from_dict(
-                _policy(
+                policy(
                     "signed",
                     namespace,
                     webhook,
@@ -115,7 +75,7 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
                 )
             )
         )
-        cert = _run_certification(kube, namespace, gpu_nodes, "exported", "signed")
+        cert = run_certification(kube, namespace, gpu_nodes, "exported", "signed")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         (received,) = webhook.requests()
 
@@ -153,8 +113,8 @@ def test_a_webhook_answering_500_twice_gets_the_report_on_the_third_attempt(
 ) -> None:
     webhook = Webhook([500, 500, 200])
     with webhook.serving():
-        kube.create(resources.ReportExportPolicy.from_dict(_policy("flaky", namespace, webhook)))
-        _run_certification(kube, namespace, gpu_nodes, "retried", "flaky")
+        kube.create(resources.ReportExportPolicy.from_dict(policy("flaky", namespace, webhook)))
+        run_certification(kube, namespace, gpu_nodes, "retried", "flaky")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         received = webhook.requests()
 
@@ -173,8 +133,8 @@ def test_a_webhook_answering_400_is_not_retried_and_the_export_says_why(
 ) -> None:
     webhook = Webhook([400, 200])
     with webhook.serving():
-        kube.create(resources.ReportExportPolicy.from_dict(_policy("refusing", namespace, webhook)))
-        _run_certification(kube, namespace, gpu_nodes, "refused", "refusing")
+        kube.create(resources.ReportExportPolicy.from_dict(policy("refusing", namespace, webhook)))
+        run_certification(kube, namespace, gpu_nodes, "refused", "refusing")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         status = export["status"]
         assert status["phase"] == "Failed", status
@@ -207,10 +167,10 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
 ) -> None:
     webhook = Webhook([503])
     with webhook.serving():
-        policy = _policy("down", namespace, webhook)
-        policy["spec"]["retry"] = {"initialBackoff": "1h", "maxBackoff": "1h"}
-        kube.create(resources.ReportExportPolicy.from_dict(policy))
-        _run_certification(kube, namespace, gpu_nodes, "cancelled", "down")
+        down = policy("down", namespace, webhook)
+        down["spec"]["retry"] = {"initialBackoff": "1h", "maxBackoff": "1h"}
+        kube.create(resources.ReportExportPolicy.from_dict(down))
+        run_certification(kube, namespace, gpu_nodes, "cancelled", "down")
         export = _export(kube, namespace, ("Retrying",))
         name = export["metadata"]["name"]
         assert export["status"]["attempts"] == 1 and export["status"]["lastHTTPStatus"] == 503

@@ -1,5 +1,7 @@
 """A local HTTPS webhook for report-export tests: it answers each POST with the next status of
-its script (the last one repeats) and keeps every request it received."""
+its script (the last one repeats) and keeps every request it received; a held one answers only
+once :meth:`Webhook.release` is called. Also the policy that sends to one, and a Certification
+run to its end for it to export."""
 
 from __future__ import annotations
 
@@ -12,8 +14,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from lightkube import Client
+
+from nvcre import resources
+from nvcre.api.v1alpha1.constants import NodeLabel
+from nvcre.naming import certification_workflow_name
+from nvcre.testing.builders import Certification, category, pool_spec
 from nvcre.testing.certs import CertificateAuthority
+from nvcre.testing.inspect import finish_workflow_jobs, wait_true
+from nvcre.testing.workloads import pool_name
 
 
 @dataclass(frozen=True)
@@ -26,8 +37,11 @@ class Received:
 class Webhook:
     """Serving on 127.0.0.1 with a certificate of its own CA (:attr:`ca_bundle`)."""
 
-    def __init__(self, statuses: Sequence[int]) -> None:
+    def __init__(self, statuses: Sequence[int], *, held: bool = False) -> None:
         self.statuses = list(statuses)
+        self._released = threading.Event()
+        if not held:
+            self._released.set()
         self.received: list[Received] = []
         self._lock = threading.Lock()
         ca = CertificateAuthority("report-webhook-ca")
@@ -50,6 +64,10 @@ class Webhook:
         with self._lock:
             return list(self.received)
 
+    def release(self) -> None:
+        """Let a held webhook answer (the requests waiting, and every later one)."""
+        self._released.set()
+
     def _answer(self, received: Received) -> int:
         with self._lock:
             self.received.append(received)
@@ -62,6 +80,7 @@ class Webhook:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status = webhook._answer(Received(self.path, dict(self.headers.items()), body))
+                webhook._released.wait()
                 answer = f"answered {status}".encode()
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(answer)))
@@ -80,6 +99,42 @@ class Webhook:
         try:
             yield self
         finally:
+            self.release()
             self._server.shutdown()
             self._server.server_close()
             thread.join()
+
+
+def policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -> dict[str, Any]:
+    """A ReportExportPolicy sending the Certifications of ``namespace`` labelled ``export=<name>``
+    to ``webhook`` (trusting its CA), retrying after 1 s, 2 s, 2 s..."""
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "ReportExportPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "source": {"namespaces": [namespace], "selector": {"matchLabels": {"export": name}}},
+            "webhook": {"url": webhook.url, "caBundle": webhook.ca_bundle, **webhook_fields},
+            "retry": {"initialBackoff": "1s", "maxBackoff": "2s"},
+        },
+    }
+
+
+def run_certification(kube: Client, namespace: str, gpu_nodes: Any, name: str, export: str) -> dict[str, Any]:
+    """A one-category Certification labelled ``export=<export>`` on two new kwok nodes, run to
+    its end (its TrainJob ended by hand, as Trainer would); the Succeeded Certification."""
+    pool = pool_name()
+    gpu_nodes(2, pool_spec(pool))
+    cert = (
+        Certification(name)
+        .namespace(namespace)
+        .labels(export=export)
+        .pool(pool, **{NodeLabel.GPU_PRODUCT: "NVIDIA-H100-80GB-HBM3"})
+        .allow_missing_data()  # no launcher log here
+        .categories(category("communication", "nccl-all-reduce"))
+        .obj()
+    )
+    kube.create(resources.Certification.from_dict(cert))
+    workflow = certification_workflow_name(name, "communication", "nccl-all-reduce")
+    finish_workflow_jobs(kube, namespace, workflow, 1)
+    return wait_true(kube, resources.Certification, name, namespace, "Succeeded", timeout=90)
