@@ -30,6 +30,21 @@ SIGNING_KEY = b"report-signing-key-123"
 TOKEN = "bearer-token-456"
 
 
+def _events(kube: Client, namespace: str, export: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the events on ``export``, once there is one (it is written
+    just after the status that ended the export)."""
+
+    def found() -> list[tuple[str, str, str]] | None:
+        events = [
+            (str(e.type), str(e.reason), str(e.message))
+            for e in kube.list(Event, namespace=namespace)
+            if e.involvedObject.uid == export["metadata"]["uid"]
+        ]
+        return events or None
+
+    return wait_for(found, 30, what=f"an event on {export['metadata']['name']}")
+
+
 def _patch_spec(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -> None:
     kube.patch(resources.ReportExport, name, {"spec": spec}, namespace=namespace, patch_type=PatchType.MERGE)
 
@@ -100,6 +115,7 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
     assert received.headers["Content-Type"] == "application/json"
     snapshot = get(kube, ConfigMap, status["snapshotRef"]["name"], namespace)
     assert snapshot["metadata"]["ownerReferences"][0]["uid"] == export["metadata"]["uid"]
+    assert _events(kube, namespace, export) == [("Normal", "Delivered", "HTTP 200 after 1 attempt(s)")]
     # The key and the token are only in their Secret: not in the export, its snapshot, any
     # event or the manager's log.
     shown = json.dumps([export, snapshot, [e.to_dict() for e in kube.list(Event, namespace=namespace)]])
@@ -122,6 +138,7 @@ def test_a_webhook_answering_500_twice_gets_the_report_on_the_third_attempt(
     assert status["phase"] == "Delivered", status
     assert status["attempts"] == 3 and status["lastHTTPStatus"] == 200
     assert status["message"] == "HTTP 200 after 3 attempt(s)"
+    assert _events(kube, namespace, export) == [("Normal", "Delivered", "HTTP 200 after 3 attempt(s)")]
     assert len(received) == 3
     assert len({r.body for r in received}) == 1  # the frozen report, sent again unchanged
     assert SIGNATURE_HEADER not in received[0].headers  # no signing Secret: unsigned
@@ -145,6 +162,7 @@ def test_a_webhook_answering_400_is_not_retried_and_the_export_says_why(
         )
         assert "nextAttemptTime" not in status
         assert len(webhook.requests()) == 1
+        assert _events(kube, namespace, export) == [("Warning", "HTTPError", status["message"])]
 
         # A new retryNonce sends it again: the webhook answers 200 now.
         name = export["metadata"]["name"]
@@ -188,6 +206,9 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
         cancelled = _export(kube, namespace, ("Cancelled",))
         assert cancelled["status"]["reason"] == "Cancelled"
         assert cancelled["status"]["attempts"] == 1 and "nextAttemptTime" not in cancelled["status"]
+        assert _events(kube, namespace, cancelled) == [
+            ("Normal", "Cancelled", "spec.cancel is true: the report is not sent")
+        ]
         assert len(webhook.requests()) == 1
 
 

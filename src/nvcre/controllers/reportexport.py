@@ -30,7 +30,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import Label
+from nvcre.api.v1alpha1.constants import EventType, Label
 from nvcre.api.v1alpha1.meta import format_time
 from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
 from nvcre.conditions import ended
@@ -116,6 +116,16 @@ def _policy_of(event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
     return [ObjectKey(new["metadata"]["namespace"], name)] if name else []
 
 
+async def announce(ctx: Context, written: Obj | None, phase: str | None) -> None:
+    """One event when a write ended the export in ``phase`` (Delivered, Failed, Cancelled): its
+    reason and message, a Warning when it failed. Nothing when the write found it ended already."""
+    status = (written or {}).get("status") or {}
+    if written is None or phase not in rx.TERMINAL_PHASES or status.get("phase") != phase:
+        return
+    type_ = EventType.WARNING if phase == rx.FAILED else EventType.NORMAL
+    await ctx.recorder.emit(written, type_, str(status.get("reason")), str(status.get("message") or ""))
+
+
 class Delivery:
     """POSTs of frozen reports, off the reconcile path: at most ``concurrency`` at once, one per
     export."""
@@ -146,7 +156,8 @@ class Delivery:
                 if live.get("phase") not in rx.TERMINAL_PHASES:  # e.g. cancelled meanwhile
                     rx.apply(live, changes)
 
-            await self.ctx.status.update(resources.ReportExport, export, record)
+            written = await self.ctx.status.update(resources.ReportExport, export, record)
+            await announce(self.ctx, written, changes.get("phase"))
         except Exception:  # the next reconcile tries again; the error is the API server's
             log.exception("report export %s: recording the delivery failed", key)
         finally:
@@ -257,7 +268,10 @@ class ReportExportControllers:
         status = export.get("status") or {}
         asked = rx.control(export["spec"], status, self.ctx.clock.now())
         if asked is not None:  # the write wakes the export again
-            await self.ctx.status.update(resources.ReportExport, export, lambda live: rx.apply(live, asked))
+            written = await self.ctx.status.update(
+                resources.ReportExport, export, lambda live: rx.apply(live, asked)
+            )
+            await announce(self.ctx, written, asked.get("phase"))
             return None
         if status.get("phase") in rx.TERMINAL_PHASES:
             return None
@@ -275,7 +289,8 @@ class ReportExportControllers:
         def fail(status: dict[str, Any]) -> None:
             status.update(phase=rx.FAILED, reason=reason, message=message, completionTime=now)
 
-        await self.ctx.status.update(resources.ReportExport, export, fail)
+        written = await self.ctx.status.update(resources.ReportExport, export, fail)
+        await announce(self.ctx, written, rx.FAILED)
 
     async def _freeze(self, export: Obj) -> Result | None:
         """Build the report, keep it in the export's ConfigMap and record it in the status."""
