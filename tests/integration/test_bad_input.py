@@ -16,6 +16,7 @@ from lightkube import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre import resources
+from nvcre.conditions import condition_of
 from nvcre.testing.builders import pool_spec
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
@@ -134,7 +135,16 @@ def test_bad_input_fails_the_workflow_and_never_the_manager(
     assert names in failed["message"], failed["message"]
     assert manager.running() and manager.pid == pid, "the manager must not crash or restart"
     assert not list(kube.list(resources.Job, namespace=namespace)), "a failed build launches nothing"
-    settled = kube.get(resources.Workflow, "bad", namespace=namespace).metadata.resourceVersion
+    # Its last write: nothing was launched, so nothing is left to release.
+    settled = wait_for(
+        lambda: (
+            (w := kube.get(resources.Workflow, "bad", namespace=namespace).to_dict())
+            and (condition_of(w, "ResourcesReleased") or {}).get("status") == "True"
+            and w["metadata"]["resourceVersion"]
+        ),
+        60,
+        what="the bad Workflow ResourcesReleased",
+    )
 
     # The same process keeps serving other objects.
     kube.create(resources.Workflow.from_dict(workflow("good", namespace, pool, 0)))
