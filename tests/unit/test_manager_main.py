@@ -115,7 +115,8 @@ def test_leader_election_timings_must_nest(timing: list[str], capsys: pytest.Cap
 
 def test_manager_registers_every_controller_with_its_workers() -> None:
     """The measurement controllers run, sized by their own flag (the reference's), the others by
-    ``--max-concurrent-reconciles``; the retention pass is one worker."""
+    ``--max-concurrent-reconciles``; the retention pass is one worker. (Report exports are
+    delivered off these workers, see ``controllers.reportexport``.)"""
     client = AsyncClient(config=KubeConfig.from_dict(TOKEN_KUBECONFIG))
     args = parse_args(["--max-concurrent-reconciles=7", "--measurement-max-concurrent-reconciles=3"])
     manager = build(args, client)
@@ -128,6 +129,8 @@ def test_manager_registers_every_controller_with_its_workers() -> None:
         ("certification", 7),
         ("noderecord", 7),
         ("noderecord-retention", 1),
+        ("reportexportpolicy", 7),
+        ("reportexport", 7),
     ]
     assert parse_args([]).measurement_max_concurrent_reconciles == 5
 

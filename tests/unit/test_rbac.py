@@ -215,10 +215,27 @@ def test_no_rule_writes_a_node_or_uses_a_wildcard(rule: Any) -> None:
         assert set(rule.verbs) <= {"get", "list", "watch"}
 
 
-def test_the_manager_is_bound_to_its_two_roles_and_not_to_the_users_ones() -> None:
+def test_the_manager_is_bound_to_its_three_roles_and_not_to_the_users_ones() -> None:
+    """Its own, its leader election's, and the reviews --metrics-secure asks for (as
+    controller-runtime's metrics-auth role); never the users' roles or the scrapers'."""
     documents = load_manifests(sorted((ROOT / "config" / "rbac").glob("*.yaml")))
-    names = {(d["kind"], d["metadata"]["name"]) for d in bound_to_manager(documents)}
-    assert names == {("ClusterRole", "nvcre-manager"), ("Role", "nvcre-leader-election")}
+    bound = {(d["kind"], d["metadata"]["name"]): d for d in bound_to_manager(documents)}
+    assert set(bound) == {
+        ("ClusterRole", "nvcre-manager"),
+        ("Role", "nvcre-leader-election"),
+        ("ClusterRole", "nvcre-metrics-auth"),
+    }
+    reviews = [
+        (g, r, v)
+        for rule in bound[("ClusterRole", "nvcre-metrics-auth")]["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    ]
+    assert sorted(reviews) == [
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    ]
 
 
 def test_the_users_roles_read_every_kind_and_write_only_what_people_write() -> None:
