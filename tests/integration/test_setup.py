@@ -120,6 +120,17 @@ def test_version_without_a_manager_says_not_found(setup_cluster: Setup) -> None:
         "Manager: not found (no Deployment labelled app.kubernetes.io/name=nvcre,"
         "app.kubernetes.io/component=manager in any namespace; 'nvcrectl setup init' installs it)",
     ]
+    # The connection flags decide who asks: a user without RBAC may not list Deployments.
+    refused = subprocess.run(
+        [NVCRECTL, "version", "--as", "jane"],
+        capture_output=True,
+        text=True,
+        env=setup_cluster.env,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 1, refused.stdout
+    assert 'User "jane" cannot list resource "deployments"' in refused.stderr, refused.stderr
 
 
 def test_init_answered_no_is_cancelled_without_calling_helm(setup_cluster: Setup, kube: Client) -> None:

@@ -422,7 +422,7 @@ def test_every_command_that_reaches_the_api_server_takes_the_connection_flags() 
     ]
     overrides = {"--server", "--token", "--as", "--as-group", "--certificate-authority", "--request-timeout"}
     without = {name for name, given in connected if not overrides <= given}
-    assert without <= {"version"}  # it takes only --kubeconfig and --context
+    assert without == set()
     assert {
         "workloadrun run",
         "certification run",

@@ -8,7 +8,7 @@ import click
 
 from nvcre import __version__
 from nvcre.cli.common import UserError, user_errors
-from nvcre.cli.connection import api_error, client, kubeconfig_options
+from nvcre.cli.connection import api_error, client, connection_options
 from nvcre.setup import plan
 
 
@@ -27,7 +27,7 @@ def _manager(deployment: Any) -> plan.ManagerDeployment:
 
 
 @click.command("version")
-@kubeconfig_options
+@connection_options
 @click.option("--client", "client_only", is_flag=True, help="Print the client's version only.")
 @user_errors
 def version_command(kubeconfig: str | None, context: str | None, client_only: bool) -> None:
