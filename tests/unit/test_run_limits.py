@@ -17,6 +17,7 @@ from nvcre.cli import connection, run_execution
 from nvcre.cli.main import cli
 from nvcre.decide import limits
 from nvcre.manager.main import main, parse_args
+from nvcre.report.html import render_html
 from nvcre.report.jsonreport import to_json
 from nvcre.report.junit import render_junit
 from nvcre.report.model import CategoryReport, Report, Stopped
@@ -96,7 +97,7 @@ def test_a_stop_deletes_every_unfinished_job_and_never_a_judged_one() -> None:
     )
 
 
-def test_a_stopped_run_is_an_error_in_junit_and_a_line_in_the_summary() -> None:
+def test_a_stopped_run_is_an_error_in_junit_and_a_line_in_the_summary_and_the_page() -> None:
     """A refused run has only Pending categories: without the error, CI would read skips as a pass."""
     message = (
         "the target resolves to 4 nodes, more than the run's limit of 3 (the manager's --max-nodes-per-run)"
@@ -124,6 +125,8 @@ def test_a_stopped_run_is_an_error_in_junit_and_a_line_in_the_summary() -> None:
         "--max-nodes-per-run)",
     ]
     assert to_json(report)["stopped"] == {"reason": "TooManyNodes", "message": message}
+    page = render_html([report]).replace("&#39;", "'")
+    assert f'<p class="bad">Stopped: TooManyNodes: {message}</p>' in page
 
 
 CERT = {
