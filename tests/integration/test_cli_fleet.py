@@ -129,7 +129,7 @@ def test_node_history_and_fleet_show_what_the_records_hold(
     done = nvcrectl(config, "node", "history", slow)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:2] == [f"Node:    {slow}", "State:   regressed"]
+    assert lines[:2] == [f"Node:    {slow}", "State:   regressed"], done.stdout
     header, first, second = (line.split() for line in lines[3:6])
     assert (
         " ".join(header)

@@ -166,6 +166,13 @@ def test_a_record_without_status_has_no_rows() -> None:
             ],
             "certified",
         ),
+        (
+            [
+                bw("2026-12-01T00:00:00Z", 490.0),
+                bw("2026-12-01T00:00:00Z", 400.0, "Failed", cause="Regression"),
+            ],
+            "regressed",
+        ),  # two runs ended in one second (times are whole seconds): the later written is newest
         ([result("not a time")], "stale"),
         ([], "never"),
     ],

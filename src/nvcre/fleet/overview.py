@@ -74,11 +74,14 @@ def _results(record: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any
 
 def newest(record: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     """The record's newest result with its category (by time, then category name, as the
-    record's summary orders them); None when it has none."""
+    record's summary orders them; of equal ones, the later written); None when it has none."""
     found = [(result_time(r), category, r) for category, results in _results(record) for r in results]
     if not found:
         return None
-    _, category, result = max(found, key=lambda t: (t[0], t[1]))
+    # Times are whole seconds, so two runs can end in one: the position breaks the tie (``max``
+    # alone keeps the first of equal keys, the older result).
+    latest = max(range(len(found)), key=lambda i: (found[i][0], found[i][1], i))
+    _, category, result = found[latest]
     return category, result
 
 
