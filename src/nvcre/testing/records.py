@@ -9,6 +9,7 @@ from typing import Any
 from lightkube import ApiError, Client
 
 from nvcre import resources
+from nvcre.testing.inspect import jobs_of
 from nvcre.testing.waiting import wait_for
 
 
@@ -39,13 +40,18 @@ def wait_results(kube: Client, nodes: list[str], count: int) -> dict[str, dict[s
 
 
 def run_again(kube: Client, namespace: str, body: dict[str, Any]) -> None:
-    """Create the Workflow ``body`` once the previous one of its name is gone (records stay)."""
+    """Create the Workflow ``body`` once the previous one of its name and its Jobs are gone
+    (records stay): the new Jobs take the old ones' names, and a test that finishes a Job by name
+    must not find a going one."""
     name = body["metadata"]["name"]
     with contextlib.suppress(ApiError):
         kube.delete(resources.Workflow, name, namespace=namespace)
     wait_for(
-        lambda: name not in {w.metadata.name for w in kube.list(resources.Workflow, namespace=namespace)},
+        lambda: (
+            name not in {w.metadata.name for w in kube.list(resources.Workflow, namespace=namespace)}
+            and not jobs_of(kube, namespace, name)
+        ),
         60,
-        what=f"the previous {name} gone",
+        what=f"the previous {name} and its Jobs gone",
     )
     kube.create(resources.Workflow.from_dict(body))
