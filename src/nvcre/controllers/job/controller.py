@@ -138,12 +138,17 @@ class JobController:
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         """Works from the cached Job (or, while the cache has not caught up with it, the Job as
-        our own last status write returned it) while it is open; the Job is read live when the
-        cache lacks it and before every terminal decision (deletion, a verdict, Failed,
-        Succeeded, a restart, an adoption)."""
+        our own last status write returned it) while it is open; the Job is read live before
+        every terminal decision (deletion, a verdict, Failed, Succeeded, a restart, an adoption).
+
+        A Job the cache lacks is not read: it is gone, or new and its own event is on its way
+        (the Workflow creates a Job's runtime copy right after it, and the copy's event can come
+        first); that event brings the Job back."""
         cached = self.jobs.get(key.namespace, key.name)
-        view = None if cached is None else self.ctx.status.newest(resources.Job, cached)
-        if view is None or _final(view):
+        if cached is None:
+            return None
+        view = self.ctx.status.newest(resources.Job, cached)
+        if _final(view):
             return await self._reconcile_live(key)
         return await self._reconcile(copy.deepcopy(view), live=False)
 
