@@ -30,34 +30,24 @@ def run_shell(shell: str, code: str) -> str:
     return done.stdout
 
 
+def bash_complete(path: Path, words: str, cword: int) -> list[str]:
+    """What the bash script at ``path`` offers for ``COMP_WORDS=(words)`` at ``COMP_CWORD=cword``."""
+    offered = run_shell(
+        "bash",
+        f"source {path}; COMP_WORDS=({words}); COMP_CWORD={cword}; _nvcrectl_completion nvcrectl; "
+        'printf "%s\\n" "${COMPREPLY[@]}"',
+    )
+    return offered.split()
+
+
 def test_bash_script_parses_and_completes_cert_to_certification(tmp_path: Path) -> None:
     path = tmp_path / "nvcrectl.bash"
     path.write_text(script("bash"))
     subprocess.run(["bash", "-n", str(path)], check=True)
-    offered = run_shell(
-        "bash",
-        f"source {path}; COMP_WORDS=(nvcrectl cert); COMP_CWORD=1; _nvcrectl_completion nvcrectl; "
-        'printf "%s\\n" "${COMPREPLY[@]}"',
-    )
-    assert offered.split() == ["certification"]
-    subcommands = run_shell(
-        "bash",
-        f'source {path}; COMP_WORDS=(nvcrectl workloadrun ""); COMP_CWORD=2; _nvcrectl_completion nvcrectl; '
-        'printf "%s\\n" "${COMPREPLY[@]}"',
-    )
-    assert {"cancel", "render", "status"} <= set(subcommands.split())
-    node = run_shell(
-        "bash",
-        f'source {path}; COMP_WORDS=(nvcrectl node ""); COMP_CWORD=2; _nvcrectl_completion nvcrectl; '
-        'printf "%s\\n" "${COMPREPLY[@]}"',
-    )
-    assert node.split() == ["history"]
-    fleet = run_shell(
-        "bash",
-        f"source {path}; COMP_WORDS=(nvcrectl fl); COMP_CWORD=1; _nvcrectl_completion nvcrectl; "
-        'printf "%s\\n" "${COMPREPLY[@]}"',
-    )
-    assert fleet.split() == ["fleet"]
+    assert bash_complete(path, "nvcrectl cert", 1) == ["certification"]
+    assert {"cancel", "render", "status"} <= set(bash_complete(path, 'nvcrectl workloadrun ""', 2))
+    assert bash_complete(path, 'nvcrectl node ""', 2) == ["history"]
+    assert bash_complete(path, "nvcrectl fl", 1) == ["fleet"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
