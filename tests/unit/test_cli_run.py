@@ -10,21 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from nvcre.cli import connection, run_execution
-from nvcre.cli.main import cli
+from nvcre.testing.builders import Certification
+from tests.unit.cli_invoke import invoke, write_yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CERT = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "Certification",
-    "metadata": {"name": "c1"},
-    "spec": {
-        "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-        "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
-    },
-}
+CERT = Certification("c1").target({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}).obj()
 
 
 @pytest.fixture(autouse=True)
@@ -40,17 +32,9 @@ def no_cluster(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def invoke(*args: str, stdin: str | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), input=stdin)
-    assert not isinstance(result.exception, AssertionError), result.output
-    return result.exit_code, result.output
-
-
 @pytest.fixture
 def cert_file(tmp_path: Path) -> Path:
-    path = tmp_path / "cert.yaml"
-    path.write_text(yaml.safe_dump(CERT))
-    return path
+    return write_yaml(tmp_path / "cert.yaml", CERT)
 
 
 def test_cert_file_and_category_are_mutually_exclusive(cert_file: Path) -> None:  # acceptance 3

@@ -10,26 +10,23 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from nvcre.cli import connection, run_commands, run_execution
 from nvcre.cli.common import UserError
 from nvcre.cli.connection import Overrides, single_config
 from nvcre.cli.main import cli
 from nvcre.platform import synthetic_nodes
+from nvcre.testing.builders import Certification
+from tests.unit.cli_invoke import invoke, write_yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BASIC = EXAMPLES / "workloadrun" / "basic.yaml"
-CERT = {
-    "apiVersion": "nvcre.nvidia.com/v1alpha1",
-    "kind": "Certification",
-    "metadata": {"name": "c1"},
-    "spec": {
-        "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-        "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
-        "enableMNNVL": True,
-    },
-}
+CERT = (
+    Certification("c1")
+    .target({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}})
+    .spec(enableMNNVL=True)
+    .obj()
+)
 AWS_KEY = "topology.k8s.aws/network-node-layer-1"
 
 
@@ -52,17 +49,9 @@ def created(
     return requested
 
 
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert not isinstance(result.exception, AssertionError), result.output
-    return result.exit_code, result.output
-
-
 @pytest.fixture
 def cert_file(tmp_path: Path) -> Path:
-    path = tmp_path / "cert.yaml"
-    path.write_text(yaml.safe_dump(CERT))
-    return path
+    return write_yaml(tmp_path / "cert.yaml", CERT)
 
 
 def spec_of(created: list[run_execution.RunRequest]) -> dict[str, Any]:
