@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.core_v1 import ServiceAccount
@@ -33,23 +33,11 @@ from nvcre.testing.access import (
 from nvcre.testing.binaries import repo_root
 from nvcre.testing.builders import WorkloadRun, pool_spec
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import finish_workflow_jobs, get, wait_true
+from nvcre.testing.inspect import finish_workflow_jobs, get, recorded_workflows, wait_true
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import pool_name
 
 MPI = {"mpi": {"binary": "/usr/local/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/local/mpi/bin/mpirun"}}
-
-
-def _workflow_uids(kube: Client, node: str) -> set[str]:
-    """The Workflow UIDs of every result the node's record holds (none without a record)."""
-    try:
-        record = kube.get(resources.NodeRecord, node).to_dict()
-    except ApiError as error:
-        if error.status.code == 404:
-            return set()
-        raise
-    categories = (record.get("status") or {}).get("categories") or ()
-    return {str(r["workflow"].get("uid")) for h in categories for r in h["results"]}
 
 
 def _failing_run(kube: Client, namespace: str, pool: str, name: str, nodes: list[str]) -> None:
@@ -61,7 +49,7 @@ def _failing_run(kube: Client, namespace: str, pool: str, name: str, nodes: list
     wait_true(kube, resources.WorkloadRun, name, namespace, "Failed", timeout=90)
     uid = str(get(kube, resources.Workflow, name, namespace)["metadata"]["uid"])
     wait_for(
-        lambda: all(uid in _workflow_uids(kube, n) for n in nodes),
+        lambda: all(uid in recorded_workflows(kube, n) for n in nodes),
         60,
         what=f"the results of {name} in the records of {nodes}",
     )

@@ -35,7 +35,14 @@ from nvcre.api.v1alpha1.constants import Annotation
 from nvcre.sandbox import control
 from nvcre.sandbox.control import Started as Box
 from nvcre.sandbox.supervisor import Options
-from nvcre.testing.inspect import failed_nodes_record, get, jobs_of, kubectl_get, true_condition, wait_true
+from nvcre.testing.inspect import (
+    failed_nodes_record,
+    get,
+    jobs_of,
+    kubectl_get,
+    wait_ended,
+    wait_true,
+)
 from nvcre.testing.waiting import wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "certification" / "fleet-nccl.yaml"
@@ -75,13 +82,7 @@ def certify(box: Box) -> dict[str, Any]:
     document["spec"]["baselineResults"] = 2
     name, namespace = document["metadata"]["name"], document["metadata"]["namespace"]
     box.kube.create(resources.Certification.from_dict(document))
-
-    def ended() -> dict[str, Any] | None:
-        cert = get(box.kube, resources.Certification, name, namespace)
-        state = true_condition(cert)
-        return cert if state and state[0] in ("Succeeded", "Failed") else None
-
-    return dict(wait_for(ended, 900, what=f"Certification {name} ended"))
+    return wait_ended(box.kube, resources.Certification, name, namespace, timeout=900)
 
 
 def pairs_of(box: Box, cert: dict[str, Any]) -> dict[tuple[str, ...], float]:

@@ -230,6 +230,11 @@ class Plan:
     simulation: Simulation
 
 
+def _workers(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The group's members: its non-launcher pods, or every pod of a group without a launcher."""
+    return [p for p in pods if _labels(p).get(REPLICATED_JOB) != LAUNCHER] or list(pods)
+
+
 def plan_group(
     pods: Sequence[Mapping[str, Any]],
     nodes: Mapping[str, Mapping[str, Any]],
@@ -251,15 +256,14 @@ def plan_group(
     pod is the member of its own rank.
     """
     ordered = sorted(pods, key=_order)
-    launcher = [p for p in ordered if _labels(p).get(REPLICATED_JOB) == LAUNCHER]
-    workers = [p for p in ordered if p not in launcher] or ordered
+    workers = _workers(ordered)
     members = [node_member(hostname(p), nodes[str(p["spec"]["nodeName"])]) for p in workers]
     plans = []
     for pod in ordered:
         if only is not None and _meta(pod).get("uid") not in only:
             continue
         command, env = container_command(pod)
-        rank = 0 if pod in launcher else workers.index(pod)
+        rank = 0 if _labels(pod).get(REPLICATED_JOB) == LAUNCHER else workers.index(pod)
         sim = simulate(
             command,
             members,
@@ -548,7 +552,8 @@ class Runner:
     def _start(
         self, pods: list[dict[str, Any]], fresh: list[dict[str, Any]], nodes: Mapping[str, Mapping[str, Any]]
     ) -> None:
-        names = sorted({str(p["spec"]["nodeName"]) for p in pods})
+        # The members' nodes: the launcher runs no workload, and its node is the scheduler's choice.
+        names = sorted({str(p["spec"]["nodeName"]) for p in _workers(pods)})
         attempt = max(self.runs.get(n, 0) for n in names)  # a retry or a later Job draws afresh
         for n in names:
             self.runs[n] = self.runs.get(n, 0) + 1

@@ -7,7 +7,7 @@ import gzip
 import json
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.resources.events_v1 import Event
 
@@ -41,6 +41,30 @@ def wait_true(
         return obj if found and found[0] == type_ else None
 
     return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} {type_}=True")
+
+
+def wait_ended(kube: Client, resource: Any, name: str, namespace: str, timeout: float = 60) -> dict[str, Any]:
+    """The object once Succeeded or Failed is True: a test that expects one of them asserts on
+    what it got, so a wrong ending fails at once and with its status, not after the timeout."""
+
+    def check() -> dict[str, Any] | None:
+        obj = get(kube, resource, name, namespace)
+        found = true_condition(obj)
+        return obj if found and found[0] in TRIO[1:] else None
+
+    return wait_for(check, timeout, what=f"{resource.__name__} {namespace}/{name} to end")
+
+
+def recorded_workflows(kube: Client, node: str) -> set[str]:
+    """The Workflow UIDs of every result the node's NodeRecord holds (none without a record)."""
+    try:
+        record = kube.get(resources.NodeRecord, node).to_dict()
+    except ApiError as error:
+        if error.status.code == 404:
+            return set()
+        raise
+    categories = (record.get("status") or {}).get("categories") or ()
+    return {str(r["workflow"].get("uid")) for h in categories for r in h["results"]}
 
 
 def workflow_status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
