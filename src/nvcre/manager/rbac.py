@@ -102,6 +102,35 @@ def _rule(rule: Rule) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _object(kind: str, name: str, namespace: str | None = None) -> str:
+    """An RBAC object's ``apiVersion``, ``kind`` and ``metadata`` (its name, and its namespace when
+    namespaced)."""
+    return (
+        "apiVersion: rbac.authorization.k8s.io/v1\n"
+        + f"kind: {kind}\n"
+        + "metadata:\n"
+        + f"  name: {name}\n"
+        + (f"  namespace: {namespace}\n" if namespace is not None else "")
+    )
+
+
+def _binding(role_kind: str, name: str, namespace: str, service_account: str, *, namespaced: bool) -> str:
+    """The RoleBinding (``namespaced``) or ClusterRoleBinding of role ``name`` to the ServiceAccount
+    ``service_account`` in ``namespace``; the binding takes the role's name."""
+    kind = "RoleBinding" if namespaced else "ClusterRoleBinding"
+    return (
+        _object(kind, name, namespace if namespaced else None)
+        + "roleRef:\n"
+        + "  apiGroup: rbac.authorization.k8s.io\n"
+        + f"  kind: {role_kind}\n"
+        + f"  name: {name}\n"
+        + "subjects:\n"
+        + "  - kind: ServiceAccount\n"
+        + f"    name: {service_account}\n"
+        + f"    namespace: {namespace}\n"
+    )
+
+
 def cluster_role(name: str = CLUSTER_ROLE, header: str = HEADER) -> str:
     """The ClusterRole; the chart's template passes a templated ``name`` and its own header."""
     return (
@@ -109,10 +138,7 @@ def cluster_role(name: str = CLUSTER_ROLE, header: str = HEADER) -> str:
         + "# Least privilege for nvcre-manager: every verb is one the code calls, and the integration\n"
         + "# suite fails when the manager uses a verb not granted here or never uses one granted\n"
         + "# (tests/integration/test_zz_rbac_used.py). Nodes are read, never written.\n"
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: ClusterRole\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
+        + _object("ClusterRole", name)
         + "rules:\n"
         + "".join(_rule(r) for r in CLUSTER_RULES)
     )
@@ -129,44 +155,11 @@ def leader_election_role(
         header
         + f"# Leader election: the Lease named by --leader-election-id (default {LEADER_ELECTION_ID}) in\n"
         + "# the manager's namespace; a different id needs the resourceNames below changed too.\n"
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: Role\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
-        + f"  namespace: {namespace}\n"
+        + _object("Role", name, namespace)
         + "rules:\n"
         + "".join(_rule(r) for r in LEASE_RULES)
         + "---\n"
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: RoleBinding\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
-        + f"  namespace: {namespace}\n"
-        + "roleRef:\n"
-        + "  apiGroup: rbac.authorization.k8s.io\n"
-        + "  kind: Role\n"
-        + f"  name: {name}\n"
-        + "subjects:\n"
-        + "  - kind: ServiceAccount\n"
-        + f"    name: {service_account}\n"
-        + f"    namespace: {namespace}\n"
-    )
-
-
-def _cluster_binding(name: str, namespace: str, service_account: str) -> str:
-    return (
-        "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: ClusterRoleBinding\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
-        + "roleRef:\n"
-        + "  apiGroup: rbac.authorization.k8s.io\n"
-        + "  kind: ClusterRole\n"
-        + f"  name: {name}\n"
-        + "subjects:\n"
-        + "  - kind: ServiceAccount\n"
-        + f"    name: {service_account}\n"
-        + f"    namespace: {namespace}\n"
+        + _binding("Role", name, namespace, service_account, namespaced=True)
     )
 
 
@@ -181,14 +174,11 @@ def metrics_auth_role(
         header
         + "# Secure metrics: the manager asks the API server who a scrape's bearer token is and whether\n"
         + "# that user may get /metrics.\n"
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: ClusterRole\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
+        + _object("ClusterRole", name)
         + "rules:\n"
         + "".join(_rule(r) for r in METRICS_AUTH_RULES)
         + "---\n"
-        + _cluster_binding(name, namespace, service_account)
+        + _binding("ClusterRole", name, namespace, service_account, namespaced=False)
     )
 
 
@@ -198,10 +188,7 @@ def metrics_reader_role(name: str = METRICS_READER_ROLE, header: str = USER_HEAD
         header
         + "# For scrapers, not the manager: bind Prometheus' ServiceAccount to it to scrape the manager's\n"
         + "# /metrics when it runs with --metrics-secure (the chart's default).\n"
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: ClusterRole\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
+        + _object("ClusterRole", name)
         + "rules:\n"
         + '  - nonResourceURLs: ["/metrics"]\n'
         + "    verbs: [get]\n"
@@ -210,17 +197,7 @@ def metrics_reader_role(name: str = METRICS_READER_ROLE, header: str = USER_HEAD
 
 def _user_role(name: str, aggregate_to: Sequence[str], comment: str, rules: Sequence[str]) -> str:
     labels = "".join(f'    {AGGREGATE}{role}: "true"\n' for role in aggregate_to)
-    return (
-        comment
-        + "apiVersion: rbac.authorization.k8s.io/v1\n"
-        + "kind: ClusterRole\n"
-        + "metadata:\n"
-        + f"  name: {name}\n"
-        + "  labels:\n"
-        + labels
-        + "rules:\n"
-        + "".join(rules)
-    )
+    return comment + _object("ClusterRole", name) + "  labels:\n" + labels + "rules:\n" + "".join(rules)
 
 
 def _plural_rule(why: str, kinds: Sequence[str], verbs: Sequence[str]) -> str:
