@@ -4,7 +4,7 @@ the manager's Job and Workflow caches (a standby caches nothing and serves no se
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 from prometheus_client.core import GaugeMetricFamily
@@ -20,28 +20,40 @@ class Source(Protocol):
     def items(self, namespace: str | None = None) -> list[Obj]: ...
 
 
+def _items(source: Source | None) -> list[Obj]:
+    """What ``source`` caches; nothing before :func:`watch` gave one."""
+    return source.items() if source else []
+
+
+def _gauge(
+    name: str, documentation: str, labels: Sequence[str], samples: Iterable[tuple[Sequence[str], float]]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, documentation, labels=labels)
+    for sample_labels, value in samples:
+        family.add_metric(sample_labels, value)
+    return family
+
+
 class RunMetrics(Collector):
     def __init__(self) -> None:
         self.jobs: Source | None = None
         self.workflows: Source | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        status = GaugeMetricFamily(
+        status = _gauge(
             "nvcre_job_status",
             "1 for a Job's status (pending, running, succeeded, failed; failed whenever a failure "
             "condition is True), 0 for the others.",
-            labels=["namespace", "job", "workflow", "status"],
+            ["namespace", "job", "workflow", "status"],
+            job_samples(_items(self.jobs)),
         )
-        for labels, value in job_samples(self.jobs.items() if self.jobs else ()):
-            status.add_metric(labels, value)
-        domains = GaugeMetricFamily(
+        domains = _gauge(
             "nvcre_workflow_domain_nodes",
             "Nodes of a Workflow's current groups per topology domain and group phase (Workflows "
             "with a topology key).",
-            labels=["namespace", "workflow", "domain", "phase"],
+            ["namespace", "workflow", "domain", "phase"],
+            domain_samples(_items(self.workflows)),
         )
-        for labels, value in domain_samples(self.workflows.items() if self.workflows else ()):
-            domains.add_metric(labels, value)
         yield status
         yield domains
 
