@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import EventReason, NodeLabel, WorkflowReason, members
-from nvcre.platform.events import Event
+from nvcre.platform.events import Event, warning_if
 
 
 class Platform:
@@ -243,9 +243,7 @@ class GPUArchitectureDetection:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        if not self.excluded:
-            return ()
-        return (Event.warning(EventReason.HETEROGENEOUS_GPU, self.message),)
+        return warning_if(EventReason.HETEROGENEOUS_GPU, self.message)
 
     def filter(self, nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The given nodes that were kept, in name order."""

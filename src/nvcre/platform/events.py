@@ -22,3 +22,9 @@ class Event:
     @classmethod
     def warning(cls, reason: str, message: str) -> Event:
         return cls(EventType.WARNING, reason, message)
+
+
+def warning_if(reason: str, message: str) -> tuple[Event, ...]:
+    """A detection's events: a Warning ``reason`` with its ``message``, none when the message is
+    empty (nothing to warn of)."""
+    return (Event.warning(reason, message),) if message else ()

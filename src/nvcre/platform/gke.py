@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import EventReason
 from nvcre.platform.detect import Platform, node_allocatable, node_name, node_platform
-from nvcre.platform.events import Event
+from nvcre.platform.events import Event, warning_if
 from nvcre.platform.nic import parse_quantity
 
 TCPXO_ARCHITECTURE: Final = "h100"
@@ -108,8 +108,7 @@ class GKENetworks:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        message = self.message
-        return (Event.warning(EventReason.GKE_NETWORK_DETECTION, message),) if message else ()
+        return warning_if(EventReason.GKE_NETWORK_DETECTION, self.message)
 
 
 def _node_networks(node: Mapping[str, Any]) -> set[str]:
@@ -252,8 +251,7 @@ class TCPXOPlugin:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        message = self.message
-        return (Event.warning(EventReason.TCPXO_PLUGIN_DETECTION, message),) if message else ()
+        return warning_if(EventReason.TCPXO_PLUGIN_DETECTION, self.message)
 
 
 def _running(pod: Mapping[str, Any]) -> bool:

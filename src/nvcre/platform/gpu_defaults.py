@@ -17,7 +17,7 @@ import yaml
 from nvcre import yamlio
 from nvcre.api.v1alpha1.constants import EventReason
 from nvcre.platform.detect import UNKNOWN_ARCHITECTURE
-from nvcre.platform.events import Event
+from nvcre.platform.events import Event, warning_if
 
 _FIELDS: Final = {"gpusPerNode": int, "mlnxPerNode": int, "enableMNNVL": bool}
 
@@ -112,9 +112,7 @@ class GPUDefaults:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        if not self.fallback_fields:
-            return ()
-        return (Event.warning(EventReason.GPU_ARCHITECTURE_DEFAULTS, self.message),)
+        return warning_if(EventReason.GPU_ARCHITECTURE_DEFAULTS, self.message)
 
 
 def known_architectures() -> tuple[str, ...]:
