@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,15 +39,36 @@ _HTML = click.option(
 )
 
 
-def _finish(
-    reports: list[Report], results_file: Path | None, junit_file: Path | None, html_file: Path | None
-) -> None:
-    if results_file is not None:
-        write_results(results_file, reports)
-    if junit_file is not None:
-        write_junit(junit_file, reports)
-    if html_file is not None:
-        write_html(html_file, reports)
+@dataclass(frozen=True)
+class _Files:
+    """Where ``--results-file``, ``--junit-file`` and ``--html-file`` write the reports (None: not
+    written)."""
+
+    results: Path | None
+    junit: Path | None
+    html: Path | None
+
+
+def _report_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The report file flags (passed as one ``files``), the cluster flags (one ``cluster``) and
+    :func:`user_errors`."""
+
+    @functools.wraps(func)
+    def command(
+        *args: Any, results_file: Path | None, junit_file: Path | None, html_file: Path | None, **kwargs: Any
+    ) -> None:
+        func(*args, files=_Files(results_file, junit_file, html_file), **kwargs)
+
+    return _RESULTS(_JUNIT(_HTML(connection.cluster_options(user_errors(command)))))
+
+
+def _finish(reports: list[Report], files: _Files) -> None:
+    if files.results is not None:
+        write_results(files.results, reports)
+    if files.junit is not None:
+        write_junit(files.junit, reports)
+    if files.html is not None:
+        write_html(files.html, reports)
     errors = report_exit_errors(reports)
     if errors:
         raise UserError("; ".join(errors))
@@ -52,18 +77,9 @@ def _finish(
 @click.command("report")
 @click.argument("names", nargs=-1, required=True)
 @output_option(default="text", formats=("text", "html"))
-@_RESULTS
-@_JUNIT
-@_HTML
-@connection.cluster_options
-@user_errors
+@_report_options
 def certification_report_command(
-    names: tuple[str, ...],
-    output: str,
-    results_file: Path | None,
-    junit_file: Path | None,
-    html_file: Path | None,
-    cluster: connection.Cluster,
+    names: tuple[str, ...], output: str, files: _Files, cluster: connection.Cluster
 ) -> None:
     """Print the report of one or more Certifications (exit 1 unless all succeeded); ``-o html``
     prints one self-contained HTML page holding them all."""
@@ -73,25 +89,14 @@ def certification_report_command(
         click.echo(render_html(reports), nl=False)
     else:
         click.echo("\n".join(render_text(r) for r in reports), nl=False)
-    _finish(reports, results_file, junit_file, html_file)
+    _finish(reports, files)
 
 
 @click.command("report")
 @click.argument("name")
 @output_option(default="text", formats=("text", "json", "html"))
-@_RESULTS
-@_JUNIT
-@_HTML
-@connection.cluster_options
-@user_errors
-def workloadrun_report_command(
-    name: str,
-    output: str,
-    results_file: Path | None,
-    junit_file: Path | None,
-    html_file: Path | None,
-    cluster: connection.Cluster,
-) -> None:
+@_report_options
+def workloadrun_report_command(name: str, output: str, files: _Files, cluster: connection.Cluster) -> None:
     """Print the report of a WorkloadRun (exit 1 unless it succeeded)."""
     kube, namespace = cluster.client(), cluster.namespace
     report = read_workloadrun_report(kube, name, namespace)
@@ -101,4 +106,4 @@ def workloadrun_report_command(
         click.echo(render_html([report]), nl=False)
     else:
         click.echo(render_text(report), nl=False)
-    _finish([report], results_file, junit_file, html_file)
+    _finish([report], files)
