@@ -114,12 +114,21 @@ def _object(kind: str, name: str, namespace: str | None = None) -> str:
     )
 
 
-def _binding(role_kind: str, name: str, namespace: str, service_account: str, *, namespaced: bool) -> str:
-    """The RoleBinding (``namespaced``) or ClusterRoleBinding of role ``name`` to the ServiceAccount
-    ``service_account`` in ``namespace``; the binding takes the role's name."""
-    kind = "RoleBinding" if namespaced else "ClusterRoleBinding"
+def _role(kind: str, name: str, rules: str, *, namespace: str | None = None, labels: str = "") -> str:
+    """A Role (in ``namespace``) or ClusterRole with these rendered ``rules`` and ``labels`` lines."""
+    return _object(kind, name, namespace) + labels + "rules:\n" + rules
+
+
+def _rules(rules: Sequence[Rule]) -> str:
+    return "".join(_rule(r) for r in rules)
+
+
+def _binding(role_kind: str, name: str, namespace: str, service_account: str) -> str:
+    """The RoleBinding of Role ``name`` (in ``namespace``) or the ClusterRoleBinding of ClusterRole
+    ``name`` to the ServiceAccount ``service_account`` in ``namespace``; it takes the role's name."""
+    namespaced = role_kind == "Role"
     return (
-        _object(kind, name, namespace if namespaced else None)
+        _object(f"{role_kind}Binding", name, namespace if namespaced else None)
         + "roleRef:\n"
         + "  apiGroup: rbac.authorization.k8s.io\n"
         + f"  kind: {role_kind}\n"
@@ -138,9 +147,7 @@ def cluster_role(name: str = CLUSTER_ROLE, header: str = HEADER) -> str:
         + "# Least privilege for nvcre-manager: every verb is one the code calls, and the integration\n"
         + "# suite fails when the manager uses a verb not granted here or never uses one granted\n"
         + "# (tests/integration/test_zz_rbac_used.py). Nodes are read, never written.\n"
-        + _object("ClusterRole", name)
-        + "rules:\n"
-        + "".join(_rule(r) for r in CLUSTER_RULES)
+        + _role("ClusterRole", name, _rules(CLUSTER_RULES))
     )
 
 
@@ -155,11 +162,9 @@ def leader_election_role(
         header
         + f"# Leader election: the Lease named by --leader-election-id (default {LEADER_ELECTION_ID}) in\n"
         + "# the manager's namespace; a different id needs the resourceNames below changed too.\n"
-        + _object("Role", name, namespace)
-        + "rules:\n"
-        + "".join(_rule(r) for r in LEASE_RULES)
+        + _role("Role", name, _rules(LEASE_RULES), namespace=namespace)
         + "---\n"
-        + _binding("Role", name, namespace, service_account, namespaced=True)
+        + _binding("Role", name, namespace, service_account)
     )
 
 
@@ -174,11 +179,9 @@ def metrics_auth_role(
         header
         + "# Secure metrics: the manager asks the API server who a scrape's bearer token is and whether\n"
         + "# that user may get /metrics.\n"
-        + _object("ClusterRole", name)
-        + "rules:\n"
-        + "".join(_rule(r) for r in METRICS_AUTH_RULES)
+        + _role("ClusterRole", name, _rules(METRICS_AUTH_RULES))
         + "---\n"
-        + _binding("ClusterRole", name, namespace, service_account, namespaced=False)
+        + _binding("ClusterRole", name, namespace, service_account)
     )
 
 
@@ -188,16 +191,13 @@ def metrics_reader_role(name: str = METRICS_READER_ROLE, header: str = USER_HEAD
         header
         + "# For scrapers, not the manager: bind Prometheus' ServiceAccount to it to scrape the manager's\n"
         + "# /metrics when it runs with --metrics-secure (the chart's default).\n"
-        + _object("ClusterRole", name)
-        + "rules:\n"
-        + '  - nonResourceURLs: ["/metrics"]\n'
-        + "    verbs: [get]\n"
+        + _role("ClusterRole", name, '  - nonResourceURLs: ["/metrics"]\n    verbs: [get]\n')
     )
 
 
 def _user_role(name: str, aggregate_to: Sequence[str], comment: str, rules: Sequence[str]) -> str:
     labels = "".join(f'    {AGGREGATE}{role}: "true"\n' for role in aggregate_to)
-    return comment + _object("ClusterRole", name) + "  labels:\n" + labels + "rules:\n" + "".join(rules)
+    return comment + _role("ClusterRole", name, "".join(rules), labels="  labels:\n" + labels)
 
 
 def _plural_rule(why: str, kinds: Sequence[str], verbs: Sequence[str]) -> str:
