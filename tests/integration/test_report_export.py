@@ -22,9 +22,14 @@ from lightkube.types import PatchType
 
 from nvcre import resources
 from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
-from nvcre.testing.inspect import get
+from nvcre.cli.report_io import read_certification_report
+from nvcre.naming import certification_workflow_name
+from nvcre.report.jsonreport import to_json
+from nvcre.testing.builders import pool_spec
+from nvcre.testing.inspect import get, recorded_workflows
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.webhook import Webhook, policy, run_certification
+from nvcre.testing.workloads import pool_name
 
 SIGNING_KEY = b"report-signing-key-123"
 TOKEN = "bearer-token-456"
@@ -254,3 +259,38 @@ def test_a_policys_omitted_retry_is_defaulted(kube: Client, namespace: str) -> N
     }
     assert created["spec"]["webhook"]["timeout"] == "10s"
     assert created["spec"]["source"]["kind"] == "Certification"
+
+
+def test_the_export_is_the_report_nvcrectl_prints_node_history_included(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    """Two Certifications fail the same two nodes; the second's export is what ``nvcrectl
+    certification report -o json`` prints of it, "2nd failure in 30 days" included."""
+    pool = pool_name()
+    nodes = sorted(str(n.metadata.name) for n in gpu_nodes(2, pool_spec(pool)) if n.metadata)
+    run_certification(kube, namespace, gpu_nodes, "fails-first", "not-exported", pool=pool, failing=True)
+    first = certification_workflow_name("fails-first", "communication", "nccl-all-reduce")
+    uid = str(get(kube, resources.Workflow, first, namespace)["metadata"]["uid"])
+    wait_for(
+        lambda: all(uid in recorded_workflows(kube, n) for n in nodes),
+        60,
+        what=f"the results of {first} in the records of {nodes}",
+    )
+    webhook = Webhook([200])
+    with webhook.serving():
+        kube.create(resources.ReportExportPolicy.from_dict(policy("history", namespace, webhook)))
+        run_certification(kube, namespace, gpu_nodes, "fails-again", "history", pool=pool, failing=True)
+        export = _export(kube, namespace, ("Delivered", "Failed"))
+        (received,) = webhook.requests()
+
+    assert export["status"]["phase"] == "Delivered", export["status"]
+    report = json.loads(received.body)
+    assert report["result"] == "FAILED"
+    failures = {r["name"]: (r["failures"], r["windowDays"]) for r in report["nodeHistory"]["repeatFailures"]}
+    assert failures == dict.fromkeys(nodes, (2, 30)), "the 2nd failure in 30 days"
+    # Read later, the report differs only where the run moved on: its release, under way or not
+    # begun when the report was frozen, has ended.
+    later = to_json(read_certification_report(kube, "fails-again", namespace))
+    assert later.pop("resourcesReleased")["released"] is True
+    report.pop("resourcesReleased", None)
+    assert report == later

@@ -26,7 +26,7 @@ from nvcre.api.v1alpha1 import KINDS
 from nvcre.api.v1alpha1.constants import Kind, Label
 from nvcre.cli.common import UserError
 from nvcre.cli.connection import api_error, read
-from nvcre.naming import MAX_K8S_NAME_LEN
+from nvcre.report import linking
 from nvcre.report.build import (
     CertificationObjects,
     WorkflowObjects,
@@ -44,9 +44,6 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-NAMES_PER_SELECTOR: Final = 50
-"""Label values per ``in`` selector: a run of many Jobs lists its measurements in a few
-requests, each URL a few kilobytes (well within what proxies in front of an API server take)."""
 RECORDS_BY_NAME: Final = 64
 """Up to this many target nodes, their NodeRecords are read one GET each; beyond it, one list of
 every record (paged by :data:`RECORDS_PER_PAGE`), the others dropped as they arrive: a
@@ -82,23 +79,12 @@ def _list(kube: Client, kind: str, namespace: str, labels: dict[str, Any]) -> li
         raise UserError(f"cannot list {KINDS[kind].PLURAL} in {namespace}: {api_error(error)}") from error
 
 
-def label_values(names: Iterable[str]) -> list[str]:
-    """The distinct ``names`` that can be label values, sorted: an object whose name is longer
-    than a label value can be is named by no label (the API server refuses it), and one such
-    value would make it refuse the whole selector."""
-    return sorted({n for n in names if n and len(n) <= MAX_K8S_NAME_LEN})
-
-
 def list_labelled(kube: Client, kind: str, namespace: str, key: str, values: Iterable[str]) -> list[Obj]:
     """The objects of ``kind`` whose label ``key`` is one of ``values``, in name order, read in
-    lists of :data:`NAMES_PER_SELECTOR` values each; nothing is read without a value."""
-    chosen = label_values(values)
-    found: list[Obj] = []
-    for start in range(0, len(chosen), NAMES_PER_SELECTOR):
-        found.extend(_list(kube, kind, namespace, {key: chosen[start : start + NAMES_PER_SELECTOR]}))
-    if len(chosen) > NAMES_PER_SELECTOR:  # in name order, as one list returns them
-        found.sort(key=lambda obj: str((obj.get("metadata") or {}).get("name") or ""))
-    return found
+    lists of :data:`~nvcre.report.linking.NAMES_PER_SELECTOR` values each; nothing is read
+    without a value."""
+    found = [obj for labels in linking.selectors(key, values) for obj in _list(kube, kind, namespace, labels)]
+    return linking.by_name(found)
 
 
 def _plain(item: Any) -> Obj:
@@ -106,17 +92,10 @@ def _plain(item: Any) -> Obj:
     return data
 
 
-def _config_map(kube: Client, ref: Any, namespace: str) -> Obj | None:
+def _config_map(kube: Client, name: str, namespace: str) -> Obj | None:
     from lightkube.resources.core_v1 import ConfigMap
 
-    name = (ref or {}).get("name")
-    if not name:
-        return None
     return read(kube, ConfigMap, name, namespace, f"configmap {namespace}/{name}")
-
-
-def _label(obj: Obj, key: str) -> Any:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(key)
 
 
 def _workflow_objects(
@@ -124,30 +103,19 @@ def _workflow_objects(
 ) -> list[WorkflowObjects]:
     """Each Workflow's Jobs (those held, else one list for all the Workflows), their
     measurements (one list per kind for all the Jobs) and its node-result ConfigMaps."""
-    names = [str((w.get("metadata") or {}).get("name")) for w in workflows]
+    names = linking.names(workflows)
     if held_jobs is None:
         jobs = list_labelled(kube, Kind.JOB, namespace, Label.WORKFLOW, names)
     else:
-        jobs = [j for j in held_jobs if _label(j, Label.WORKFLOW) in names]
-    job_names = [str(j["metadata"]["name"]) for j in jobs]
-    bandwidths = list_labelled(kube, Kind.BANDWIDTH_MEASUREMENT, namespace, Label.JOB, job_names)
-    goodputs = list_labelled(kube, Kind.GOODPUT_MEASUREMENT, namespace, Label.JOB, job_names)
-    out = []
-    for workflow, name in zip(workflows, names, strict=True):
-        own = [j for j in jobs if _label(j, Label.WORKFLOW) == name]
-        own_names = {str(j["metadata"]["name"]) for j in own}
-        status = workflow.get("status") or {}
-        out.append(
-            WorkflowObjects(
-                workflow=workflow,
-                jobs=own,
-                bandwidths=[m for m in bandwidths if _label(m, Label.JOB) in own_names],
-                goodputs=[m for m in goodputs if _label(m, Label.JOB) in own_names],
-                failed_nodes=_config_map(kube, status.get("failedNodesRef"), namespace),
-                succeeded_nodes=_config_map(kube, status.get("succeededNodesRef"), namespace),
-            )
-        )
-    return out
+        jobs = [j for j in held_jobs if linking.label(j, Label.WORKFLOW) in names]
+    job_names = linking.names(jobs)
+    return linking.workflow_objects(
+        workflows,
+        jobs,
+        list_labelled(kube, Kind.BANDWIDTH_MEASUREMENT, namespace, Label.JOB, job_names),
+        list_labelled(kube, Kind.GOODPUT_MEASUREMENT, namespace, Label.JOB, job_names),
+        {name: _config_map(kube, name, namespace) for name in linking.result_config_maps(workflows)},
+    )
 
 
 def _node_records_or_error(kube: Client, nodes: Sequence[str]) -> list[Obj]:

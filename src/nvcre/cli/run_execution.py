@@ -265,7 +265,7 @@ def read_poll(kube: Client, kind: RunKind, name: str, namespace: str) -> Poll:
     """One read of the run, its Workflows and their Jobs: three requests, none of them listing
     what else the namespace holds."""
     from nvcre import resources
-    from nvcre.cli.report_io import label_values
+    from nvcre.report.linking import label_values
 
     run = kube.get(kind.resource, name, namespace=namespace).to_dict()
     workflows = [

@@ -45,9 +45,12 @@ from nvcre.controllers.context import Context
 from nvcre.decide import reportexport as rx
 from nvcre.durations import parse_duration
 from nvcre.objects import Obj, ObjectKey
-from nvcre.report.build import CertificationObjects, WorkflowObjects, certification_report
+from nvcre.report import linking
+from nvcre.report.build import CertificationObjects, certification_report
+from nvcre.report.history import target_nodes
 from nvcre.report.jsonreport import to_json
 from nvcre.runtime.controller import Controller, Result
+from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import to_plain
 
 log = logging.getLogger(__name__)
@@ -63,39 +66,44 @@ async def _list(client: AsyncClient, resource: Any, namespace: str, labels: dict
     return [to_plain(resource, o) async for o in client.list(resource, namespace=namespace, labels=labels)]
 
 
-async def _config_map(client: AsyncClient, ref: Any, namespace: str) -> Obj | None:
-    name = (ref or {}).get("name")
-    return await get_live(client, ConfigMap, name, namespace) if name else None
+async def _labelled(
+    client: AsyncClient, resource: Any, namespace: str, key: str, names: list[str]
+) -> list[Obj]:
+    found = [
+        obj
+        for labels in linking.selectors(key, names)
+        for obj in await _list(client, resource, namespace, labels)
+    ]
+    return linking.by_name(found)
 
 
-async def read_certification(client: AsyncClient, cert: Obj, now: datetime) -> CertificationObjects:
-    """What the report of ``cert`` is built from: its Workflows (by the certification label),
-    their Jobs, measurements and node-result ConfigMaps, read live (no node history)."""
+async def read_certification(
+    client: AsyncClient, cert: Obj, now: datetime, records: Informer
+) -> CertificationObjects:
+    """What the report of ``cert`` is built from, as ``nvcrectl certification report`` reads it
+    (:mod:`nvcre.report.linking`): its Workflows, their Jobs, measurements and node-result
+    ConfigMaps, read live, and its target nodes' NodeRecords from ``records`` (the manager's
+    informer)."""
     namespace = cert["metadata"]["namespace"]
     workflows = await _list(
         client, resources.Workflow, namespace, {Label.CERTIFICATION: cert["metadata"]["name"]}
     )
-    objects = []
-    for workflow in workflows:
-        jobs = await _list(client, resources.Job, namespace, {Label.WORKFLOW: workflow["metadata"]["name"]})
-        names = [j["metadata"]["name"] for j in jobs]
-        by_job = {Label.JOB: names} if names else None
-        status = workflow.get("status") or {}
-        objects.append(
-            WorkflowObjects(
-                workflow=workflow,
-                jobs=jobs,
-                bandwidths=await _list(client, resources.BandwidthMeasurement, namespace, by_job)
-                if by_job
-                else [],
-                goodputs=await _list(client, resources.GoodputMeasurement, namespace, by_job)
-                if by_job
-                else [],
-                failed_nodes=await _config_map(client, status.get("failedNodesRef"), namespace),
-                succeeded_nodes=await _config_map(client, status.get("succeededNodesRef"), namespace),
-            )
-        )
-    return CertificationObjects(certification=cert, workflows=objects, now=now)
+    jobs = await _labelled(client, resources.Job, namespace, Label.WORKFLOW, linking.names(workflows))
+    job_names = linking.names(jobs)
+    config_maps = {
+        name: await get_live(client, ConfigMap, name, namespace)
+        for name in linking.result_config_maps(workflows)
+    }
+    objects = linking.workflow_objects(
+        workflows,
+        jobs,
+        await _labelled(client, resources.BandwidthMeasurement, namespace, Label.JOB, job_names),
+        await _labelled(client, resources.GoodputMeasurement, namespace, Label.JOB, job_names),
+        config_maps,
+    )
+    nodes = target_nodes([w.workflow for w in objects])
+    found = [r for r in (records.get("", node) for node in nodes) if r is not None]
+    return CertificationObjects(certification=cert, workflows=objects, now=now, records=found)
 
 
 def _ssl_context(webhook: Obj) -> ssl.SSLContext:
@@ -180,7 +188,8 @@ class Delivery:
         webhook = export["spec"]["webhook"]
         namespace = export["metadata"]["namespace"]
         try:
-            snapshot = await _config_map(self.ctx.client, export["status"]["snapshotRef"], namespace)
+            name = export["status"]["snapshotRef"].get("name")
+            snapshot = await get_live(self.ctx.client, ConfigMap, name, namespace) if name else None
             packed = ((snapshot or {}).get("binaryData") or {}).get(rx.SNAPSHOT_KEY)
             if packed is None:
                 raise LookupError(f"the snapshot ConfigMap {export['status']['snapshotRef']['name']} is gone")
@@ -220,6 +229,7 @@ class ReportExportControllers:
         self.policies = manager.informer(resources.ReportExportPolicy)
         self.exports = manager.informer(resources.ReportExport)
         self.certifications = manager.informer(resources.Certification)
+        self.records = manager.informer(resources.NodeRecord)  # the report's node history
         self.delivery = Delivery(ctx, delivery_concurrency)
         self.policy_controller = Controller("reportexportpolicy", self.reconcile_policy, workers=workers)
         self.policy_controller.watch(self.policies)
@@ -304,7 +314,9 @@ class ReportExportControllers:
             )
             return None
         report = to_json(
-            certification_report(await read_certification(self.ctx.client, cert, self.ctx.clock.now()))
+            certification_report(
+                await read_certification(self.ctx.client, cert, self.ctx.clock.now(), self.records)
+            )
         )
         try:
             frozen = rx.snapshot(report)

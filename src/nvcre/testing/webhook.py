@@ -20,7 +20,7 @@ from lightkube import Client
 
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import NodeLabel
-from nvcre.naming import certification_workflow_name
+from nvcre.naming import certification_workflow_name, job_name
 from nvcre.testing.builders import Certification, category, pool_spec
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.inspect import finish_workflow_jobs, wait_true
@@ -120,11 +120,22 @@ def policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -
     }
 
 
-def run_certification(kube: Client, namespace: str, gpu_nodes: Any, name: str, export: str) -> dict[str, Any]:
-    """A one-category Certification labelled ``export=<export>`` on two new kwok nodes, run to
-    its end (its TrainJob ended by hand, as Trainer would); the Succeeded Certification."""
-    pool = pool_name()
-    gpu_nodes(2, pool_spec(pool))
+def run_certification(
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    name: str,
+    export: str,
+    *,
+    pool: str | None = None,
+    failing: bool = False,
+) -> dict[str, Any]:
+    """A one-category Certification labelled ``export=<export>`` on two new kwok nodes (those of
+    ``pool`` when given), run to its end (its TrainJob ended by hand, as Trainer would, failed
+    when ``failing``); the ended Certification."""
+    if pool is None:
+        pool = pool_name()
+        gpu_nodes(2, pool_spec(pool))
     cert = (
         Certification(name)
         .namespace(namespace)
@@ -136,5 +147,7 @@ def run_certification(kube: Client, namespace: str, gpu_nodes: Any, name: str, e
     )
     kube.create(resources.Certification.from_dict(cert))
     workflow = certification_workflow_name(name, "communication", "nccl-all-reduce")
-    finish_workflow_jobs(kube, namespace, workflow, 1)
-    return wait_true(kube, resources.Certification, name, namespace, "Succeeded", timeout=90)
+    failed = frozenset({job_name(workflow, "", 1, single=True)} if failing else ())
+    finish_workflow_jobs(kube, namespace, workflow, 1, failing=failed)
+    ending = "Failed" if failing else "Succeeded"
+    return wait_true(kube, resources.Certification, name, namespace, ending, timeout=90)
