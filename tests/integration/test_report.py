@@ -37,9 +37,10 @@ def _certification(name: str, namespace: str, pool: str) -> dict[str, Any]:
     return cert.allow_missing_data().categories(ALL_REDUCE).obj()
 
 
-def _report(control_plane: ControlPlane, *args: str) -> Result:
+def _report(control_plane: ControlPlane, *args: str, kind: str = "certification") -> Result:
+    """``nvcrectl <kind> report args`` against the test control plane."""
     return CliRunner().invoke(
-        cli, ["certification", "report", *args, "--kubeconfig", str(control_plane.kubeconfig_path)]
+        cli, [kind, "report", *args, "--kubeconfig", str(control_plane.kubeconfig_path)]
     )
 
 
@@ -147,8 +148,8 @@ def test_workloadrun_report_of_a_failed_run(
     finish_workflow_jobs(kube, namespace, "breaks", 1, failing=frozenset({"breaks-job"}))
     wait_true(kube, resources.WorkloadRun, "breaks", namespace, "Failed", timeout=90)
 
-    kubeconfig = ["--kubeconfig", str(control_plane.kubeconfig_path)]
-    text = CliRunner().invoke(cli, ["workloadrun", "report", "breaks", "-n", namespace, *kubeconfig])
+    breaks = ("breaks", "-n", namespace)
+    text = _report(control_plane, *breaks, kind="workloadrun")
     assert text.exit_code == 1
     assert "║                       WorkloadRun Report                       ║" in text.stdout
     assert "│  workloadrun/breaks " in text.stdout and "│  Result:       FAILED " in text.stdout
@@ -157,21 +158,7 @@ def test_workloadrun_report_of_a_failed_run(
     assert text.stderr == 'Error: workloadrun "breaks" failed\n'
 
     junit = tmp_path / "junit.xml"
-    data = CliRunner().invoke(
-        cli,
-        [
-            "workloadrun",
-            "report",
-            "breaks",
-            "-n",
-            namespace,
-            "-o",
-            "json",
-            "--junit-file",
-            str(junit),
-            *kubeconfig,
-        ],
-    )
+    data = _report(control_plane, *breaks, "-o", "json", "--junit-file", str(junit), kind="workloadrun")
     assert data.exit_code == 1
     report = json.loads(data.stdout)
     assert report["result"] == "FAILED" and report["categories"][0]["domain"] == "workloadrun"
@@ -181,14 +168,12 @@ def test_workloadrun_report_of_a_failed_run(
     ]
     assert junit.read_text().count("<failure ") == 1
 
-    page = CliRunner().invoke(
-        cli, ["workloadrun", "report", "breaks", "-n", namespace, "-o", "html", *kubeconfig]
-    )
+    page = _report(control_plane, *breaks, "-o", "html", kind="workloadrun")
     assert page.exit_code == 1
     assert "workloadrun/breaks" in page.stdout and "FAILED" in page.stdout
     for node in nodes:
         assert f"<title>{node}: failed" in page.stdout  # its fleet-map cell
 
-    missing = CliRunner().invoke(cli, ["workloadrun", "report", "breaks", *kubeconfig])
+    missing = _report(control_plane, "breaks", kind="workloadrun")
     assert missing.exit_code == 1
     assert missing.stderr == 'Error: workloadrun "breaks" not found in namespace "default"\n'
