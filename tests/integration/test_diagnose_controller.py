@@ -100,6 +100,16 @@ def diagnose_workflow(name: str, namespace: str, pool: str, **diagnose: Any) -> 
     )
 
 
+def run_diagnosis(
+    kube: Client, namespace: str, pool: str, name: str, fails: Fails, **diagnose: Any
+) -> tuple[dict[str, Any], Driver]:
+    """The diagnose Workflow ``name`` on ``pool``, created and driven to its end with its
+    TrainJobs failing as ``fails`` says: the ended Workflow, and the driver (its attempts)."""
+    kube.create(resources.Workflow.from_dict(diagnose_workflow(name, namespace, pool, **diagnose)))
+    driver = Driver(kube, namespace, fails)
+    return run_until_terminal(kube, namespace, name, driver), driver
+
+
 def test_faulty_node_confirmed_and_recorded(
     kube: Client, namespace: str, gpu_nodes: Any, manager: Any, history: Recorder
 ) -> None:
@@ -109,14 +119,10 @@ def test_faulty_node_confirmed_and_recorded(
     pool, nodes = two_racks(gpu_nodes)
     faulty = nodes[1]
     recording = history(resources.Workflow, "diag", namespace)
-    kube.create(resources.Workflow.from_dict(diagnose_workflow("diag", namespace, pool)))
-    driver = Driver(kube, namespace, lambda job, _: job in ("diag-screen-0-iter-1", "diag-confirm-1-iter-2"))
-    wf = run_until_terminal(kube, namespace, "diag", driver)
-    assert true_condition(wf) == (
-        "Failed",
-        "IterationsFailed",
-        "Diagnosis complete: 1 faulty nodes confirmed",
-    )
+    failing = ("diag-screen-0-iter-1", "diag-confirm-1-iter-2")
+    wf, driver = run_diagnosis(kube, namespace, pool, "diag", lambda job, _: job in failing)
+    confirmed = "Diagnosis complete: 1 faulty nodes confirmed"
+    assert true_condition(wf) == ("Failed", "IterationsFailed", confirmed)
     diagnose = wf["status"]["orchestration"]["diagnose"]
     assert diagnose["stage"] == "complete" and diagnose["round"] == 2 and diagnose["outcome"] == "Faulty"
     assert diagnose["faultyNodes"] == [faulty]
@@ -166,14 +172,10 @@ def test_cross_boundary_probing_narrows_a_link_inside_a_rack(
     pool = pool_name()
     r1 = pool_nodes(gpu_nodes, 6, pool, labels={"rack": "r1"})
     r2 = pool_nodes(gpu_nodes, 2, pool, labels={"rack": "r2"})
-    kube.create(resources.Workflow.from_dict(diagnose_workflow("mix", namespace, pool)))
-    driver = Driver(kube, namespace, lambda job, _: job in ("mix-screen-0-iter-1", "mix-cross-0-mix1-iter-3"))
-    wf = run_until_terminal(kube, namespace, "mix", driver)
-    assert true_condition(wf) == (
-        "Failed",
-        "IterationsFailed",
-        "Diagnosis complete: 1 infrastructure faults detected",
-    )
+    failing = ("mix-screen-0-iter-1", "mix-cross-0-mix1-iter-3")
+    wf, _ = run_diagnosis(kube, namespace, pool, "mix", lambda job, _: job in failing)
+    detected = "Diagnosis complete: 1 infrastructure faults detected"
+    assert true_condition(wf) == ("Failed", "IterationsFailed", detected)
     diagnose = wf["status"]["orchestration"]["diagnose"]
     assert diagnose["infrastructureFaults"] == [
         {"domain": "r1", "groupA": r1[1:3], "groupB": r1[4:6], "stage": "cross-boundary"}
@@ -202,13 +204,14 @@ def test_transient_failure_is_not_blamed_and_max_concurrent_holds(
 ) -> None:
     pool, nodes = two_racks(gpu_nodes)
     recording = history(resources.Workflow, "flaky", namespace)
-    kube.create(
-        resources.Workflow.from_dict(
-            diagnose_workflow("flaky", namespace, pool, execution={"maxConcurrent": 1})
-        )
+    wf, _ = run_diagnosis(
+        kube,
+        namespace,
+        pool,
+        "flaky",
+        lambda job, attempt: job == "flaky-screen-0-iter-1" and attempt == 0,
+        execution={"maxConcurrent": 1},
     )
-    driver = Driver(kube, namespace, lambda job, attempt: job == "flaky-screen-0-iter-1" and attempt == 0)
-    wf = run_until_terminal(kube, namespace, "flaky", driver)
     assert true_condition(wf) == ("Succeeded", "JobCompleted", "All screening passed, no faults detected")
     diagnose = wf["status"]["orchestration"]["diagnose"]
     assert diagnose["outcome"] == "Inconclusive"
