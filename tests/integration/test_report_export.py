@@ -217,6 +217,31 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
         assert len(webhook.requests()) == 1
 
 
+def test_a_report_whose_result_the_policy_does_not_send_is_skipped_not_sent(
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+) -> None:
+    webhook = Webhook([200])
+    with webhook.serving():
+        failures = policy("failures-only", namespace, webhook)
+        failures["spec"]["source"]["results"] = ["FAILED", "INCOMPLETE"]
+        kube.create(resources.ReportExportPolicy.from_dict(failures))
+        run_certification(kube, namespace, gpu_nodes, "passes", "failures-only")
+        export = _export(kube, namespace, ("Skipped", "Delivered", "Failed"))
+        assert webhook.requests() == []
+
+    status = export["status"]
+    message = "the report's result PASSED is not one the policy sends (FAILED, INCOMPLETE)"
+    assert (status["phase"], status["reason"], status["message"]) == ("Skipped", "ResultNotSelected", message)
+    assert status["result"] == "PASSED" and "snapshotRef" not in status and "attempts" not in status
+    assert export["spec"]["results"] == ["FAILED", "INCOMPLETE"]
+    assert _events(kube, namespace, export) == [("Normal", "ResultNotSelected", message)]
+    with pytest.raises(ApiError) as refused:
+        _patch_spec(kube, export["metadata"]["name"], namespace, {"results": ["PASSED"]})
+    assert "delivery inputs are immutable; only cancel and retryNonce may change" in str(
+        refused.value.status.message
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -227,6 +252,7 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
             "maxBackoff must not be less than initialBackoff",
         ),
         ({"webhook": {"url": "https://x"}, "source": {"namespaces": []}}, "spec.source.namespaces"),
+        ({"webhook": {"url": "https://x"}, "source": {"results": ["SOMETIMES"]}}, "spec.source.results[0]"),
     ],
 )
 def test_a_bad_policy_is_refused_naming_the_field(
@@ -236,7 +262,7 @@ def test_a_bad_policy_is_refused_naming_the_field(
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "ReportExportPolicy",
         "metadata": {"name": "bad", "namespace": namespace},
-        "spec": {"source": {"namespaces": [namespace]}, **change},
+        "spec": {**change, "source": {"namespaces": [namespace], **change.get("source", {})}},
     }
     with pytest.raises(ApiError) as refused:
         kube.create(resources.ReportExportPolicy.from_dict(body))

@@ -63,6 +63,9 @@ def test_the_export_is_named_after_policy_namespace_certification_and_uid_and_fr
     }
     assert body["spec"]["policyRef"] == {"name": "db", "uid": "p-1", "generation": 2}
     assert body["spec"]["retry"] == RETRY
+    assert "results" not in body["spec"]  # every result
+    picky = _policy(source={"namespaces": ["team-a"], "results": ["FAILED"]})
+    assert rx.export_body(picky, _cert())["spec"]["results"] == ["FAILED"]
     long = _cert()
     long["metadata"]["name"] = "n" * 80
     assert len(rx.export_name(_policy(), long)) == 63
@@ -163,3 +166,18 @@ def test_a_new_retry_nonce_starts_a_new_cycle_of_a_failed_export() -> None:
     # the cycle's first failure waits the initial backoff; attempts count every cycle
     assert (retried["attempts"], retried["cycleAttempts"]) == (3, 1)
     assert retried["nextAttemptTime"] == "2026-12-05T01:01:10Z"
+
+
+def test_a_report_of_a_result_the_export_does_not_send_is_skipped() -> None:
+    now = AT
+    spec = {"results": ["FAILED"]}
+    assert rx.skipped(spec, "FAILED", now) is None
+    assert rx.skipped({}, "PASSED", now) is None  # all results when unset
+    assert rx.skipped(spec, "PASSED", now) == {
+        "phase": "Skipped",
+        "reason": "ResultNotSelected",
+        "message": "the report's result PASSED is not one the policy sends (FAILED)",
+        "result": "PASSED",
+        "completionTime": "2026-12-05T01:00:00Z",
+    }
+    assert "Skipped" in rx.TERMINAL_PHASES

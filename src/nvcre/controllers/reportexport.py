@@ -125,7 +125,7 @@ def _policy_of(event: str, old: Obj | None, new: Obj) -> Iterable[ObjectKey]:
 
 
 async def announce(ctx: Context, written: Obj | None, phase: str | None) -> None:
-    """One event when a write ended the export in ``phase`` (Delivered, Failed, Cancelled): its
+    """One event when a write ended the export in ``phase`` (Delivered, Failed, Cancelled, Skipped): its
     reason and message, a Warning when it failed. Nothing when the write found it ended already."""
     status = (written or {}).get("status") or {}
     if written is None or phase not in rx.TERMINAL_PHASES or status.get("phase") != phase:
@@ -322,6 +322,16 @@ class ReportExportControllers:
             frozen = rx.snapshot(report)
         except rx.SnapshotTooLarge as error:
             await self._end(export, "PayloadTooLarge", str(error))
+            return None
+        skip = rx.skipped(export["spec"], frozen.result, self.ctx.clock.now())
+        if skip is not None:  # nothing kept, nothing sent
+
+            def end(live: dict[str, Any]) -> None:
+                if live.get("phase") not in rx.TERMINAL_PHASES:  # not cancelled meanwhile
+                    rx.apply(live, skip)
+
+            written = await self.ctx.status.update(resources.ReportExport, export, end)
+            await announce(self.ctx, written, rx.SKIPPED)
             return None
         name = rx.snapshot_name(export)
         body = {

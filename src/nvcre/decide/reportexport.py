@@ -41,7 +41,9 @@ FAILED: Final = "Failed"
 RETRYING: Final = "Retrying"
 SNAPSHOT_READY: Final = "SnapshotReady"
 CANCELLED: Final = "Cancelled"
-TERMINAL_PHASES: Final = frozenset({DELIVERED, FAILED, CANCELLED})
+SKIPPED: Final = "Skipped"
+RESULT_NOT_SELECTED: Final = "ResultNotSelected"
+TERMINAL_PHASES: Final = frozenset({DELIVERED, FAILED, CANCELLED, SKIPPED})
 """Phases after which nothing is sent (a Failed export again only for a new ``retryNonce``)."""
 
 Obj = Mapping[str, Any]
@@ -102,7 +104,25 @@ def export_body(policy: Obj, certification: Obj) -> dict[str, Any]:
     }
     if spec.get("retry"):
         body["spec"]["retry"] = dict(spec["retry"])
+    results = (spec.get("source") or {}).get("results")
+    if results:
+        body["spec"]["results"] = list(results)
     return body
+
+
+def skipped(spec: Obj, result: str, now: datetime) -> dict[str, Any] | None:
+    """The status that ends an export whose frozen report's ``result`` is not one of the
+    results it sends (``spec.results``; all when unset): Skipped, nothing sent. None: send it."""
+    wanted = spec.get("results")
+    if not wanted or result in wanted:
+        return None
+    return {
+        "phase": SKIPPED,
+        "reason": RESULT_NOT_SELECTED,
+        "message": f"the report's result {result} is not one the policy sends ({', '.join(wanted)})",
+        "result": result,
+        "completionTime": format_time(now),
+    }
 
 
 def snapshot_name(export: Obj) -> str:

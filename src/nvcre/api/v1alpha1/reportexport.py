@@ -1,8 +1,8 @@
 """ReportExportPolicy (``rep``) and ReportExport (``rex``): a finished Certification's JSON report,
 frozen and delivered to a webhook.
 
-A policy selects Certifications (their namespaces, a label selector); for each one that has
-ended, the manager creates one ReportExport in the policy's namespace, freezes the report into a
+A policy selects Certifications (their namespaces, a label selector, the results sent); for each
+one that has ended, the manager creates one ReportExport in the policy's namespace, freezes the report into a
 ConfigMap the export owns, and POSTs it to the webhook, signed with HMAC-SHA256 when the policy
 names a signing Secret. The rules are in ``nvcre.decide.reportexport``; docs/report-export.md
 describes the whole flow.
@@ -48,6 +48,13 @@ SourceKind = Annotated[
 """What a policy exports (only Certifications so far)."""
 
 
+ReportResult = Annotated[
+    Literal["PASSED", "FAILED", "INCOMPLETE"],
+    WithJsonSchema({"type": "string", "enum": ["PASSED", "FAILED", "INCOMPLETE"]}),
+]
+"""An ended Certification's report result."""
+
+
 class SecretKeyRef(NvcreModel):
     """A key of a Secret in the policy's namespace."""
 
@@ -65,6 +72,14 @@ class ExportSource(NvcreModel):
     )
     selector: LabelSelector | None = Field(
         default=None, description="Only the Certifications with these labels (all when unset)."
+    )
+    results: list[ReportResult] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="Only the reports with one of these results (all when unset); the export of "
+        "another ends Skipped, its report never sent.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
 
 
@@ -152,7 +167,8 @@ class ReportExportSpec(NvcreModel):
     model_config = cel_config(
         (
             "self.sourceRef == oldSelf.sourceRef && self.policyRef == oldSelf.policyRef && "
-            "self.webhook == oldSelf.webhook && self.retry == oldSelf.retry",
+            "self.webhook == oldSelf.webhook && self.retry == oldSelf.retry && "
+            "has(self.results) == has(oldSelf.results) && (!has(self.results) || self.results == oldSelf.results)",
             "delivery inputs are immutable; only cancel and retryNonce may change",
         )
     )
@@ -161,6 +177,13 @@ class ReportExportSpec(NvcreModel):
     policy_ref: PolicyRef
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
+    results: list[ReportResult] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="The results whose report is sent (all when unset): the policy's source.results.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
     cancel: bool | None = Field(
         default=None, description="Stop: a report not delivered yet is not sent (phase Cancelled)."
     )
@@ -171,13 +194,14 @@ class ReportExportSpec(NvcreModel):
     )
 
 
-Phase = Literal["SnapshotReady", "Retrying", "Delivered", "Failed", "Cancelled"]
+Phase = Literal["SnapshotReady", "Retrying", "Delivered", "Failed", "Cancelled", "Skipped"]
 
 
 class ReportExportStatus(NvcreModel):
     phase: Phase | None = Field(
         default=None,
-        description="SnapshotReady (frozen, not yet sent), Retrying, Delivered, Failed or Cancelled.",
+        description="SnapshotReady (frozen, not yet sent), Retrying, Delivered, Failed, Cancelled "
+        "or Skipped (the report's result is not one the policy sends).",
     )
     reason: str | None = Field(
         default=None, description="Why it is in that phase (HTTPError, ConnectionError, ...)."
@@ -212,7 +236,9 @@ class ReportExport(Resource):
     COLUMNS = (
         Column("Source", ".spec.sourceRef.name", "The Certification."),
         Column("Result", ".status.result", "The report's result."),
-        Column("Delivery", ".status.phase", "SnapshotReady, Retrying, Delivered, Failed or Cancelled."),
+        Column(
+            "Delivery", ".status.phase", "SnapshotReady, Retrying, Delivered, Failed, Cancelled or Skipped."
+        ),
         Column("Attempts", ".status.attempts", "POSTs made.", "integer"),
         AGE,
     )
