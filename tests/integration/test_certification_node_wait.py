@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import Recorder
 from nvcre.testing.inspect import true_condition, wait_true
 from nvcre.testing.kwok import Kwok
-from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.manager import ManagerProcess, running_manager
 from nvcre.testing.workloads import POOL_LABEL, pool_name
 
 
@@ -29,12 +28,9 @@ from nvcre.testing.workloads import POOL_LABEL, pool_name
 def impatient_manager(
     control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ManagerProcess]:
-    workdir: Path = tmp_path_factory.mktemp("impatient")
-    process = ManagerProcess(
-        control_plane, workdir, name="impatient", extra_args=("--node-discovery-timeout=4",)
-    ).start()
-    yield process
-    process.stop()
+    yield from running_manager(
+        control_plane, tmp_path_factory.mktemp("impatient"), "--node-discovery-timeout=4", name="impatient"
+    )
 
 
 def test_no_node_within_the_wait_fails_the_certification(

@@ -26,7 +26,7 @@ from nvcre.naming import certification_workflow_name
 from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, jobs_of, trainjob_of, wait_true
-from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.manager import ManagerProcess, running_manager
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods
 
@@ -38,20 +38,14 @@ RELEASED = (
 )
 
 
-def start_manager(control_plane: ControlPlane, workdir: Path, *args: str) -> Iterator[ManagerProcess]:
-    process = ManagerProcess(control_plane, workdir, extra_args=args).start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
 def default_manager(control_plane: ControlPlane, kwok: Any, tmp_path: Path) -> Iterator[ManagerProcess]:
-    yield from start_manager(control_plane, tmp_path)
+    yield from running_manager(control_plane, tmp_path)
 
 
 @pytest.fixture
 def impatient_manager(control_plane: ControlPlane, kwok: Any, tmp_path: Path) -> Iterator[ManagerProcess]:
-    yield from start_manager(control_plane, tmp_path, "--release-timeout=3")
+    yield from running_manager(control_plane, tmp_path, "--release-timeout=3")
 
 
 def run_with_cleanup(

@@ -28,7 +28,7 @@ from nvcre.testing.builders import Certification, WorkloadRun, category, new_poo
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import finish_job, get, jobs_of, true_condition, wait_true
 from nvcre.testing.kwok import Kwok
-from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.manager import ManagerProcess, running_manager
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import pool_name
 from nvcre.testing.workloads import workflow as workflow_doc
@@ -44,12 +44,9 @@ MPI = {"mpi": {"mpirunPath": "/usr/local/mpi/bin/mpirun", "binary": "/usr/local/
 def manager(
     control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ManagerProcess]:
-    workdir: Path = tmp_path_factory.mktemp("limits")
-    process = ManagerProcess(
-        control_plane, workdir, name="limits", extra_args=(f"--max-nodes-per-run={LIMIT}",)
-    ).start()
-    yield process
-    process.stop()
+    yield from running_manager(
+        control_plane, tmp_path_factory.mktemp("limits"), f"--max-nodes-per-run={LIMIT}", name="limits"
+    )
 
 
 def certification(name: str, namespace: str, pool: str, *categories: dict[str, Any], **spec: Any) -> Any:

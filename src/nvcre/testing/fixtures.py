@@ -51,7 +51,7 @@ from nvcre.testing.cluster import Cluster
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.history import History, Recorder
 from nvcre.testing.kwok import Kwok
-from nvcre.testing.manager import ManagerProcess
+from nvcre.testing.manager import ManagerProcess, running_manager
 from nvcre.testing.nodeguard import NodeGuard
 from nvcre.testing.nodes import GpuNodeSpec, create_gpu_nodes
 
@@ -121,9 +121,7 @@ def gpu_nodes(kube: Client, kwok: Kwok, request: pytest.FixtureRequest) -> Itera
 def manager(
     control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ManagerProcess]:
-    process = ManagerProcess(control_plane, tmp_path_factory.mktemp("manager")).start()
-    yield process
-    process.stop()
+    yield from running_manager(control_plane, tmp_path_factory.mktemp("manager"))
 
 
 @pytest.fixture(scope="session")

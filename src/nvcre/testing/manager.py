@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from nvcre.testing.certs import MANAGER_USER
@@ -132,3 +133,13 @@ class ManagerProcess:
         except OSError:
             return []
         return [line for line in text.splitlines() if containing in line]
+
+
+def running_manager(
+    control_plane: ControlPlane, workdir: Path, *flags: str, name: str = "manager"
+) -> Iterator[ManagerProcess]:
+    """A manager replica ``name`` started with ``flags`` (its kubeconfig and log in ``workdir``),
+    stopped once the caller is done with it: a fixture's ``yield from running_manager(...)``."""
+    process = ManagerProcess(control_plane, workdir, name=name, extra_args=flags).start()
+    yield process
+    process.stop()
