@@ -65,6 +65,15 @@ def nothing_created(kube: Client, namespace: str) -> None:
         assert not list(kube.list(kind, namespace=namespace)), kind
 
 
+def refused_as_too_large(
+    kube: Client, resource: Any, name: str, namespace: str, message: str
+) -> dict[str, Any]:
+    """Wait for the run ``name`` to fail as TooManyNodes with ``message``; the failed object."""
+    failed = wait_true(kube, resource, name, namespace, "Failed", timeout=30)
+    assert true_condition(failed) == ("Failed", "TooManyNodes", message)
+    return failed
+
+
 def deadline_message(run: dict[str, Any], deadline: str, seconds: int) -> str:
     at = format_time(parse_time(run["metadata"]["creationTimestamp"]) + timedelta(seconds=seconds))
     return (
@@ -85,12 +94,10 @@ def test_a_certification_over_the_managers_node_limit_is_refused_before_any_work
 ) -> None:
     pool, _ = new_pool(gpu_nodes, LIMIT + 1)
     kube.create(certification("big", namespace, pool, ALL_REDUCE))
-    failed = wait_true(kube, resources.Certification, "big", namespace, "Failed", timeout=30)
-    assert true_condition(failed) == (
-        "Failed",
-        "TooManyNodes",
-        "the target resolves to 4 nodes, more than the run's limit of 3 (the manager's --max-nodes-per-run)",
+    limit = (
+        "the target resolves to 4 nodes, more than the run's limit of 3 (the manager's --max-nodes-per-run)"
     )
+    failed = refused_as_too_large(kube, resources.Certification, "big", namespace, limit)
     assert [s["status"] for s in failed["status"]["categoryStatuses"]] == ["Pending"]
     nothing_created(kube, namespace)
 
@@ -118,12 +125,8 @@ def test_a_certifications_own_limit_wins_over_the_managers(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 2)
     kube.create(certification("small", namespace, pool, ALL_REDUCE, maxNodes=1))
-    failed = wait_true(kube, resources.Certification, "small", namespace, "Failed", timeout=30)
-    assert true_condition(failed) == (
-        "Failed",
-        "TooManyNodes",
-        "the target resolves to 2 nodes, more than the run's limit of 1 (spec.maxNodes)",
-    )
+    limit = "the target resolves to 2 nodes, more than the run's limit of 1 (spec.maxNodes)"
+    refused_as_too_large(kube, resources.Certification, "small", namespace, limit)
     nothing_created(kube, namespace)
 
 
@@ -132,12 +135,8 @@ def test_a_workloadrun_over_its_node_limit_is_refused_and_one_within_it_runs(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, LIMIT + 1)
     kube.create(workload_run("over", namespace, pool, 1, maxNodes=2))
-    failed = wait_true(kube, resources.WorkloadRun, "over", namespace, "Failed", timeout=30)
-    assert true_condition(failed) == (
-        "Failed",
-        "TooManyNodes",
-        "the target resolves to 4 nodes, more than the run's limit of 2 (spec.maxNodes)",
-    )
+    limit = "the target resolves to 4 nodes, more than the run's limit of 2 (spec.maxNodes)"
+    refused_as_too_large(kube, resources.WorkloadRun, "over", namespace, limit)
     nothing_created(kube, namespace)
 
     # spec.maxNodes above the manager's limit wins: the same 4 nodes run
@@ -155,12 +154,8 @@ def test_a_workflow_keeps_its_runs_limit_at_its_own_discovery(
     pool, _ = new_pool(gpu_nodes, 2)
     doc = workflow_doc("grown", namespace, pool, 1, orchestration={"maxNodes": 1})
     kube.create(resources.Workflow.from_dict(doc))
-    failed = wait_true(kube, resources.Workflow, "grown", namespace, "Failed", timeout=30)
-    assert true_condition(failed) == (
-        "Failed",
-        "TooManyNodes",
-        "the target resolves to 2 nodes, more than the run's limit of 1 (spec.orchestration.maxNodes)",
-    )
+    limit = "the target resolves to 2 nodes, more than the run's limit of 1 (spec.orchestration.maxNodes)"
+    refused_as_too_large(kube, resources.Workflow, "grown", namespace, limit)
     assert not list(kube.list(resources.Job, namespace=namespace))
 
 
