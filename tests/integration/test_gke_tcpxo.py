@@ -125,30 +125,16 @@ def test_undetected_networks_and_plugin_warn(
     workflow = start(kube, namespace, "plain", pool)
     assert interfaces(workflow) == [f"vpc{i}" for i in range(1, 9)]
     assert images(workflow) == {"nvcr.io/nvidia/pytorch:25.06-py3"}
-    wait_event(
-        kube,
-        namespace,
-        "plain",
-        "Certification",
-        (
-            "Warning",
-            "GKENetworkDetection",
-            "GKE TCPXO network auto-detection found no networking.gke.io.networks/* resource allocatable "
-            "on every target node, but TCPXO needs exactly 8 GPU NIC networks per node (a3-megagpu-8g); "
-            "rendering the default networks vpc1..vpc8 instead; GKE rejects the pods unless Network "
-            "objects with those names exist.",
-        ),
+    no_networks = (
+        "GKE TCPXO network auto-detection found no networking.gke.io.networks/* resource allocatable "
+        "on every target node, but TCPXO needs exactly 8 GPU NIC networks per node (a3-megagpu-8g); "
+        "rendering the default networks vpc1..vpc8 instead; GKE rejects the pods unless Network "
+        "objects with those names exist."
     )
-    wait_event(
-        kube,
-        namespace,
-        "plain",
-        "Certification",
-        (
-            "Warning",
-            "TCPXOPluginDetection",
-            "TCPXO plugin version detection found no Running nccl-plugin-gpudirecttcpx-dev installer pod "
-            "in kube-system on the target nodes; rendering the v1.0.15 images (CUDA 12). Set the "
-            "category's options.image if the cluster's plugin needs another CUDA major.",
-        ),
+    no_plugin = (
+        "TCPXO plugin version detection found no Running nccl-plugin-gpudirecttcpx-dev installer pod "
+        "in kube-system on the target nodes; rendering the v1.0.15 images (CUDA 12). Set the "
+        "category's options.image if the cluster's plugin needs another CUDA major."
     )
+    for reason, message in (("GKENetworkDetection", no_networks), ("TCPXOPluginDetection", no_plugin)):
+        wait_event(kube, namespace, "plain", "Certification", ("Warning", reason, message))
