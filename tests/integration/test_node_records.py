@@ -22,7 +22,8 @@ from nvcre import resources
 from nvcre.conditions import condition_of
 from nvcre.naming import certification_workflow_name
 from nvcre.testing.audit import by_manager
-from nvcre.testing.builders import Certification, category, new_pool
+from nvcre.testing.builders import category, new_pool
+from nvcre.testing.certifications import start_category
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.inspect import (
     failed_nodes_record,
@@ -275,13 +276,8 @@ def test_a_certifications_category_records_its_run_and_category(
     Certification as its run; the failed-nodes reason and nvcre's cause come along."""
     pool, nodes = new_pool(gpu_nodes, 2, platform="aws", product="NVIDIA-H100-80GB-HBM3")
     all_reduce = category("communication", "nccl-all-reduce", thresholds={"busBandwidthGBps": "value >= 400"})
-    cert = (
-        Certification("reccert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
-    )
-    kube.create(resources.Certification.from_dict(cert.obj()))
+    job = start_category(kube, namespace, "reccert", pool, all_reduce)
     wf_name = certification_workflow_name("reccert", "communication", "nccl-all-reduce")
-    wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
-    [job] = jobs_of(kube, namespace, wf_name)
     finish(kube, namespace, job)
     complete_bandwidth(kube, namespace, job, ["20.61", "489.40"])  # no transport named: it fails
     cert_obj = wait_true(kube, resources.Certification, "reccert", namespace, "Failed", timeout=120)

@@ -14,7 +14,8 @@ from lightkube import Client
 
 from nvcre import resources
 from nvcre.naming import certification_workflow_name
-from nvcre.testing.builders import Certification, category, new_pool, pool_nodes, pool_spec
+from nvcre.testing.builders import category, new_pool, pool_nodes, pool_spec
+from nvcre.testing.certifications import start_category
 from nvcre.testing.inspect import (
     config_map_payload,
     failed_nodes_record,
@@ -255,13 +256,8 @@ def test_an_aws_category_without_efa_fails_the_certification_as_validation(
     Certification, with ValidationFailed at every tier."""
     pool, nodes = new_pool(gpu_nodes, 2, platform="aws", product="NVIDIA-H100-80GB-HBM3")
     all_reduce = category("communication", "nccl-all-reduce", thresholds={"busBandwidthGBps": "value >= 400"})
-    cert = (
-        Certification("slowcert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
-    )
-    kube.create(resources.Certification.from_dict(cert.obj()))
+    job = start_category(kube, namespace, "slowcert", pool, all_reduce)
     wf_name = certification_workflow_name("slowcert", "communication", "nccl-all-reduce")
-    wait_for(lambda: len(jobs_of(kube, namespace, wf_name)) == 1, 60, what="the category's Job")
-    [job] = jobs_of(kube, namespace, wf_name)
     job_spec = get(kube, resources.Job, job, namespace)["spec"]
     assert job_spec["bandwidthMeasurement"]["expectedTransport"] == "AWS Libfabric", (
         "the catalog's AWS EFA entry"
