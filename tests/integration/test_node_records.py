@@ -35,7 +35,7 @@ from nvcre.testing.inspect import (
     wait_true,
 )
 from nvcre.testing.manager import ManagerProcess
-from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, finish
+from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, complete_retests, finish
 from nvcre.testing.records import record, results_of, run_again, wait_results
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import workflow
@@ -344,11 +344,7 @@ def test_a_node_below_its_own_baseline_regresses_and_isolation_names_it_alone(
 
     retests = isolation_retests(kube, namespace, "reg")
     assert sorted(retests) == sorted(groups["group-1"]), "both members regressed: both are suspects"
-    for suspect, value in ((slow, "401.00"), (partner, "484.00")):
-        job = f"reg-{retests[suspect]['name']}-iter-1"
-        wait_for(lambda job=job: job in jobs_of(kube, namespace, "reg"), 60, what=f"Job {job}")
-        finish(kube, namespace, job)
-        complete_bandwidth(kube, namespace, job, ["1.20", value])
+    complete_retests(kube, namespace, "reg", retests, {slow: "401.00", partner: "484.00"})
     wf = wait_true(kube, resources.Workflow, "reg", namespace, "Failed", timeout=60)
     retest_job = f"reg-{retests[slow]['name']}-iter-1"
     (reference,) = [n for n in retests[slow]["nodes"] if n != slow]

@@ -26,7 +26,14 @@ from nvcre.testing.inspect import (
     true_condition,
     wait_true,
 )
-from nvcre.testing.measured import BANDWIDTH, complete_bandwidth, complete_goodput, finish, made_for
+from nvcre.testing.measured import (
+    BANDWIDTH,
+    complete_bandwidth,
+    complete_goodput,
+    complete_retests,
+    finish,
+    made_for,
+)
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import finish_trainjob, pool_name, workflow
 
@@ -162,11 +169,7 @@ def test_an_outlier_pair_is_isolated_and_only_its_slow_node_stays_an_outlier(
     retests = isolation_retests(kube, namespace, "outl")
     assert sorted(retests) == list(slow_pair), "both members of the outlier pair are suspects"
     slow, partner = slow_pair  # nodes[4] is the slow one
-    for suspect, bus in ((slow, "150.00"), (partner, "475.00")):
-        job = f"outl-{retests[suspect]['name']}-iter-1"
-        wait_for(lambda job=job: job in jobs_of(kube, namespace, "outl"), 60, what=f"Job {job}")
-        finish(kube, namespace, job)
-        complete_bandwidth(kube, namespace, job, ["1.20", bus])
+    complete_retests(kube, namespace, "outl", retests, {slow: "150.00", partner: "475.00"})
 
     wf = wait_true(kube, resources.Workflow, "outl", namespace, "Failed", timeout=60)
     isolation = wf["status"]["orchestration"]["isolation"]

@@ -3,12 +3,14 @@ once a Job's log was read, written through the status subresource as that contro
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 from lightkube import Client
 
 from nvcre import resources
-from nvcre.testing.inspect import finish_job, get
+from nvcre.testing.inspect import finish_job, get, jobs_of
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import replace_status
 
@@ -60,6 +62,27 @@ def complete_bandwidth(kube: Client, namespace: str, job: str, bus: list[str]) -
         ],
     }
     write_status(kube, namespace, resources.BandwidthMeasurement, job, "bandwidth", status)
+
+
+def complete_retests(
+    kube: Client,
+    namespace: str,
+    workflow: str,
+    retests: Mapping[str, Mapping[str, Any]],
+    bus: Mapping[str, str],
+) -> None:
+    """For each suspect node of ``bus`` in turn, wait for the Workflow's isolation re-test Job of
+    it (``retests``: :func:`~nvcre.testing.inspect.isolation_retests`), end it and complete its
+    bandwidth measurement with ``bus[node]`` as its largest size's bus bandwidth."""
+
+    def made(job: str) -> bool:
+        return job in jobs_of(kube, namespace, workflow)
+
+    for suspect, value in bus.items():
+        job = f"{workflow}-{retests[suspect]['name']}-iter-1"
+        wait_for(functools.partial(made, job), 60, what=f"Job {job}")
+        finish(kube, namespace, job)
+        complete_bandwidth(kube, namespace, job, ["1.20", value])
 
 
 def complete_goodput(kube: Client, namespace: str, job: str, step_time: str) -> None:
