@@ -9,6 +9,7 @@ the garbage collector would, one by one, watching the condition in between.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,9 +24,10 @@ from lightkube.resources.core_v1 import Pod
 from nvcre import resources
 from nvcre.conditions import condition_of
 from nvcre.naming import certification_workflow_name
-from nvcre.testing.builders import Certification, WorkloadRun, category, new_pool
+from nvcre.testing.builders import WorkloadRun, category, new_pool
+from nvcre.testing.certifications import start_category
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, jobs_of, trainjob_of, wait_true
+from nvcre.testing.inspect import events_for, finish_workflow_jobs, get, trainjob_of, wait_true
 from nvcre.testing.manager import ManagerProcess, running_manager
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import create_trainjob_pods
@@ -60,6 +62,43 @@ def run_with_cleanup(
     )  # fmt: skip
 
 
+def two_node_run(gpu_nodes: Any, namespace: str, name: str) -> dict[str, Any]:
+    """A torch WorkloadRun ``name`` on a new pool of two nodes."""
+    pool, _ = new_pool(gpu_nodes, 2)
+    return WorkloadRun(name).namespace(namespace).torch().nodes(2).pool(pool).obj()
+
+
+def trainjob_pods(
+    kube: Client, namespace: str, run: str, *, bind: bool = True
+) -> tuple[dict[str, Any], list[str]]:
+    """The TrainJob of the run ``run``'s Job, once made, and the names of the pods created for it
+    as its JobSet would (``bind``: on their nodes)."""
+    trainjob = trainjob_of(kube, namespace, f"{run}-job")
+    pods = create_trainjob_pods(kube, namespace, trainjob["metadata"]["name"], bind=bind)
+    return trainjob, sorted(p["metadata"]["name"] for p in pods)
+
+
+@contextlib.contextmanager
+def cleanup_run(
+    control_plane: ControlPlane,
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    workdir: Path,
+    name: str,
+    *,
+    bind: bool = True,
+) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """:func:`run_with_cleanup` of the two-node run ``name``, with the pods of its TrainJob created
+    (``bind``: on their nodes): the command and the pods' names. The command is killed when the
+    block ends (the block has waited for it by then, unless it failed)."""
+    command = run_with_cleanup(control_plane, workdir, two_node_run(gpu_nodes, namespace, name))
+    try:
+        yield command, trainjob_pods(kube, namespace, name, bind=bind)[1]
+    finally:
+        command.kill()
+
+
 def released(kube: Client, resource: Any, name: str, namespace: str) -> tuple[str, str, str] | None:
     c = condition_of(get(kube, resource, name, namespace), "ResourcesReleased")
     return None if c is None else (c["status"], c["reason"], c["message"])
@@ -83,15 +122,19 @@ def delete_pod(kube: Client, name: str, namespace: str) -> None:
     kube.delete(Pod, name, namespace=namespace, grace_period=0)
 
 
+def collect_garbage(kube: Client, namespace: str, jobset: str, pods: list[str]) -> None:
+    """Delete what the garbage collector would once the TrainJob is gone: its JobSet and pods."""
+    kube.delete(resources.JobSet, jobset, namespace=namespace)
+    for pod in pods:
+        delete_pod(kube, pod, namespace)
+
+
 def test_released_only_after_the_last_pod_is_gone(
     kube: Client, namespace: str, gpu_nodes: Any, default_manager: ManagerProcess
 ) -> None:
-    pool, _ = new_pool(gpu_nodes, 2)
-    run = WorkloadRun("rel").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    kube.create(resources.WorkloadRun.from_dict(run))
-    trainjob = trainjob_of(kube, namespace, "rel-job")
+    kube.create(resources.WorkloadRun.from_dict(two_node_run(gpu_nodes, namespace, "rel")))
+    trainjob, pods = trainjob_pods(kube, namespace, "rel")
     copy = trainjob["spec"]["runtimeRef"]["name"]
-    pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, "rel-job-workload"))
     assert pods == ["rel-job-workload-node-0-0", "rel-job-workload-node-0-1"]
     finish_workflow_jobs(kube, namespace, "rel", 1)
     wait_true(kube, resources.WorkloadRun, "rel", namespace, "Succeeded", timeout=90)
@@ -123,21 +166,16 @@ def test_released_only_after_the_last_pod_is_gone(
 def test_a_pod_held_by_a_finalizer_times_out_loudly(
     kube: Client, namespace: str, gpu_nodes: Any, impatient_manager: ManagerProcess
 ) -> None:
-    pool, _ = new_pool(gpu_nodes, 2)
-    run = WorkloadRun("held").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    kube.create(resources.WorkloadRun.from_dict(run))
-    workflow, job = "held", "held-job"
-    trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
+    kube.create(resources.WorkloadRun.from_dict(two_node_run(gpu_nodes, namespace, "held")))
+    workflow = "held"
     # Not bound to a node: kwok, which stands in for the kubelet, would drop the finalizer.
-    pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, trainjob, bind=False))
+    trainjob, pods = trainjob_pods(kube, namespace, "held", bind=False)
     held = pods[-1]
     kube.patch(Pod, held, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=namespace)
     finish_workflow_jobs(kube, namespace, workflow, 1)
     wait_true(kube, resources.WorkloadRun, "held", namespace, "Succeeded", timeout=90)
 
-    kube.delete(resources.JobSet, trainjob, namespace=namespace)
-    for pod in pods:
-        delete_pod(kube, pod, namespace)
+    collect_garbage(kube, namespace, trainjob["metadata"]["name"], pods)
     stuck = (
         f"Pod {namespace}/{held} still exists 3s after the run ended; it has finalizer example.com/hold; "
         f"1 of the run's objects remain: 1 Pod ({held})"
@@ -170,14 +208,7 @@ def test_run_cleanup_waits_for_the_release_and_the_report_says_it(
     default_manager: ManagerProcess,
     tmp_path: Path,
 ) -> None:
-    pool, _ = new_pool(gpu_nodes, 2)
-    document = WorkloadRun("cli").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    command = run_with_cleanup(control_plane, tmp_path, document)
-    try:
-        trainjob_of(kube, namespace, "cli-job")
-        pods = sorted(
-            p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, "cli-job-workload")
-        )
+    with cleanup_run(control_plane, kube, namespace, gpu_nodes, tmp_path, "cli") as (command, pods):
         finish_workflow_jobs(kube, namespace, "cli", 1)
         waiting = (
             "False",
@@ -185,15 +216,11 @@ def test_run_cleanup_waits_for_the_release_and_the_report_says_it(
             f"3 of the run's objects remain: 2 Pods ({', '.join(pods)}), 1 JobSet (cli-job-workload)",
         )
         wait_released(kube, resources.WorkloadRun, "cli", namespace, waiting)
-        kube.delete(resources.JobSet, "cli-job-workload", namespace=namespace)
-        for pod in pods:
-            delete_pod(kube, pod, namespace)
+        collect_garbage(kube, namespace, "cli-job-workload", pods)
         # Then the command deletes the run; the garbage collector would delete its Workflow.
         wait_for(lambda: gone(kube, resources.WorkloadRun, "cli", namespace), 60, what="the run deleted")
         kube.delete(resources.Workflow, "cli", namespace=namespace)
         _, err = command.communicate(timeout=120)
-    finally:
-        command.kill()
     assert command.returncode == 0, err
     lines = err.splitlines()
     waited = lines.index(
@@ -209,12 +236,8 @@ def test_a_certification_says_what_its_workflows_say(
 ) -> None:
     pool, _ = new_pool(gpu_nodes, 2)
     all_reduce = category("communication", "nccl-all-reduce")
-    cert = Certification("cert").namespace(namespace).pool(pool).allow_missing_data().categories(all_reduce)
-    kube.create(resources.Certification.from_dict(cert.obj()))
+    job = start_category(kube, namespace, "cert", pool, all_reduce)
     workflow = certification_workflow_name("cert", "communication", "nccl-all-reduce")
-    (job,) = wait_for(
-        lambda: sorted(jobs_of(kube, namespace, workflow)) or None, 60, what=f"{workflow}'s Job"
-    )
     trainjob = trainjob_of(kube, namespace, job)["metadata"]["name"]
     pods = sorted(p["metadata"]["name"] for p in create_trainjob_pods(kube, namespace, trainjob))
     assert len(pods) == 3, "the MPI launcher and two workers"
@@ -228,9 +251,7 @@ def test_a_certification_says_what_its_workflows_say(
     )
     wait_released(kube, resources.Certification, "cert", namespace, waiting)
     assert released(kube, resources.Workflow, workflow, namespace) == waiting
-    kube.delete(resources.JobSet, trainjob, namespace=namespace)
-    for pod in pods:
-        delete_pod(kube, pod, namespace)
+    collect_garbage(kube, namespace, trainjob, pods)
     wait_released(kube, resources.Certification, "cert", namespace, RELEASED)
 
 
@@ -242,15 +263,8 @@ def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
     impatient_manager: ManagerProcess,
     tmp_path: Path,
 ) -> None:
-    pool, _ = new_pool(gpu_nodes, 2)
-    document = WorkloadRun("stuck").namespace(namespace).torch().nodes(2).pool(pool).obj()
-    command = run_with_cleanup(control_plane, tmp_path, document)
-    try:
-        trainjob_of(kube, namespace, "stuck-job")
-        pods = sorted(
-            p["metadata"]["name"]
-            for p in create_trainjob_pods(kube, namespace, "stuck-job-workload", bind=False)
-        )
+    stuck_run = cleanup_run(control_plane, kube, namespace, gpu_nodes, tmp_path, "stuck", bind=False)
+    with stuck_run as (command, pods):
         held = pods[-1]
         kube.patch(Pod, held, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=namespace)
         finish_workflow_jobs(kube, namespace, "stuck", 1)
@@ -258,13 +272,9 @@ def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
         # garbage collector for the Workflow, so that the command's cleanup ends.
         wait_for(lambda: gone(kube, resources.WorkloadRun, "stuck", namespace), 120, what="the run deleted")
         kube.patch(Pod, held, {"metadata": {"finalizers": None}}, namespace=namespace)
-        kube.delete(resources.JobSet, "stuck-job-workload", namespace=namespace)
-        for pod in pods:
-            delete_pod(kube, pod, namespace)
+        collect_garbage(kube, namespace, "stuck-job-workload", pods)
         kube.delete(resources.Workflow, "stuck", namespace=namespace)
         _, err = command.communicate(timeout=120)
-    finally:
-        command.kill()
     assert command.returncode == 1, err
     stuck = f"Pod {namespace}/{held} still exists 3s after the run ended; it has finalizer example.com/hold"
     summary = err[err.index("Summary") :]
