@@ -65,14 +65,15 @@ def test_a_network_missing_on_one_node_falls_back_with_a_warning() -> None:
     found = detect_gke_networks([node("a", NICS), node("b", NICS[:7])])
     assert found.detected == ()
     assert found.names == DEFAULT_NETWORKS == tuple(f"vpc{i}" for i in range(1, 9))
-    ((kind, reason, message),) = [(e.type, e.reason, e.message) for e in found.events]
-    assert (kind, reason) == ("Warning", "GKENetworkDetection")
-    assert message == (
+    falls_back = (
         "GKE TCPXO network auto-detection found 7 networks allocatable on every target node "
         "(gpu-nic-0, gpu-nic-1, gpu-nic-2, gpu-nic-3, gpu-nic-4, gpu-nic-5, gpu-nic-6), but TCPXO needs "
         "exactly 8 GPU NIC networks per node (a3-megagpu-8g); rendering the default networks vpc1..vpc8 "
         "instead; GKE rejects the pods unless Network objects with those names exist."
     )
+    assert [(e.type, e.reason, e.message) for e in found.events] == [
+        ("Warning", "GKENetworkDetection", falls_back)
+    ]
 
 
 def test_no_multi_networking_and_a_ninth_network_fall_back() -> None:
@@ -146,13 +147,14 @@ def test_one_mapped_release_on_every_node_picks_the_cuda_major(
 def test_the_warning_says_what_was_found_and_what_renders() -> None:
     nodes = [node("a", NICS), node("b", NICS)]
     newer = detect_tcpxo_plugin(nodes, [installer("a", "v1.0.18"), installer("b", "v1.0.18")])
-    ((kind, reason, message),) = [(e.type, e.reason, e.message) for e in newer.events]
-    assert (kind, reason) == ("Warning", "TCPXOPluginDetection")
-    assert message == (
+    unknown_release = (
         "TCPXO plugin version detection found release v1.0.18, which has no image row of its own; "
         "rendering the v1.0.17 images (CUDA 13). Set the category's options.image if the cluster's "
         "plugin needs another CUDA major."
     )
+    assert [(e.type, e.reason, e.message) for e in newer.events] == [
+        ("Warning", "TCPXOPluginDetection", unknown_release)
+    ]
     # a pending installer, another node's installer and a terminating one do not count
     terminating = installer("b", "v1.0.17")
     terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
