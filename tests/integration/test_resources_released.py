@@ -280,3 +280,52 @@ def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
     summary = err[err.index("Summary") :]
     assert "│  Released:     no (ReleaseTimedOut)" in summary and "Result:       PASSED" in summary
     assert err.splitlines()[-1].startswith(f"Error: WorkloadRun stuck: resources not released: {stuck}"), err
+
+
+def test_run_cleanup_of_a_run_refused_before_its_workflow_ends_at_once(
+    control_plane: ControlPlane,
+    kube: Client,
+    namespace: str,
+    gpu_nodes: Any,
+    default_manager: ManagerProcess,
+    tmp_path: Path,
+) -> None:
+    """A run that made no Workflow holds nothing: it says Released, and ``--cleanup`` need not
+    wait out its release timeout for a Workflow that will never say it."""
+    document = two_node_run(gpu_nodes, namespace, "refused")
+    document["spec"]["maxNodes"] = 1
+    command = run_with_cleanup(control_plane, tmp_path, document)
+    try:
+        _, err = command.communicate(timeout=120)
+    finally:
+        command.kill()
+    assert command.returncode == 1, err
+    lines = err.splitlines()
+    waited = lines.index(
+        "[cleanup] Waiting for the run's pods, JobSets, TrainJobs and runtime copies to go..."
+    )
+    assert lines[waited + 1] == "[cleanup] Resources released.", err
+    assert "TooManyNodes" in err and "│  Released:     yes" in err[err.index("Summary") :]
+
+
+def test_a_run_whose_workflow_was_deleted_cannot_say_its_pods_are_gone(
+    kube: Client, namespace: str, gpu_nodes: Any, default_manager: ManagerProcess
+) -> None:
+    kube.create(resources.WorkloadRun.from_dict(two_node_run(gpu_nodes, namespace, "orphaned")))
+    trainjob_of(kube, namespace, "orphaned-job")  # the run is under way
+    kube.delete(resources.Workflow, "orphaned", namespace=namespace)
+    failed = wait_true(kube, resources.WorkloadRun, "orphaned", namespace, "Failed", timeout=60)
+    assert condition_of(failed, "Failed")["reason"] == "WorkflowDeleted"  # type: ignore[index]
+    wait_released(
+        kube,
+        resources.WorkloadRun,
+        "orphaned",
+        namespace,
+        (
+            "Unknown",
+            "WorkflowDeleted",
+            "Workflow orphaned was deleted before it proved the run's pods gone (a Workflow goes once "
+            "its Jobs have; a Job once its pods stopped or 5m0s passed); pods of the run, labelled "
+            "nvcre.nvidia.com/job, may remain",
+        ),
+    )

@@ -103,7 +103,24 @@ def test_one_workflow_is_mirrored() -> None:
 
 def test_owners_wait_for_every_workflow_to_decide() -> None:
     assert combine({"a": workflow("True", "Released", "none"), "b": workflow()}) is None
-    assert combine({"a": None}) is None
+    assert combine({"a": None, "b": workflow()}) is None
+
+
+def test_a_run_that_made_no_workflow_holds_nothing() -> None:
+    assert combine({}) == Release("True", "Released", "No Workflow was created: the run holds nothing")
+
+
+def test_a_workflow_deleted_before_it_decided_leaves_the_release_unproven() -> None:
+    assert combine({"a": None}) == Release(
+        "Unknown",
+        "WorkflowDeleted",
+        "Workflow a was deleted before it proved the run's pods gone (a Workflow goes once its Jobs "
+        "have; a Job once its pods stopped or 5m0s passed); pods of the run, labelled "
+        "nvcre.nvidia.com/job, may remain",
+    )
+    decided = combine({"a": workflow("True", "Released", "x"), "b": None, "c": None})
+    assert decided is not None and (decided.status, decided.reason) == ("Unknown", "WorkflowDeleted")
+    assert decided.message.startswith("Workflows b, c were deleted before they proved")
 
 
 def test_a_timeout_wins_and_names_its_workflow() -> None:

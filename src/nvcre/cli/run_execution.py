@@ -404,7 +404,8 @@ def await_release(
     kube: Client, kind: RunKind, name: str, namespace: str, ended: Poll, wait: float = RELEASE_WAIT_SECONDS
 ) -> tuple[Poll, str | None]:
     """``--cleanup`` after the run ended: wait until its ``ResourcesReleased`` is True (its pods,
-    JobSets, TrainJobs and runtime copies are gone), says ``ReleaseTimedOut``, or ``wait``
+    JobSets, TrainJobs and runtime copies are gone), says ``ReleaseTimedOut`` or
+    ``WorkflowDeleted`` (nothing can prove them gone), or ``wait``
     seconds pass. The read that saw it (the report is built from it) and, unless released, why
     not."""
     note("[cleanup] Waiting for the run's pods, JobSets, TrainJobs and runtime copies to go...")
@@ -418,6 +419,8 @@ def await_release(
         message = str(condition.get("message") or "")
         if condition.get("reason") == ReleaseReason.RELEASE_TIMED_OUT:
             return poll, f"{kind.name} {name}: resources not released: {message}"
+        if condition.get("reason") == ReleaseReason.WORKFLOW_DELETED:
+            return poll, f"{kind.name} {name}: resources not proven released: {message}"
         if time.monotonic() >= deadline:
             said = message or f"the {kind.name} never set ResourcesReleased"
             return poll, f"{kind.name} {name}: resources not released within {duration_text(wait)}: {said}"

@@ -45,6 +45,7 @@ from nvcre.controllers import indexes
 from nvcre.controllers.children import (
     HolderTerminating,
     NameTaken,
+    cached_or_live,
     controlled_by,
     create_controlled,
     delete_if_present,
@@ -310,11 +311,7 @@ class CertificationController:
         return None
 
     async def _workflow(self, namespace: str, name: str) -> Obj | None:
-        workflow = self.workflows.get(namespace, name)
-        if workflow is None:
-            # A cache miss is no proof of deletion: ask the API server.
-            workflow = await get_live(self.ctx.client, resources.Workflow, name, namespace)
-        return workflow
+        return await cached_or_live(self.workflows, self.ctx.client, resources.Workflow, name, namespace)
 
     async def _follow(self, cert: Obj, statuses: list[dict[str, Any]], index: int) -> Result | None:
         ref = statuses[index]["workflowRef"]
@@ -352,7 +349,8 @@ class CertificationController:
     # -- terminal: resources released ---------------------------------------------------------
 
     async def _mirror_release(self, cert: Obj) -> None:
-        """An ended Certification's ``ResourcesReleased`` combines its Workflows'."""
+        """An ended Certification's ``ResourcesReleased`` combines its Workflows' (a Workflow the
+        cache lacks is read live: only the API server may say it is gone)."""
         namespace = cert["metadata"]["namespace"]
         refs = [
             entry.get("workflowRef") or {}
@@ -360,7 +358,7 @@ class CertificationController:
         ]
         decided = release.combine(
             {
-                ref["name"]: self.workflows.get(ref.get("namespace") or namespace, ref["name"])
+                ref["name"]: await self._workflow(ref.get("namespace") or namespace, ref["name"])
                 for ref in refs
                 if ref.get("name")
             }

@@ -15,6 +15,7 @@ from typing import Any
 from lightkube import ApiError, AsyncClient
 
 from nvcre.objects import Obj, controller_owner
+from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import to_plain
 
 
@@ -62,6 +63,15 @@ async def get_live(client: AsyncClient, resource: Any, name: str, namespace: str
         if error.status.code == 404:
             return None
         raise
+
+
+async def cached_or_live(
+    cache: Informer, client: AsyncClient, resource: Any, name: str, namespace: str
+) -> Obj | None:
+    """The object from ``cache``, else as the API server has it: a cache miss is no proof that
+    it is gone (the cache may not have seen it yet); None only when a live read says so."""
+    found = cache.get(namespace, name)
+    return found if found is not None else await get_live(client, resource, name, namespace)
 
 
 async def delete_if_present(

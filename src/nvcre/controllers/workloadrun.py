@@ -31,7 +31,13 @@ from nvcre.api.v1alpha1.constants import (
 from nvcre.api.v1alpha1.workloadrun import WorkloadRun
 from nvcre.conditions import condition_of, condition_true, is_terminal
 from nvcre.controllers import indexes
-from nvcre.controllers.children import HolderTerminating, NameTaken, create_controlled, get_live
+from nvcre.controllers.children import (
+    HolderTerminating,
+    NameTaken,
+    cached_or_live,
+    create_controlled,
+    get_live,
+)
 from nvcre.controllers.context import REQUEUE, Context
 from nvcre.controllers.releases import write_release
 from nvcre.controllers.resourceslices import gpu_inventory
@@ -210,24 +216,25 @@ class WorkloadRunController:
 
     # -- afterwards: mirror -------------------------------------------------------------------
 
+    async def _workflow(self, namespace: str, name: str) -> Obj | None:
+        return await cached_or_live(self.workflows, self.ctx.client, resources.Workflow, name, namespace)
+
     async def _mirror_release(self, run: Obj) -> None:
-        """An ended run's ``ResourcesReleased`` is its Workflow's."""
+        """An ended run's ``ResourcesReleased`` is its Workflow's (released when it ended before
+        it made one; unproven when its Workflow is gone, which only a live read may say)."""
         ref = (run.get("status") or {}).get("workflowRef") or {}
-        if not ref.get("name"):
-            return
-        namespace = ref.get("namespace") or run["metadata"]["namespace"]
-        workflow = self.workflows.get(namespace, ref["name"])
-        decided = release.combine({ref["name"]: workflow})
+        workflows: dict[str, Obj | None] = {}
+        if ref.get("name"):
+            namespace = ref.get("namespace") or run["metadata"]["namespace"]
+            workflows[ref["name"]] = await self._workflow(namespace, ref["name"])
+        decided = release.combine(workflows)
         if decided is not None:
             await write_release(self.ctx, resources.WorkloadRun, run, decided)
 
     async def _mirror(self, run: Obj) -> Result | None:
         ref = run["status"]["workflowRef"]
         namespace = ref.get("namespace") or run["metadata"]["namespace"]
-        workflow = self.workflows.get(namespace, ref["name"])
-        if workflow is None:
-            # A cache miss is no proof: only a live read may declare the Workflow gone.
-            workflow = await get_live(self.ctx.client, resources.Workflow, ref["name"], namespace)
+        workflow = await self._workflow(namespace, ref["name"])
         if workflow is None:
             await self._write_state(
                 run, ConditionType.FAILED, WorkloadRunReason.WORKFLOW_DELETED, "Workflow was deleted"

@@ -186,10 +186,12 @@ def decide(
 
 
 def combine(workflows: Mapping[str, Obj | None]) -> Release | None:
-    """An owner's condition from its Workflows' (by name; None: a Workflow that is gone, which
-    holds nothing any more): None while one has not decided yet; else timed out if one timed
-    out, releasing if one is releasing, released when all are; each message names its Workflow
-    when there are several."""
+    """An ended owner's condition from its Workflows' (by name; None: one a live read found
+    gone): None while one has not decided yet; else timed out if one timed out, releasing if one
+    is releasing; Unknown if one was deleted before it decided (its finalizer let it go once its
+    Jobs had, a Job once its pods stopped or their drain grace passed: nothing proves them gone);
+    released when all are, or when none was ever made (a run refused before its first Workflow
+    holds nothing). Each message names its Workflow when there are several."""
     decided: list[tuple[str, dict[str, Any]]] = []
     for name, workflow in sorted(workflows.items()):
         if workflow is None:
@@ -198,8 +200,6 @@ def combine(workflows: Mapping[str, Obj | None]) -> Release | None:
         if condition is None:
             return None
         decided.append((name, condition))
-    if not decided:
-        return None
     for reason in (ReleaseReason.RELEASE_TIMED_OUT, ReleaseReason.RELEASING):
         matching = [
             (n, c)
@@ -213,6 +213,23 @@ def combine(workflows: Mapping[str, Obj | None]) -> Release | None:
                 for n, c in matching
             )
             return Release(ConditionStatus.FALSE, reason, message)
+    deleted = sorted(name for name, workflow in workflows.items() if workflow is None)
+    if deleted:
+        return Release(ConditionStatus.UNKNOWN, ReleaseReason.WORKFLOW_DELETED, _unproven(deleted))
+    if not workflows:
+        return Release(
+            ConditionStatus.TRUE, ReleaseReason.RELEASED, "No Workflow was created: the run holds nothing"
+        )
     if all(c.get("status") == ConditionStatus.TRUE for _, c in decided):
         return Release(ConditionStatus.TRUE, ReleaseReason.RELEASED, RELEASED_MESSAGE)
     return None
+
+
+def _unproven(deleted: Sequence[str]) -> str:
+    many = len(deleted) > 1
+    return (
+        f"Workflow{'s' if many else ''} {', '.join(deleted)} {'were' if many else 'was'} deleted before "
+        f"{'they' if many else 'it'} proved the run's pods gone (a Workflow goes once its Jobs have; "
+        f"a Job once its pods stopped or {format_duration(round(Default.POD_DRAIN_GRACE_SECONDS * 1e9))} "
+        "passed); pods of the run, labelled nvcre.nvidia.com/job, may remain"
+    )

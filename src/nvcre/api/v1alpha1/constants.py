@@ -352,6 +352,9 @@ class ReleaseReason:
     RELEASE_TIMED_OUT: Final = "ReleaseTimedOut"
     """False, with a Warning event of this reason: some remain ``--release-timeout`` after the
     run ended (the message names what is stuck and its finalizers)."""
+    WORKFLOW_DELETED: Final = "WorkflowDeleted"
+    """Unknown (an owner): a Workflow of the run was deleted before it said its resources were
+    released, so none can be proven gone."""
 
 
 class WorkflowReason:
