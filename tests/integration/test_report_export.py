@@ -54,6 +54,16 @@ def _patch_spec(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -
     kube.patch(resources.ReportExport, name, {"spec": spec}, namespace=namespace, patch_type=PatchType.MERGE)
 
 
+def _refused_change(kube: Client, name: str, namespace: str, spec: dict[str, Any]) -> str:
+    """What the API server says refusing ``spec`` as a change of export ``name``'s spec."""
+    with pytest.raises(ApiError) as refused:
+        _patch_spec(kube, name, namespace, spec)
+    return str(refused.value.status.message)
+
+
+IMMUTABLE = "delivery inputs are immutable; only cancel and retryNonce may change"
+
+
 def _export(kube: Client, namespace: str, phases: tuple[str, ...], other_than: str = "") -> dict[str, Any]:
     """The namespace's one ReportExport (whose UID is not ``other_than``), once its phase is one
     of ``phases``."""
@@ -201,10 +211,8 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
             f"POST {webhook.url}: HTTP 503: answered 503 (attempt 1; next in 3600s)"
         )
 
-        with pytest.raises(ApiError) as refused:
-            _patch_spec(kube, name, namespace, {"webhook": {"url": "https://elsewhere.example.com/"}})
-        assert "delivery inputs are immutable; only cancel and retryNonce may change" in str(
-            refused.value.status.message
+        assert IMMUTABLE in _refused_change(
+            kube, name, namespace, {"webhook": {"url": "https://elsewhere.example.com/"}}
         )
 
         _patch_spec(kube, name, namespace, {"cancel": True})
@@ -235,11 +243,7 @@ def test_a_report_whose_result_the_policy_does_not_send_is_skipped_not_sent(
     assert status["result"] == "PASSED" and "snapshotRef" not in status and "attempts" not in status
     assert export["spec"]["results"] == ["FAILED", "INCOMPLETE"]
     assert _events(kube, namespace, export) == [("Normal", "ResultNotSelected", message)]
-    with pytest.raises(ApiError) as refused:
-        _patch_spec(kube, export["metadata"]["name"], namespace, {"results": ["PASSED"]})
-    assert "delivery inputs are immutable; only cancel and retryNonce may change" in str(
-        refused.value.status.message
-    )
+    assert IMMUTABLE in _refused_change(kube, export["metadata"]["name"], namespace, {"results": ["PASSED"]})
 
 
 @pytest.mark.parametrize(

@@ -284,7 +284,6 @@ def test_run_cleanup_fails_a_passed_run_whose_release_timed_out(
 
 def test_run_cleanup_of_a_run_refused_before_its_workflow_ends_at_once(
     control_plane: ControlPlane,
-    kube: Client,
     namespace: str,
     gpu_nodes: Any,
     default_manager: ManagerProcess,
