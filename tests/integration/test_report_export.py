@@ -25,11 +25,10 @@ from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
 from nvcre.cli.report_io import read_certification_report
 from nvcre.naming import certification_workflow_name
 from nvcre.report.jsonreport import to_json
-from nvcre.testing.builders import pool_spec
+from nvcre.testing.builders import new_pool
 from nvcre.testing.inspect import get, recorded_workflows
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.webhook import Webhook, policy, run_certification
-from nvcre.testing.workloads import pool_name
 
 SIGNING_KEY = b"report-signing-key-123"
 TOKEN = "bearer-token-456"
@@ -105,7 +104,7 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
                 )
             )
         )
-        cert = run_certification(kube, namespace, gpu_nodes, "exported", "signed")
+        cert = run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "exported", "signed")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         (received,) = webhook.requests()
 
@@ -145,7 +144,7 @@ def test_a_webhook_answering_500_twice_gets_the_report_on_the_third_attempt(
     webhook = Webhook([500, 500, 200])
     with webhook.serving():
         kube.create(resources.ReportExportPolicy.from_dict(policy("flaky", namespace, webhook)))
-        run_certification(kube, namespace, gpu_nodes, "retried", "flaky")
+        run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "retried", "flaky")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         received = webhook.requests()
 
@@ -166,7 +165,7 @@ def test_a_webhook_answering_400_is_not_retried_and_the_export_says_why(
     webhook = Webhook([400, 200])
     with webhook.serving():
         kube.create(resources.ReportExportPolicy.from_dict(policy("refusing", namespace, webhook)))
-        run_certification(kube, namespace, gpu_nodes, "refused", "refusing")
+        run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "refused", "refusing")
         export = _export(kube, namespace, ("Delivered", "Failed"))
         status = export["status"]
         assert status["phase"] == "Failed", status
@@ -203,7 +202,7 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
         down = policy("down", namespace, webhook)
         down["spec"]["retry"] = {"initialBackoff": "1h", "maxBackoff": "1h"}
         kube.create(resources.ReportExportPolicy.from_dict(down))
-        run_certification(kube, namespace, gpu_nodes, "cancelled", "down")
+        run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "cancelled", "down")
         export = _export(kube, namespace, ("Retrying",))
         name = export["metadata"]["name"]
         assert export["status"]["attempts"] == 1 and export["status"]["lastHTTPStatus"] == 503
@@ -233,7 +232,7 @@ def test_a_report_whose_result_the_policy_does_not_send_is_skipped_not_sent(
         failures = policy("failures-only", namespace, webhook)
         failures["spec"]["source"]["results"] = ["FAILED", "INCOMPLETE"]
         kube.create(resources.ReportExportPolicy.from_dict(failures))
-        run_certification(kube, namespace, gpu_nodes, "passes", "failures-only")
+        run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "passes", "failures-only")
         export = _export(kube, namespace, ("Skipped", "Delivered", "Failed"))
         assert webhook.requests() == []
 
@@ -296,9 +295,8 @@ def test_the_export_is_the_report_nvcrectl_prints_node_history_included(
 ) -> None:
     """Two Certifications fail the same two nodes; the second's export is what ``nvcrectl
     certification report -o json`` prints of it, "2nd failure in 30 days" included."""
-    pool = pool_name()
-    nodes = sorted(str(n.metadata.name) for n in gpu_nodes(2, pool_spec(pool)) if n.metadata)
-    run_certification(kube, namespace, gpu_nodes, "fails-first", "not-exported", pool=pool, failing=True)
+    pool, nodes = new_pool(gpu_nodes, 2)
+    run_certification(kube, namespace, pool, "fails-first", "not-exported", failing=True)
     first = certification_workflow_name("fails-first", "communication", "nccl-all-reduce")
     uid = str(get(kube, resources.Workflow, first, namespace)["metadata"]["uid"])
     wait_for(
@@ -309,7 +307,7 @@ def test_the_export_is_the_report_nvcrectl_prints_node_history_included(
     webhook = Webhook([200])
     with webhook.serving():
         kube.create(resources.ReportExportPolicy.from_dict(policy("history", namespace, webhook)))
-        run_certification(kube, namespace, gpu_nodes, "fails-again", "history", pool=pool, failing=True)
+        run_certification(kube, namespace, pool, "fails-again", "history", failing=True)
         export = _export(kube, namespace, ("Delivered", "Failed"))
         (received,) = webhook.requests()
 

@@ -14,6 +14,7 @@ from typing import Any
 from lightkube import Client
 
 from nvcre import resources
+from nvcre.testing.builders import new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.manager import ManagerProcess
 from nvcre.testing.waiting import wait_for
@@ -40,7 +41,7 @@ def test_a_webhook_that_does_not_answer_delays_no_other_export(
         with silent.serving(), answering.serving():
             body = policy("silent", namespace, silent, timeout="5m")
             kube.create(resources.ReportExportPolicy.from_dict(body))
-            run_certification(kube, namespace, gpu_nodes, "both", "silent")
+            run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "both", "silent")
             wait_for(lambda: silent.requests() or None, 90, what="the silent webhook's request")
 
             # Only now the second policy, selecting the same Certification: its export is made

@@ -21,10 +21,9 @@ from lightkube import Client
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import NodeLabel
 from nvcre.naming import certification_workflow_name, job_name
-from nvcre.testing.builders import Certification, category, pool_spec
+from nvcre.testing.builders import Certification, category
 from nvcre.testing.certs import CertificateAuthority
 from nvcre.testing.inspect import finish_workflow_jobs, wait_true
-from nvcre.testing.workloads import pool_name
 
 
 @dataclass(frozen=True)
@@ -121,21 +120,11 @@ def policy(name: str, namespace: str, webhook: Webhook, **webhook_fields: Any) -
 
 
 def run_certification(
-    kube: Client,
-    namespace: str,
-    gpu_nodes: Any,
-    name: str,
-    export: str,
-    *,
-    pool: str | None = None,
-    failing: bool = False,
+    kube: Client, namespace: str, pool: str, name: str, export: str, *, failing: bool = False
 ) -> dict[str, Any]:
-    """A one-category Certification labelled ``export=<export>`` on two new kwok nodes (those of
-    ``pool`` when given), run to its end (its TrainJob ended by hand, as Trainer would, failed
-    when ``failing``); the ended Certification."""
-    if pool is None:
-        pool = pool_name()
-        gpu_nodes(2, pool_spec(pool))
+    """A one-category Certification labelled ``export=<export>`` on the nodes of ``pool``
+    (:func:`~nvcre.testing.builders.new_pool`), run to its end (its TrainJob ended by hand, as
+    Trainer would, failed when ``failing``); the ended Certification."""
     cert = (
         Certification(name)
         .namespace(namespace)
