@@ -250,14 +250,20 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
     wait_true(kube, resources.Certification, "shown", namespace, "InProgress")
 
     running = kubectl_get(kube, resources.Certification, namespace)["shown"]
-    assert (running["NAME"], running["STATUS"], running["RUNNING"], running["FAILED-CATEGORY"]) == (
-        "shown",
-        "InProgress",
-        "nccl-all-reduce",
-        None,
-    )
+    assert {
+        k: running[k] for k in ("NAME", "STATUS", "PROGRESS", "RUNNING", "FAILED-CATEGORY", "FAILED-NODES")
+    } == {
+        "NAME": "shown",
+        "STATUS": "InProgress",
+        "PROGRESS": "0/2",
+        "RUNNING": "nccl-all-reduce",
+        "FAILED-CATEGORY": None,
+        "FAILED-NODES": 0,
+    }
     assert running["REASON"] and re.fullmatch(r"\d+s", running["AGE"])
-    assert list(running) == ["NAME", "STATUS", "REASON", "RUNNING", "FAILED-CATEGORY", "AGE"]
+    assert list(running) == [
+        *("NAME", "STATUS", "REASON", "PROGRESS", "RUNNING", "FAILED-CATEGORY", "FAILED-NODES", "AGE")
+    ]
     workflow = wait_for(
         lambda: (
             (w := kubectl_get(kube, resources.Workflow, namespace, wide=True).get(first))
@@ -299,12 +305,15 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
         "NAME": "shown",
         "STATUS": "Failed",
         "REASON": "WorkflowFailed",
+        "PROGRESS": "2/2",
         "RUNNING": None,
         "FAILED-CATEGORY": "nccl-all-reduce",
+        "FAILED-NODES": len(nodes),
         "MESSAGE": "One or more certification categories failed",
     }
     workflows = kubectl_get(kube, resources.Workflow, namespace)
     assert (workflows[first]["STATUS"], workflows[second]["STATUS"]) == ("Failed", "Succeeded")
+    assert (workflows[first]["FAILED-NODES"], workflows[second]["FAILED-NODES"]) == (len(nodes), None)
     assert kubectl_get(kube, resources.Job, namespace)[f"{first}-job"]["STATUS"] == "Failed"
 
 

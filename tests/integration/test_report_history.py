@@ -33,7 +33,7 @@ from nvcre.testing.access import (
 from nvcre.testing.binaries import repo_root
 from nvcre.testing.builders import WorkloadRun, pool_spec
 from nvcre.testing.controlplane import ControlPlane
-from nvcre.testing.inspect import finish_workflow_jobs, get, recorded_workflows, wait_true
+from nvcre.testing.inspect import finish_workflow_jobs, get, kubectl_get, recorded_workflows, wait_true
 from nvcre.testing.waiting import wait_for
 from nvcre.testing.workloads import pool_name
 
@@ -47,6 +47,7 @@ def _failing_run(kube: Client, namespace: str, pool: str, name: str, nodes: list
     kube.create(resources.WorkloadRun.from_dict(run.framework(MPI).nodes(2).pool(pool).obj()))
     finish_workflow_jobs(kube, namespace, name, 1, failing=frozenset({f"{name}-job"}))
     wait_true(kube, resources.WorkloadRun, name, namespace, "Failed", timeout=90)
+    assert kubectl_get(kube, resources.WorkloadRun, namespace)[name]["FAILED-NODES"] == len(nodes)
     uid = str(get(kube, resources.Workflow, name, namespace)["metadata"]["uid"])
     wait_for(
         lambda: all(uid in recorded_workflows(kube, n) for n in nodes),

@@ -96,3 +96,20 @@ def test_a_stale_failure_whose_workflow_still_runs_is_recovered() -> None:
     assert recovered is not None and [e["status"] for e in recovered] == ["InProgress", "Failed"]
     assert cert["status"]["categoryStatuses"][0]["status"] == "Failed"
     assert sequencing.recovered(cert, lambda _ns, _name: None) is None
+
+
+def test_the_summary_counts_categories_ended_and_each_categorys_failed_nodes() -> None:
+    statuses = [
+        {"status": "Failed", "failedNodeCount": 2},
+        {"status": "Succeeded"},
+        {"status": "InProgress", "failedNodeCount": 1},
+        {"status": "Pending"},
+    ]
+    assert sequencing.summary(statuses) == {"progress": "2/4", "failedNodeCount": 3}
+    assert sequencing.summary([]) == {"progress": "0/0", "failedNodeCount": 0}
+
+
+def test_a_category_copies_its_workflows_failed_node_count() -> None:
+    workflow = {"status": {"failedNodesRef": {"kind": "ConfigMap", "name": "f"}, "failedNodeCount": 2}}
+    entry = sequencing.with_workflow_record({"status": "Failed"}, workflow)
+    assert (entry["failedNodesRef"], entry["failedNodeCount"]) == ({"kind": "ConfigMap", "name": "f"}, 2)

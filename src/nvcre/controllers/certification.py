@@ -164,6 +164,7 @@ class CertificationController:
         def extra(status: dict[str, Any]) -> None:
             if fixed is not None:
                 status["categoryStatuses"] = copy.deepcopy(fixed)
+                status.update(sequencing.summary(fixed))
             if validation is not None:
                 set_in_status(
                     status,

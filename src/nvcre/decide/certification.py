@@ -138,9 +138,19 @@ def _running(message: str) -> Transition:
     return Transition(ConditionType.IN_PROGRESS, CertificationReason.WORKFLOW_RUNNING, message)
 
 
-RECORDED_FIELDS = ("succeededNodesRef", "failedNodesRef", "provenance")
-"""What a category's entry copies from its Workflow's status: the node-result ConfigMap refs and
-the provenance (spec digest, images that ran)."""
+RECORDED_FIELDS = ("succeededNodesRef", "failedNodesRef", "failedNodeCount", "provenance")
+"""What a category's entry copies from its Workflow's status: the node-result ConfigMap refs, the
+count of failed nodes and the provenance (spec digest, images that ran)."""
+
+
+def summary(statuses: Sequence[Entry]) -> dict[str, Any]:
+    """The Certification's printed summary of its category statuses: ``progress`` (categories
+    ended of all) and ``failedNodeCount`` (each category's failed nodes, summed)."""
+    ended = sum(1 for s in statuses if s.get("status") in ("Succeeded", "Failed"))
+    return {
+        "progress": f"{ended}/{len(statuses)}",
+        "failedNodeCount": sum(int(s.get("failedNodeCount") or 0) for s in statuses),
+    }
 
 
 def with_workflow_record(entry: Entry, workflow: Obj) -> Entry:

@@ -163,6 +163,9 @@ class CategoryStatus(NvcreModel):
     status: CategoryPhase
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    failed_node_count: int | None = Field(
+        default=None, description="Nodes the category's failed-nodes ConfigMap names."
+    )
     provenance: Provenance | None = Field(
         default=None,
         description="The category's Workflow's: its spec's digest and the images its pods really ran.",
@@ -172,6 +175,11 @@ class CategoryStatus(NvcreModel):
 class CertificationStatus(NvcreModel):
     conditions: list[Condition] | None = None
     category_statuses: list[CategoryStatus] | None = None
+    progress: str | None = Field(default=None, description="Categories ended of all, e.g. 2/3.")
+    failed_node_count: int | None = Field(
+        default=None,
+        description="Failed nodes, each category's counted (a node failed in two categories counts twice).",
+    )
 
 
 class Certification(Resource):
@@ -181,6 +189,7 @@ class Certification(Resource):
     SHORT_NAMES = ("nvcert",)
     COLUMNS = (
         *state_columns("Certification"),
+        Column("Progress", ".status.progress", "Categories ended of all."),
         Column(
             "Running",
             '.status.categoryStatuses[?(@.status=="InProgress")].variant',
@@ -190,6 +199,12 @@ class Certification(Resource):
             "Failed-Category",
             '.status.categoryStatuses[?(@.status=="Failed")].variant',
             "The first category that failed (the report lists them all).",
+        ),
+        Column(
+            "Failed-Nodes",
+            ".status.failedNodeCount",
+            "Failed nodes, each category's counted (a node failed in two categories counts twice).",
+            "integer",
         ),
         AGE,
         MESSAGE,

@@ -356,6 +356,7 @@ class WorkflowStatus(NvcreModel):
     namespace: str | None = None
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    failed_node_count: int | None = Field(default=None, description="Nodes its failed-nodes ConfigMap names.")
     dependency_refs: list[DependencyRef] | None = None
     orchestration: OrchestrationStatus | None = None
     node_results: dict[str, NodeResult] | None = None
@@ -382,6 +383,9 @@ class Workflow(Resource):
             "integer",
         ),
         Column("Nodes/Job", ".status.orchestration.nodesPerJob", "Nodes of each group's Job.", "integer"),
+        Column(
+            "Failed-Nodes", ".status.failedNodeCount", "Nodes its failed-nodes ConfigMap names.", "integer"
+        ),
         Column(
             "Iteration",
             ".status.orchestration.currentIteration",

@@ -142,6 +142,7 @@ class WorkloadRunStatus(NvcreModel):
     resolved_gpus_per_node: int | None = None
     succeeded_nodes_ref: TypedLocalObjectReference | None = None
     failed_nodes_ref: TypedLocalObjectReference | None = None
+    failed_node_count: int | None = Field(default=None, description="Nodes its failed-nodes ConfigMap names.")
     provenance: Provenance | None = Field(
         default=None, description="Its Workflow's: the spec's digest and the images its pods really ran."
     )
@@ -159,6 +160,9 @@ class WorkloadRun(Resource):
             "Platform", ".status.detectedPlatform", "The platform the nodes run on (from their providerID)."
         ),
         Column("GPU", ".status.detectedGPUArchitecture", "The GPU architecture of the nodes."),
+        Column(
+            "Failed-Nodes", ".status.failedNodeCount", "Nodes its failed-nodes ConfigMap names.", "integer"
+        ),
         Column("Workflow", ".status.workflowRef.name", "The Workflow it runs.", priority=1),
         AGE,
         MESSAGE,

@@ -17,7 +17,13 @@ from nvcre.api.v1alpha1.constants import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.naming import failed_nodes_config_map_name, succeeded_nodes_config_map_name
-from nvcre.orchestration.result_configmaps import failed_entries, merge_failed, merge_succeeded, payload
+from nvcre.orchestration.result_configmaps import (
+    decode_failed,
+    failed_entries,
+    merge_failed,
+    merge_succeeded,
+    payload,
+)
 from nvcre.runtime.writes import ConflictRetriesExhausted
 
 ATTEMPTS = 10
@@ -30,9 +36,11 @@ async def _merge(
     merge: Callable[[bytes | None, Any], bytes],
     entries: list[Any],
     ref_field: str,
-) -> None:
+) -> bytes | None:
+    """Merge ``entries`` into the ConfigMap and set its ref; the merged payload (None: nothing
+    to merge)."""
     if not entries:
-        return
+        return None
     client = state.ctx.client
     for _ in range(ATTEMPTS):
         live = await get_live(client, ConfigMap, name, state.namespace)
@@ -58,7 +66,7 @@ async def _merge(
                 continue  # someone wrote it meanwhile: merge into the fresh copy
             raise
         state.refs[ref_field] = {"kind": "ConfigMap", "name": name}
-        return
+        return base64.b64decode(encoded)
     raise ConflictRetriesExhausted(
         f"ConfigMap {state.namespace}/{name}: still conflicting after {ATTEMPTS} attempts"
     )
@@ -76,7 +84,9 @@ async def record_succeeded(state: WorkflowState, nodes: Iterable[str]) -> None:
 
 
 async def record_failed(state: WorkflowState, entries: Iterable[Mapping[str, Any]]) -> None:
-    await _merge(
+    """Merge ``entries`` into the failed-nodes ConfigMap; its ref and the count of the nodes it
+    names go in the status."""
+    merged = await _merge(
         state,
         failed_nodes_config_map_name(state.uid),
         FAILED_NODES_KEY,
@@ -84,6 +94,8 @@ async def record_failed(state: WorkflowState, entries: Iterable[Mapping[str, Any
         list(entries),
         "failedNodesRef",
     )
+    if merged is not None:
+        state.refs["failedNodeCount"] = len({str(e["name"]) for e in decode_failed(merged)})
 
 
 async def failed_node_names(state: WorkflowState) -> set[str]:
