@@ -15,6 +15,7 @@ from nvcre.decide.release import (
     combine,
     decide,
     leftovers_of,
+    proven,
     summary,
     to_delete,
 )
@@ -104,6 +105,12 @@ def test_one_workflow_is_mirrored() -> None:
 def test_owners_wait_for_every_workflow_to_decide() -> None:
     assert combine({"a": workflow("True", "Released", "none"), "b": workflow()}) is None
     assert combine({"a": None, "b": workflow()}) is None
+
+
+def test_a_run_that_said_released_stays_released() -> None:
+    assert proven(workflow("True", "Released", "none"))
+    assert not proven(workflow("False", "Releasing", "1 of the run's objects remain: 1 Pod (p)"))
+    assert not proven(workflow())
 
 
 def test_a_run_that_made_no_workflow_holds_nothing() -> None:

@@ -352,6 +352,8 @@ class CertificationController:
     async def _mirror_release(self, cert: Obj) -> None:
         """An ended Certification's ``ResourcesReleased`` combines its Workflows' (a Workflow the
         cache lacks is read live: only the API server may say it is gone)."""
+        if release.proven(cert):
+            return
         namespace = cert["metadata"]["namespace"]
         refs = [
             entry.get("workflowRef") or {}

@@ -222,6 +222,8 @@ class WorkloadRunController:
     async def _mirror_release(self, run: Obj) -> None:
         """An ended run's ``ResourcesReleased`` is its Workflow's (released when it ended before
         it made one; unproven when its Workflow is gone, which only a live read may say)."""
+        if release.proven(run):
+            return
         ref = (run.get("status") or {}).get("workflowRef") or {}
         workflows: dict[str, Obj | None] = {}
         if ref.get("name"):

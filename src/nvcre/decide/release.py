@@ -185,6 +185,13 @@ def decide(
     )
 
 
+def proven(owner: Obj) -> bool:
+    """The ended run already says Released: what it held is gone and an ended run makes nothing
+    new, so nothing changes that, not even its Workflows going afterwards."""
+    condition = condition_of(owner, ConditionType.RESOURCES_RELEASED)
+    return condition is not None and condition.get("status") == ConditionStatus.TRUE
+
+
 def combine(workflows: Mapping[str, Obj | None]) -> Release | None:
     """An ended owner's condition from its Workflows' (by name; None: one a live read found
     gone): None while one has not decided yet; else timed out if one timed out, releasing if one
