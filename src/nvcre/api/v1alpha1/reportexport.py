@@ -55,6 +55,17 @@ ReportResult = Annotated[
 """An ended Certification's report result."""
 
 
+def _results(description: str) -> Any:
+    """A set of report results (the policy's ``source.results`` and its copy on each export)."""
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description=description,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+
+
 class SecretKeyRef(NvcreModel):
     """A key of a Secret in the policy's namespace."""
 
@@ -73,13 +84,9 @@ class ExportSource(NvcreModel):
     selector: LabelSelector | None = Field(
         default=None, description="Only the Certifications with these labels (all when unset)."
     )
-    results: list[ReportResult] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=3,
-        description="Only the reports with one of these results (all when unset); the export of "
-        "another ends Skipped, its report never sent.",
-        json_schema_extra={"x-kubernetes-list-type": "set"},
+    results: list[ReportResult] | None = _results(
+        "Only the reports with one of these results (all when unset); the export of another ends "
+        "Skipped, its report never sent."
     )
 
 
@@ -177,12 +184,8 @@ class ReportExportSpec(NvcreModel):
     policy_ref: PolicyRef
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
-    results: list[ReportResult] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=3,
-        description="The results whose report is sent (all when unset): the policy's source.results.",
-        json_schema_extra={"x-kubernetes-list-type": "set"},
+    results: list[ReportResult] | None = _results(
+        "The results whose report is sent (all when unset): the policy's source.results."
     )
     cancel: bool | None = Field(
         default=None, description="Stop: a report not delivered yet is not sent (phase Cancelled)."
