@@ -146,7 +146,7 @@ count of failed nodes and the provenance (spec digest, images that ran)."""
 def summary(statuses: Sequence[Entry]) -> dict[str, Any]:
     """The Certification's printed summary of its category statuses: ``progress`` (categories
     ended of all) and ``failedNodeCount`` (each category's failed nodes, summed)."""
-    ended = sum(1 for s in statuses if s.get("status") in ("Succeeded", "Failed"))
+    ended = sum(1 for s in statuses if s.get("status") in DONE)
     return {
         "progress": f"{ended}/{len(statuses)}",
         "failedNodeCount": sum(int(s.get("failedNodeCount") or 0) for s in statuses),

@@ -27,7 +27,7 @@ from nvcre.api.v1alpha1.constants import (
     ReleaseReason,
     TrainerKind,
 )
-from nvcre.conditions import condition_of
+from nvcre.conditions import condition_of, condition_true
 from nvcre.durations import format_duration
 from nvcre.naming import trainjob_name
 from nvcre.objects import Obj
@@ -188,8 +188,7 @@ def decide(
 def proven(owner: Obj) -> bool:
     """The ended run already says Released: what it held is gone and an ended run makes nothing
     new, so nothing changes that, not even its Workflows going afterwards."""
-    condition = condition_of(owner, ConditionType.RESOURCES_RELEASED)
-    return condition is not None and condition.get("status") == ConditionStatus.TRUE
+    return condition_true(owner, ConditionType.RESOURCES_RELEASED)
 
 
 def combine(workflows: Mapping[str, Obj | None]) -> Release | None:
