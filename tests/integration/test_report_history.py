@@ -24,6 +24,7 @@ from lightkube.resources.rbac_authorization_v1 import RoleBinding
 from nvcre import resources
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.cli.main import cli
+from nvcre.conditions import condition_true
 from nvcre.testing.access import (
     aggregate_cluster_roles,
     apply_manifests,
@@ -42,7 +43,7 @@ MPI = {"mpi": {"binary": "/usr/local/bin/all_reduce_perf_mpi", "mpirunPath": "/u
 
 def _failing_run(kube: Client, namespace: str, pool: str, name: str, nodes: list[str]) -> None:
     """A 2-node WorkloadRun whose one Job fails (WorkloadFailed for both nodes), once the manager
-    has written its result into both nodes' records."""
+    has written its result into both nodes' records and released its workload."""
     run = WorkloadRun(name).namespace(namespace).image("nvcr.io/nvidia/pytorch:26.01-py3")
     kube.create(resources.WorkloadRun.from_dict(run.framework(MPI).nodes(2).pool(pool).obj()))
     finish_workflow_jobs(kube, namespace, name, 1, failing=frozenset({f"{name}-job"}))
@@ -53,6 +54,13 @@ def _failing_run(kube: Client, namespace: str, pool: str, name: str, nodes: list
         lambda: all(uid in recorded_workflows(kube, n) for n in nodes),
         60,
         what=f"the results of {name} in the records of {nodes}",
+    )
+    # Its last change (the report prints "Released: yes" from then on): reports read before and
+    # after it compare equal.
+    wait_for(
+        lambda: condition_true(get(kube, resources.WorkloadRun, name, namespace), "ResourcesReleased"),
+        60,
+        what=f"{name} ResourcesReleased",
     )
 
 
