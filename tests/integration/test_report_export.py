@@ -213,6 +213,8 @@ def test_a_cancelled_export_is_not_sent_again_and_its_delivery_inputs_are_immuta
         assert IMMUTABLE in _refused_change(
             kube, name, namespace, {"webhook": {"url": "https://elsewhere.example.com/"}}
         )
+        assert export["spec"]["retention"] == {"succeeded": "168h", "failed": "720h"}  # the policy's
+        assert IMMUTABLE in _refused_change(kube, name, namespace, {"retention": {"failed": "1h"}})
 
         _patch_spec(kube, name, namespace, {"cancel": True})
         cancelled = _export(kube, namespace, ("Cancelled",))
@@ -256,6 +258,14 @@ def test_a_report_whose_result_the_policy_does_not_send_is_skipped_not_sent(
         ),
         ({"webhook": {"url": "https://x"}, "source": {"namespaces": []}}, "spec.source.namespaces"),
         ({"webhook": {"url": "https://x"}, "source": {"results": ["SOMETIMES"]}}, "spec.source.results[0]"),
+        (
+            {"webhook": {"url": "https://x"}, "retention": {"succeeded": "30m"}},
+            "succeeded retention must be between 1h and 365 days",
+        ),
+        (
+            {"webhook": {"url": "https://x"}, "retention": {"failed": "9000h"}},
+            "failed retention must be between 1h and 365 days",
+        ),
     ],
 )
 def test_a_bad_policy_is_refused_naming_the_field(
@@ -272,7 +282,7 @@ def test_a_bad_policy_is_refused_naming_the_field(
     assert message in str(refused.value.status.message)
 
 
-def test_a_policys_omitted_retry_is_defaulted(kube: Client, namespace: str) -> None:
+def test_a_policys_omitted_retry_and_retention_are_defaulted(kube: Client, namespace: str) -> None:
     body = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "ReportExportPolicy",
@@ -286,6 +296,7 @@ def test_a_policys_omitted_retry_is_defaulted(kube: Client, namespace: str) -> N
         "maxAttempts": 100,
         "maxElapsedTime": "24h",
     }
+    assert created["spec"]["retention"] == {"succeeded": "168h", "failed": "720h"}
     assert created["spec"]["webhook"]["timeout"] == "10s"
     assert created["spec"]["source"]["kind"] == "Certification"
 

@@ -207,6 +207,9 @@ def test_crd_defaults_only_where_the_api_has_them() -> None:
                 "retry.maxBackoff": "15m",
                 "retry.maxAttempts": 100,
                 "retry.maxElapsedTime": "24h",
+                "retention": {},
+                "retention.succeeded": "168h",
+                "retention.failed": "720h",
                 "webhook.timeout": "10s",
             }.items()
         },

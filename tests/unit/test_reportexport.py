@@ -35,21 +35,21 @@ def _policy(**spec: Any) -> dict[str, Any]:
 
 
 def test_a_policy_exports_the_ended_certifications_of_its_namespaces_with_its_labels() -> None:
-    assert rx.exportable(_policy(), _cert())
-    assert not rx.exportable(_policy(), _cert(ended=False))
-    assert not rx.exportable(_policy(), _cert(namespace="team-b"))
-    assert not rx.exportable(_policy(suspend=True), _cert())
+    assert rx.exportable(_policy(), _cert(), AT)
+    assert not rx.exportable(_policy(), _cert(ended=False), AT)
+    assert not rx.exportable(_policy(), _cert(namespace="team-b"), AT)
+    assert not rx.exportable(_policy(suspend=True), _cert(), AT)
     labelled = _policy(source={"namespaces": ["team-a"], "selector": {"matchLabels": {"export": "yes"}}})
-    assert rx.exportable(labelled, _cert({"export": "yes"}))
-    assert not rx.exportable(labelled, _cert({"export": "no"}))
+    assert rx.exportable(labelled, _cert({"export": "yes"}), AT)
+    assert not rx.exportable(labelled, _cert({"export": "no"}), AT)
     expression = _policy(
         source={
             "namespaces": ["team-a"],
             "selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
         }
     )
-    assert rx.exportable(expression, _cert({"tier": "gold"}))
-    assert not rx.exportable(expression, _cert())
+    assert rx.exportable(expression, _cert({"tier": "gold"}), AT)
+    assert not rx.exportable(expression, _cert(), AT)
 
 
 def test_the_export_is_named_after_policy_namespace_certification_and_uid_and_freezes_the_policy() -> None:
@@ -181,3 +181,31 @@ def test_a_report_of_a_result_the_export_does_not_send_is_skipped() -> None:
         "completionTime": "2026-12-05T01:00:00Z",
     }
     assert "Skipped" in rx.TERMINAL_PHASES
+
+
+# --- retention ---------------------------------------------------------------------------------
+
+
+def test_an_ended_export_expires_a_retention_after_its_completion_by_how_it_ended() -> None:
+    done = "2026-12-05T01:00:00Z"
+    kept = {"retention": {"succeeded": "2h", "failed": "48h"}}
+    assert rx.expiry(kept, {"phase": "Delivered", "completionTime": done}) == AT + timedelta(hours=2)
+    assert rx.expiry(kept, {"phase": "Skipped", "completionTime": done}) == AT + timedelta(hours=2)
+    assert rx.expiry(kept, {"phase": "Failed", "completionTime": done}) == AT + timedelta(hours=48)
+    assert rx.expiry(kept, {"phase": "Cancelled", "completionTime": done}) == AT + timedelta(hours=48)
+    # the defaults: a week after a delivery, 30 days after a failure
+    assert rx.expiry({}, {"phase": "Delivered", "completionTime": done}) == AT + timedelta(days=7)
+    assert rx.expiry({}, {"phase": "Failed", "completionTime": done}) == AT + timedelta(days=30)
+    for running in ("SnapshotReady", "Retrying", None):
+        assert rx.expiry(kept, {"phase": running, "completionTime": done}) is None
+
+
+def test_a_policy_exports_only_certifications_that_ended_within_its_shorter_retention() -> None:
+    ended_at = datetime(2026, 12, 5, 0, 0, 0, tzinfo=UTC)  # _cert()'s Succeeded time
+    policy = _policy(retention={"succeeded": "3h", "failed": "720h"})
+    assert rx.exportable(policy, _cert(), ended_at + timedelta(hours=2, minutes=59))
+    assert not rx.exportable(policy, _cert(), ended_at + timedelta(hours=3))
+    assert rx.exportable(_policy(), _cert(), ended_at + timedelta(days=6, hours=23))  # 168h default
+    assert not rx.exportable(_policy(), _cert(), ended_at + timedelta(days=7))
+    body = rx.export_body(policy, _cert())
+    assert body["spec"]["retention"] == {"succeeded": "3h", "failed": "720h"}  # frozen with it

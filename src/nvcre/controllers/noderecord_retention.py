@@ -30,6 +30,7 @@ from nvcre.controllers.children import delete_unchanged
 from nvcre.controllers.context import Context
 from nvcre.fleet.retention import Expired, format_retention, sweep
 from nvcre.objects import Obj, ObjectKey
+from nvcre.runtime.clock import MAX_WALL_WAIT_SECONDS
 from nvcre.runtime.controller import Controller, Result
 from nvcre.runtime.writes import Conflict
 
@@ -38,10 +39,8 @@ log = logging.getLogger(__name__)
 NAME = "noderecord-retention"
 SWEEP = ObjectKey("", "noderecords")
 """The one key: every pass decides every record."""
-MAX_WAIT_SECONDS = 3600.0
-"""The longest wait before the next pass while a record is due to expire: the wait is measured on
-the monotonic clock, the expiry on the wall clock, so a wall clock set forward moves a deletion
-by at most this."""
+MAX_WAIT_SECONDS = MAX_WALL_WAIT_SECONDS
+"""The longest wait before the next pass while a record is due to expire."""
 DELETES_IN_FLIGHT = 16
 """Records deleted at a time (a fleet torn down leaves thousands due at once)."""
 

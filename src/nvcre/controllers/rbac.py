@@ -130,9 +130,9 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     ),
     *_parent(
         "reportexports",
-        ("get", "list", "watch", "create"),
+        ("get", "list", "watch", "create", "delete"),
         f"{_CACHE}; create: one per policy and ended Certification; get: the live read before a "
-        "snapshot or a delivery",
+        "snapshot or a delivery; delete: an ended one whose retention has passed",
         "its snapshot ConfigMap",
     ),
     Rule(

@@ -2,7 +2,9 @@
 
 Two controllers. ``reportexportpolicy`` (keyed by policy, woken by its policies, by every
 Certification of their source namespaces and by their exports) creates one ReportExport in the policy's namespace for
-each ended Certification it selects that has none. ``reportexport`` freezes the export's report
+each ended Certification it selects that has none and that ended within the policy's shorter
+retention (``nvcre.decide.reportexport.exportable``), so that an export its retention deleted is
+not made again. An ended export is deleted once its retention has passed. ``reportexport`` freezes the export's report
 (the JSON ``nvcrectl certification report -o json`` prints, built by the same code) into a
 ConfigMap the export owns, then hands it to :class:`Delivery`, which POSTs it off the reconcile
 path: its own tasks with their own concurrency bound, each request bounded by the webhook's
@@ -39,6 +41,7 @@ from nvcre.controllers.children import (
     NameTaken,
     create_controlled,
     create_or_adopt,
+    delete_if_present,
     get_live,
 )
 from nvcre.controllers.context import Context
@@ -49,6 +52,7 @@ from nvcre.report import linking
 from nvcre.report.build import CertificationObjects, certification_report
 from nvcre.report.history import target_nodes
 from nvcre.report.jsonreport import to_json
+from nvcre.runtime.clock import MAX_WALL_WAIT_SECONDS
 from nvcre.runtime.controller import Controller, Result
 from nvcre.runtime.informer import Informer
 from nvcre.runtime.objects import to_plain
@@ -258,7 +262,7 @@ class ReportExportControllers:
             return None
         for namespace in ((policy.get("spec") or {}).get("source") or {}).get("namespaces") or ():
             for cert in self.certifications.items(namespace):
-                if not rx.exportable(policy, cert):
+                if not rx.exportable(policy, cert, self.ctx.clock.now()):
                     continue
                 body = rx.export_body(policy, cert)
                 if self.exports.get(key.namespace, body["metadata"]["name"]) is not None:
@@ -284,7 +288,7 @@ class ReportExportControllers:
             await announce(self.ctx, written, asked.get("phase"))
             return None
         if status.get("phase") in rx.TERMINAL_PHASES:
-            return None
+            return await self._expire(export)
         if not status.get("snapshotRef"):
             return await self._freeze(export)
         wait = rx.wait_seconds(status, self.ctx.clock.now())
@@ -292,6 +296,30 @@ class ReportExportControllers:
             return Result(requeue_after=wait)
         self.delivery.submit(key, export)
         return Result(requeue_after=IN_FLIGHT_RECHECK)
+
+    async def _expire(self, export: Obj) -> Result | None:
+        """Delete an ended export once its retention has passed (its snapshot ConfigMap goes with
+        it, through the garbage collector); until then look again when it will have (at most
+        :data:`MAX_WALL_WAIT_SECONDS` ahead)."""
+        expires = rx.expiry(export["spec"], export.get("status") or {})
+        if expires is None:
+            return None
+        left = (expires - self.ctx.clock.now()).total_seconds()
+        if left > 0:
+            return Result(requeue_after=min(left, MAX_WALL_WAIT_SECONDS))
+        meta = export["metadata"]
+        if await delete_if_present(
+            self.ctx.client, resources.ReportExport, meta["name"], meta["namespace"], uid=meta["uid"]
+        ):
+            log.info(
+                "report export %s/%s deleted: %s at %s, its retention ended at %s",
+                meta["namespace"],
+                meta["name"],
+                export["status"]["phase"],
+                export["status"]["completionTime"],
+                format_time(expires),
+            )
+        return None
 
     async def _end(self, export: Obj, reason: str, message: str) -> None:
         now = format_time(self.ctx.clock.now())

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import GROUP, VERSION, Kind
 from nvcre.api.v1alpha1.meta import format_time, parse_time
+from nvcre.api.v1alpha1.reportexport import Retention
 from nvcre.conditions import ended
 from nvcre.durations import parse_duration
 from nvcre.naming import MAX_K8S_NAME_LEN, short_hash, truncate
@@ -45,6 +46,9 @@ SKIPPED: Final = "Skipped"
 RESULT_NOT_SELECTED: Final = "ResultNotSelected"
 TERMINAL_PHASES: Final = frozenset({DELIVERED, FAILED, CANCELLED, SKIPPED})
 """Phases after which nothing is sent (a Failed export again only for a new ``retryNonce``)."""
+KEPT_AS_SUCCEEDED: Final = frozenset({DELIVERED, SKIPPED})
+"""Ended phases kept for ``retention.succeeded``; the others (Failed, Cancelled) for ``retention.failed``."""
+DEFAULT_RETENTION: Final = Retention()
 
 Obj = Mapping[str, Any]
 
@@ -69,9 +73,36 @@ def selects(policy: Obj, certification: Obj) -> bool:
     return all(expression_holds(labels, e) for e in selector.get("matchExpressions") or ())
 
 
-def exportable(policy: Obj, certification: Obj) -> bool:
-    """``policy`` selects ``certification`` and it has ended (its report is final)."""
-    return ended(certification) is not None and selects(policy, certification)
+def _retention(spec: Obj) -> tuple[timedelta, timedelta]:
+    """(succeeded, failed) retention of a policy's or an export's spec."""
+    retention = spec.get("retention") or {}
+    return (
+        timedelta(seconds=_seconds(retention.get("succeeded"), DEFAULT_RETENTION.succeeded)),
+        timedelta(seconds=_seconds(retention.get("failed"), DEFAULT_RETENTION.failed)),
+    )
+
+
+def exportable(policy: Obj, certification: Obj, now: datetime) -> bool:
+    """``policy`` selects ``certification`` and it has ended (its report is final), less than the
+    shorter retention ago. An export ends no earlier than its Certification and is deleted a
+    retention after it ended, so by then its Certification is out of this window: an export
+    the retention deleted is never made (and sent) again."""
+    end = ended(certification)
+    if end is None or not selects(policy, certification):
+        return False
+    if not end[1]:
+        return True
+    return parse_time(end[1]) > now - min(_retention(policy.get("spec") or {}))
+
+
+def expiry(spec: Obj, status: Obj) -> datetime | None:
+    """When an ended export is deleted: its ``completionTime`` plus the retention of how it
+    ended. None while it has not ended."""
+    completed = status.get("completionTime")
+    if status.get("phase") not in TERMINAL_PHASES or not completed:
+        return None
+    succeeded, failed = _retention(spec)
+    return parse_time(str(completed)) + (succeeded if status["phase"] in KEPT_AS_SUCCEEDED else failed)
 
 
 def export_name(policy: Obj, certification: Obj) -> str:
@@ -102,8 +133,9 @@ def export_body(policy: Obj, certification: Obj) -> dict[str, Any]:
             "webhook": dict(spec.get("webhook") or {}),
         },
     }
-    if spec.get("retry"):
-        body["spec"]["retry"] = dict(spec["retry"])
+    for frozen in ("retry", "retention"):
+        if spec.get(frozen):
+            body["spec"][frozen] = dict(spec[frozen])
     results = (spec.get("source") or {}).get("results")
     if results:
         body["spec"]["results"] = list(results)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Final, Protocol
+
+MAX_WALL_WAIT_SECONDS: Final = 3600.0
+"""The longest requeue towards a time on the wall clock (an expiry): the wait is measured on the
+monotonic clock, so a wall clock set forward moves what is due by at most this."""
 
 
 class Clock(Protocol):

@@ -133,10 +133,28 @@ class Retry(NvcreModel):
     ] = "24h"
 
 
+class Retention(NvcreModel):
+    """How long an ended export (and its snapshot ConfigMap) is kept after its completionTime
+    before the manager deletes it."""
+
+    succeeded: Annotated[
+        str, _duration("1h", "8760h", "succeeded retention must be between 1h and 365 days")
+    ] = Field(default="168h", description="After it was Delivered or Skipped.")
+    failed: Annotated[str, _duration("1h", "8760h", "failed retention must be between 1h and 365 days")] = (
+        Field(default="720h", description="After it Failed or was Cancelled.")
+    )
+
+
 class ReportExportPolicySpec(NvcreModel):
     source: ExportSource
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
+    retention: Retention = Field(
+        default_factory=Retention,
+        json_schema_extra={"default": {}},
+        description="How long ended exports are kept; a Certification that ended longer ago than the"
+        " shorter of the two is not exported.",
+    )
     suspend: bool | None = Field(default=None, description="No new exports while true.")
 
 
@@ -175,6 +193,7 @@ class ReportExportSpec(NvcreModel):
         (
             "self.sourceRef == oldSelf.sourceRef && self.policyRef == oldSelf.policyRef && "
             "self.webhook == oldSelf.webhook && self.retry == oldSelf.retry && "
+            "self.retention == oldSelf.retention && "
             "has(self.results) == has(oldSelf.results) && (!has(self.results) || self.results == oldSelf.results)",
             "delivery inputs are immutable; only cancel and retryNonce may change",
         )
@@ -184,6 +203,7 @@ class ReportExportSpec(NvcreModel):
     policy_ref: PolicyRef
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
+    retention: Retention = Field(default_factory=Retention, json_schema_extra={"default": {}})
     results: list[ReportResult] | None = _results(
         "The results whose report is sent (all when unset): the policy's source.results."
     )
