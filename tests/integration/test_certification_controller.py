@@ -298,7 +298,10 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
 
     finish_workflow_jobs(kube, namespace, first, 1, failing=frozenset({f"{first}-job"}))
     wait_for(lambda: second in workflows_of(kube, namespace, "shown"), 60, what=second)
-    finish_workflow_jobs(kube, namespace, second, len(nodes))  # loopback: a Job per node
+    # loopback: a Job per node; its first node fails again, in a second category
+    finish_workflow_jobs(
+        kube, namespace, second, len(nodes), failing=frozenset({job_name(second, "group-0", 1, single=False)})
+    )
     wait_true(kube, resources.Certification, "shown", namespace, "Failed", timeout=120)
     done = kubectl_get(kube, resources.Certification, namespace, wide=True)["shown"]
     assert {k: v for k, v in done.items() if k != "AGE"} == {
@@ -308,12 +311,12 @@ def test_kubectl_get_shows_the_state_the_running_category_and_the_failed_one(
         "PROGRESS": "2/2",
         "RUNNING": None,
         "FAILED-CATEGORY": "nccl-all-reduce",
-        "FAILED-NODES": len(nodes),
+        "FAILED-NODES": len(nodes),  # 2 + 1 failed, one node in both: each counted once
         "MESSAGE": "One or more certification categories failed",
     }
     workflows = kubectl_get(kube, resources.Workflow, namespace)
-    assert (workflows[first]["STATUS"], workflows[second]["STATUS"]) == ("Failed", "Succeeded")
-    assert (workflows[first]["FAILED-NODES"], workflows[second]["FAILED-NODES"]) == (len(nodes), None)
+    assert (workflows[first]["STATUS"], workflows[second]["STATUS"]) == ("Failed", "Failed")
+    assert (workflows[first]["FAILED-NODES"], workflows[second]["FAILED-NODES"]) == (len(nodes), 1)
     assert kubectl_get(kube, resources.Job, namespace)[f"{first}-job"]["STATUS"] == "Failed"
 
 

@@ -98,7 +98,7 @@ def test_a_stale_failure_whose_workflow_still_runs_is_recovered() -> None:
     assert sequencing.recovered(cert, lambda _ns, _name: None) is None
 
 
-def test_the_summary_counts_categories_ended_and_each_categorys_failed_nodes() -> None:
+def test_the_summary_counts_categories_ended_and_the_failed_nodes() -> None:
     statuses = [
         {"status": "Failed", "failedNodeCount": 2},
         {"status": "Succeeded"},
@@ -107,6 +107,18 @@ def test_the_summary_counts_categories_ended_and_each_categorys_failed_nodes() -
     ]
     assert sequencing.summary(statuses) == {"progress": "2/4", "failedNodeCount": 3}
     assert sequencing.summary([]) == {"progress": "0/0", "failedNodeCount": 0}
+    # the names in the categories' failed-nodes ConfigMaps: a node failed in two counts once
+    assert sequencing.summary(statuses, ["n1", "n2", "n1"]) == {"progress": "2/4", "failedNodeCount": 2}
+
+
+def test_the_failed_nodes_configmaps_are_read_only_when_two_categories_failed_nodes() -> None:
+    one = [
+        {"status": "Failed", "failedNodeCount": 2, "failedNodesRef": {"name": "a-failed"}},
+        {"status": "Succeeded", "failedNodesRef": {"name": "b-failed"}},
+    ]
+    assert sequencing.failed_nodes_refs(one) == []  # its count is its nodes, each once
+    two = [*one, {"status": "Failed", "failedNodeCount": 1, "failedNodesRef": {"name": "c-failed"}}]
+    assert sequencing.failed_nodes_refs(two) == [{"name": "a-failed"}, {"name": "c-failed"}]
 
 
 def test_a_category_copies_its_workflows_failed_node_count() -> None:

@@ -23,6 +23,7 @@ import copy
 from typing import Any
 
 from lightkube import ApiError
+from lightkube.resources.core_v1 import ConfigMap
 from pydantic import ValidationError
 
 from nvcre import resources
@@ -61,6 +62,7 @@ from nvcre.decide import certification as sequencing
 from nvcre.decide import limits, provenance, release
 from nvcre.objects import Obj, ObjectKey
 from nvcre.orchestration.discovery import discover
+from nvcre.orchestration.result_configmaps import failed_entries
 from nvcre.runtime.controller import Controller, Result, owned_by, wake_by
 from nvcre.runtime.errors import is_invalid
 
@@ -160,11 +162,12 @@ class CertificationController:
         statuses; ``validation``: also set ``ValidationFailed=True`` with this message (same write)."""
         fixed = copy.deepcopy(statuses)
         generation = cert["metadata"].get("generation")
+        failed_nodes = None if fixed is None else await self._failed_nodes(cert, fixed)
 
         def extra(status: dict[str, Any]) -> None:
             if fixed is not None:
                 status["categoryStatuses"] = copy.deepcopy(fixed)
-                status.update(sequencing.summary(fixed))
+                status.update(sequencing.summary(fixed, failed_nodes))
             if validation is not None:
                 set_in_status(
                     status,
@@ -181,6 +184,20 @@ class CertificationController:
         return await self.ctx.status.set_exclusive(
             resources.Certification, cert, cond_type, reason, message, extra=extra, base=cert
         )
+
+    async def _failed_nodes(self, cert: Obj, statuses: list[dict[str, Any]]) -> set[str] | None:
+        """The failed nodes of every category, each once, when two or more categories failed
+        nodes (read from their failed-nodes ConfigMaps); None when the categories' counts add up
+        to it already, or a ConfigMap is gone."""
+        names: set[str] = set()
+        refs = sequencing.failed_nodes_refs(statuses)
+        for ref in refs:
+            namespace = ref.get("namespace") or cert["metadata"]["namespace"]
+            config_map = await get_live(self.ctx.client, ConfigMap, ref["name"], namespace)
+            if config_map is None:
+                return None
+            names.update(str(entry["name"]) for entry in failed_entries(config_map))
+        return names if refs else None
 
     # -- the state machine --------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ Certification's outcome follows. A failed category never stops the ones after it
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -143,14 +143,29 @@ RECORDED_FIELDS = ("succeededNodesRef", "failedNodesRef", "failedNodeCount", "pr
 count of failed nodes and the provenance (spec digest, images that ran)."""
 
 
-def summary(statuses: Sequence[Entry]) -> dict[str, Any]:
+def failed_nodes_refs(statuses: Sequence[Entry]) -> list[Mapping[str, Any]]:
+    """The failed-nodes ConfigMap refs whose names :func:`summary` needs to count each failed
+    node once: those of the categories with failed nodes, when two or more have (one category's
+    count is already its nodes, each once)."""
+    refs = [
+        s["failedNodesRef"]
+        for s in statuses
+        if int(s.get("failedNodeCount") or 0) and (s.get("failedNodesRef") or {}).get("name")
+    ]
+    return refs if len(refs) > 1 else []
+
+
+def summary(statuses: Sequence[Entry], failed_nodes: Collection[str] | None = None) -> dict[str, Any]:
     """The Certification's printed summary of its category statuses: ``progress`` (categories
-    ended of all) and ``failedNodeCount`` (each category's failed nodes, summed)."""
+    ended of all) and ``failedNodeCount``: the nodes of ``failed_nodes`` (the names in the
+    ConfigMaps of :func:`failed_nodes_refs`) when given, else each category's count, summed."""
     ended = sum(1 for s in statuses if s.get("status") in DONE)
-    return {
-        "progress": f"{ended}/{len(statuses)}",
-        "failedNodeCount": sum(int(s.get("failedNodeCount") or 0) for s in statuses),
-    }
+    count = (
+        len(set(failed_nodes))
+        if failed_nodes is not None
+        else sum(int(s.get("failedNodeCount") or 0) for s in statuses)
+    )
+    return {"progress": f"{ended}/{len(statuses)}", "failedNodeCount": count}
 
 
 def with_workflow_record(entry: Entry, workflow: Obj) -> Entry:

@@ -178,7 +178,7 @@ class CertificationStatus(NvcreModel):
     progress: str | None = Field(default=None, description="Categories ended of all, e.g. 2/3.")
     failed_node_count: int | None = Field(
         default=None,
-        description="Failed nodes, each category's counted (a node failed in two categories counts twice).",
+        description="Failed nodes of every category, each once.",
     )
 
 
@@ -203,7 +203,7 @@ class Certification(Resource):
         Column(
             "Failed-Nodes",
             ".status.failedNodeCount",
-            "Failed nodes, each category's counted (a node failed in two categories counts twice).",
+            "Failed nodes of every category, each once.",
             "integer",
         ),
         AGE,
