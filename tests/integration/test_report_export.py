@@ -21,7 +21,7 @@ from lightkube.resources.core_v1 import ConfigMap, Event, Secret
 from lightkube.types import PatchType
 
 from nvcre import resources
-from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
+from nvcre.api.v1alpha1.reportexport import CLUSTER_HEADER, DELIVERY_HEADER, REPORT_HEADER, SIGNATURE_HEADER
 from nvcre.cli.report_io import read_certification_report
 from nvcre.naming import certification_workflow_name
 from nvcre.report.jsonreport import to_json
@@ -126,6 +126,8 @@ def test_an_ended_certifications_report_reaches_the_webhook_signed(
     assert received.headers[SIGNATURE_HEADER] == expected
     assert received.headers["Authorization"] == f"Bearer {TOKEN}"
     assert received.headers[DELIVERY_HEADER] == export["metadata"]["uid"]
+    assert received.headers[REPORT_HEADER] == cert["metadata"]["uid"] == export["spec"]["reportID"]
+    assert CLUSTER_HEADER not in received.headers  # this manager has no --cluster-id
     assert received.headers["Content-Type"] == "application/json"
     snapshot = get(kube, ConfigMap, status["snapshotRef"]["name"], namespace)
     assert snapshot["metadata"]["ownerReferences"][0]["uid"] == export["metadata"]["uid"]

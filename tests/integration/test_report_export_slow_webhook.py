@@ -3,6 +3,9 @@
 the same Certification made after it is delivered to a webhook that answers. (A POST made inside
 a reconcile would hold that one worker, and the second export would wait for the first webhook.)
 
+Both POSTs carry the report's identity: the same ``X-Nvcre-Report-ID`` (the Certification's
+UID) from both policies' exports, and the manager's ``--cluster-id``.
+
 The manager is this module's own (no other runs here, so each report is sent by it alone).
 """
 
@@ -14,6 +17,7 @@ from typing import Any
 from lightkube import Client
 
 from nvcre import resources
+from nvcre.api.v1alpha1.reportexport import CLUSTER_HEADER, DELIVERY_HEADER, REPORT_HEADER
 from nvcre.testing.builders import new_pool
 from nvcre.testing.controlplane import ControlPlane
 from nvcre.testing.manager import ManagerProcess
@@ -34,14 +38,17 @@ def test_a_webhook_that_does_not_answer_delays_no_other_export(
     kube: Client, namespace: str, gpu_nodes: Any, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     manager = ManagerProcess(
-        control_plane, tmp_path, name="one-worker", extra_args=("--max-concurrent-reconciles=1",)
+        control_plane,
+        tmp_path,
+        name="one-worker",
+        extra_args=("--max-concurrent-reconciles=1", "--cluster-id=lab-east"),
     ).start()
     silent, answering = Webhook([200], held=True), Webhook([200])
     try:
         with silent.serving(), answering.serving():
             body = policy("silent", namespace, silent, timeout="5m")
             kube.create(resources.ReportExportPolicy.from_dict(body))
-            run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "both", "silent")
+            cert = run_certification(kube, namespace, new_pool(gpu_nodes, 2)[0], "both", "silent")
             wait_for(lambda: silent.requests() or None, 90, what="the silent webhook's request")
 
             # Only now the second policy, selecting the same Certification: its export is made
@@ -70,5 +77,13 @@ def test_a_webhook_that_does_not_answer_delays_no_other_export(
                 what="the silent webhook's export delivered once it answered",
             )
             assert done["status"]["attempts"] == 1 and len(silent.requests()) == 1
+        uid = cert["metadata"]["uid"]
+        for export, webhook in ((done, silent), (delivered, answering)):
+            assert (export["spec"]["reportID"], export["status"]["reportID"]) == (uid, uid)
+            assert export["spec"]["clusterID"] == "lab-east"
+            (received,) = webhook.requests()
+            assert received.headers[REPORT_HEADER] == uid
+            assert received.headers[CLUSTER_HEADER] == "lab-east"
+            assert received.headers[DELIVERY_HEADER] == export["metadata"]["uid"]  # one per export
     finally:
         manager.stop()

@@ -148,3 +148,12 @@ def test_release_timeout_must_be_positive(capsys: pytest.CaptureFixture[str]) ->
         main(["--release-timeout=0"])
     assert exited.value.code == 2
     assert "--release-timeout must be positive, got 0" in capsys.readouterr().err
+
+
+def test_a_cluster_id_is_optional_and_at_most_253_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args([]).cluster_id is None
+    assert parse_args(["--cluster-id=lab-east"]).cluster_id == "lab-east"
+    with pytest.raises(SystemExit) as exited:
+        main(["--cluster-id=" + "x" * 254])
+    assert exited.value.code == 2
+    assert "--cluster-id must have 1 to 253 characters, got 254" in capsys.readouterr().err

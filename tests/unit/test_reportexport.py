@@ -63,6 +63,14 @@ def test_the_export_is_named_after_policy_namespace_certification_and_uid_and_fr
     }
     assert body["spec"]["policyRef"] == {"name": "db", "uid": "p-1", "generation": 2}
     assert body["spec"]["retry"] == RETRY
+    assert body["spec"]["reportID"] == "u-1"  # the Certification's UID, whichever policy sends it
+    assert "clusterID" not in body["spec"]  # the manager has no --cluster-id
+    assert rx.identity_headers(body) == {"X-Nvcre-Report-ID": "u-1"}
+    labelled = rx.export_body(_policy(), _cert(), "lab-east")
+    assert labelled["spec"]["clusterID"] == "lab-east"
+    assert rx.identity_headers(labelled) == {"X-Nvcre-Report-ID": "u-1", "X-Nvcre-Cluster-ID": "lab-east"}
+    older = {"spec": {"sourceRef": {"uid": "u-0"}}}  # made before exports had a reportID
+    assert rx.identity_headers(older) == {"X-Nvcre-Report-ID": "u-0"}
     assert "results" not in body["spec"]  # every result
     picky = _policy(source={"namespaces": ["team-a"], "results": ["FAILED"]})
     assert rx.export_body(picky, _cert())["spec"]["results"] == ["FAILED"]

@@ -34,7 +34,7 @@ from lightkube.resources.core_v1 import ConfigMap, Secret
 from nvcre import resources
 from nvcre.api.v1alpha1.constants import EventType, Label
 from nvcre.api.v1alpha1.meta import format_time
-from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, SIGNATURE_HEADER
+from nvcre.api.v1alpha1.reportexport import DELIVERY_HEADER, REPORT_HEADER, SIGNATURE_HEADER
 from nvcre.conditions import ended
 from nvcre.controllers.children import (
     HolderTerminating,
@@ -202,7 +202,11 @@ class Delivery:
             token = await self._secret_value(export, "bearerTokenSecretRef")
         except (LookupError, ApiError) as error:
             return rx.Attempt(self.ctx.clock.now(), None, f"cannot send the report: {error}")
-        headers = {"Content-Type": "application/json", DELIVERY_HEADER: export["metadata"]["uid"]}
+        headers = {
+            "Content-Type": "application/json",
+            DELIVERY_HEADER: export["metadata"]["uid"],
+            **rx.identity_headers(export),
+        }
         if key is not None:
             headers[SIGNATURE_HEADER] = rx.signature(key, body)
         if token is not None:
@@ -226,9 +230,15 @@ class Delivery:
 
 class ReportExportControllers:
     def __init__(
-        self, ctx: Context, *, workers: int, delivery_concurrency: int = DELIVERY_CONCURRENCY
+        self,
+        ctx: Context,
+        *,
+        workers: int,
+        cluster_id: str | None = None,
+        delivery_concurrency: int = DELIVERY_CONCURRENCY,
     ) -> None:
         self.ctx = ctx
+        self.cluster_id = cluster_id
         manager = ctx.manager
         self.policies = manager.informer(resources.ReportExportPolicy)
         self.exports = manager.informer(resources.ReportExport)
@@ -264,7 +274,7 @@ class ReportExportControllers:
             for cert in self.certifications.items(namespace):
                 if not rx.exportable(policy, cert, self.ctx.clock.now()):
                     continue
-                body = rx.export_body(policy, cert)
+                body = rx.export_body(policy, cert, self.cluster_id)
                 if self.exports.get(key.namespace, body["metadata"]["name"]) is not None:
                     continue
                 try:
@@ -384,6 +394,7 @@ class ReportExportControllers:
                 reason=rx.SNAPSHOT_READY,
                 message=f"report of Certification {ref['name']} frozen in ConfigMap {name}",
                 result=frozen.result,
+                reportID=rx.identity_headers(export)[REPORT_HEADER],
                 snapshotRef={"name": name},
                 sha256=frozen.sha256,
                 payloadBytes=len(frozen.body),

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import GROUP, VERSION, Kind
 from nvcre.api.v1alpha1.meta import format_time, parse_time
-from nvcre.api.v1alpha1.reportexport import Retention
+from nvcre.api.v1alpha1.reportexport import CLUSTER_HEADER, REPORT_HEADER, Retention
 from nvcre.conditions import ended
 from nvcre.durations import parse_duration
 from nvcre.naming import MAX_K8S_NAME_LEN, short_hash, truncate
@@ -113,9 +113,11 @@ def export_name(policy: Obj, certification: Obj) -> str:
     return truncate(name, MAX_K8S_NAME_LEN)
 
 
-def export_body(policy: Obj, certification: Obj) -> dict[str, Any]:
-    """The ReportExport of ``policy`` for ``certification``: the policy's webhook and retry,
-    frozen (a later edit of the policy changes only later exports)."""
+def export_body(policy: Obj, certification: Obj, cluster_id: str | None = None) -> dict[str, Any]:
+    """The ReportExport of ``policy`` for ``certification``: the policy's webhook, retry and
+    retention, frozen (a later edit of the policy changes only later exports), the report's ID
+    (the Certification's UID: the same in every export of it, whichever policy and however often
+    it is made) and the manager's ``cluster_id`` when it has one."""
     pmeta, cmeta = _meta(policy), _meta(certification)
     spec = policy.get("spec") or {}
     body: dict[str, Any] = {
@@ -131,8 +133,11 @@ def export_body(policy: Obj, certification: Obj) -> dict[str, Any]:
             },
             "policyRef": {"name": pmeta["name"], "uid": pmeta["uid"], "generation": pmeta.get("generation")},
             "webhook": dict(spec.get("webhook") or {}),
+            "reportID": cmeta["uid"],
         },
     }
+    if cluster_id:
+        body["spec"]["clusterID"] = cluster_id
     for frozen in ("retry", "retention"):
         if spec.get(frozen):
             body["spec"][frozen] = dict(spec[frozen])
@@ -155,6 +160,17 @@ def skipped(spec: Obj, result: str, now: datetime) -> dict[str, Any] | None:
         "result": result,
         "completionTime": format_time(now),
     }
+
+
+def identity_headers(export: Obj) -> dict[str, str]:
+    """The headers that say which report a POST carries and of which cluster: the export's
+    ``reportID`` (its Certification's UID for an export made before it had one) and, when set,
+    its ``clusterID``."""
+    spec = export.get("spec") or {}
+    headers = {REPORT_HEADER: str(spec.get("reportID") or spec["sourceRef"]["uid"])}
+    if spec.get("clusterID"):
+        headers[CLUSTER_HEADER] = str(spec["clusterID"])
+    return headers
 
 
 def snapshot_name(export: Obj) -> str:

@@ -127,6 +127,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="how long after its newest result the NodeRecord of a deleted Node is kept: days (90d) "
         f"or a Go duration (2160h); 0 keeps records forever (default {DEFAULT_RETENTION_TEXT})",
     )
+    parser.add_argument(
+        "--cluster-id",
+        metavar="ID",
+        help="this cluster's name for report webhooks: frozen on each ReportExport (spec.clusterID) "
+        "and sent as X-Nvcre-Cluster-ID; at most 253 characters (default: none)",
+    )
     parser.add_argument("--log-format", choices=("json", "text"), default="json")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--version", action="version", version=f"nvcre-manager {__version__}")
@@ -141,6 +147,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         and args.metrics_bind_address == args.health_probe_bind_address
     ):
         parser.error("--metrics-secure needs --metrics-bind-address apart from --health-probe-bind-address")
+    if args.cluster_id is not None and not 1 <= len(args.cluster_id) <= 253:
+        parser.error(f"--cluster-id must have 1 to 253 characters, got {len(args.cluster_id)}")
     if args.max_nodes_per_run < 0:
         parser.error(f"--max-nodes-per-run must not be negative, got {args.max_nodes_per_run}")
     for flag in ("--max-concurrent-reconciles", "--measurement-max-concurrent-reconciles"):
@@ -234,7 +242,7 @@ def build(args: argparse.Namespace, client: AsyncClient) -> Manager:
     )
     NodeRecordController(ctx, workers=args.max_concurrent_reconciles)
     NodeRecordRetention(ctx, args.node_record_retention)
-    ReportExportControllers(ctx, workers=args.max_concurrent_reconciles)
+    ReportExportControllers(ctx, workers=args.max_concurrent_reconciles, cluster_id=args.cluster_id)
     fleet_metrics.watch(manager.informer(resources.NodeRecord), ctx.clock)
     run_metrics.watch(manager.informer(resources.Job), manager.informer(resources.Workflow))
     return manager

@@ -25,6 +25,10 @@ SIGNATURE_HEADER: Final = "X-Nvcre-Signature-256"
 """The header carrying ``sha256=<hex HMAC-SHA256 of the body>`` (the signing Secret's key)."""
 DELIVERY_HEADER: Final = "X-Nvcre-Delivery"
 """The header carrying the ReportExport's UID: the same on every retry of one report."""
+REPORT_HEADER: Final = "X-Nvcre-Report-ID"
+"""The header carrying the export's ``reportID``: the same in every export of one Certification."""
+CLUSTER_HEADER: Final = "X-Nvcre-Cluster-ID"
+"""The header carrying the export's ``clusterID`` (the manager's ``--cluster-id``), when set."""
 
 
 def _duration(low: str, high: str, message: str) -> Any:
@@ -194,6 +198,8 @@ class ReportExportSpec(NvcreModel):
             "self.sourceRef == oldSelf.sourceRef && self.policyRef == oldSelf.policyRef && "
             "self.webhook == oldSelf.webhook && self.retry == oldSelf.retry && "
             "self.retention == oldSelf.retention && "
+            "has(self.clusterID) == has(oldSelf.clusterID) && (!has(self.clusterID) || self.clusterID == oldSelf.clusterID) && "
+            "has(self.reportID) == has(oldSelf.reportID) && (!has(self.reportID) || self.reportID == oldSelf.reportID) && "
             "has(self.results) == has(oldSelf.results) && (!has(self.results) || self.results == oldSelf.results)",
             "delivery inputs are immutable; only cancel and retryNonce may change",
         )
@@ -204,6 +210,20 @@ class ReportExportSpec(NvcreModel):
     webhook: Webhook
     retry: Retry = Field(default_factory=Retry, json_schema_extra={"default": {}})
     retention: Retention = Field(default_factory=Retention, json_schema_extra={"default": {}})
+    cluster_id: str | None = Field(
+        default=None,
+        alias="clusterID",
+        min_length=1,
+        max_length=253,
+        description="The cluster the report is of: the manager's --cluster-id when the export was made.",
+    )
+    report_id: str | None = Field(
+        default=None,
+        alias="reportID",
+        min_length=1,
+        max_length=128,
+        description="The report's identity, the same in every export of one Certification: its UID.",
+    )
     results: list[ReportResult] | None = _results(
         "The results whose report is sent (all when unset): the policy's source.results."
     )
@@ -231,6 +251,7 @@ class ReportExportStatus(NvcreModel):
     )
     message: str | None = Field(default=None, description="The last error, or what was delivered.")
     result: str | None = Field(default=None, description="The report's result: PASSED, FAILED, INCOMPLETE.")
+    report_id: str | None = Field(default=None, alias="reportID", description="The spec's reportID, as sent.")
     snapshot_ref: dict[str, str] | None = Field(
         default=None, description="The ConfigMap holding the frozen report (binaryData report.json.gz)."
     )
