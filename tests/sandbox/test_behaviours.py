@@ -509,6 +509,19 @@ def test_an_unschedulable_pod_blocks_its_group_with_the_schedulers_reason_and_st
         f"Workload TrainJob/{trainjob} cannot be scheduled: pod {name}: {why}",
     ), "kube-scheduler's own reason reaches the user"
 
+    # The Workflow says so too, naming the group (a Certification or WorkloadRun passes it on).
+    def workflow_blocked() -> tuple[str, str, str] | None:
+        found = true_condition(get(box.kube, resources.Workflow, "blocked", box.namespace))
+        return found if found and found[1] == "WorkloadSchedulingBlocked" else None
+
+    groups = get(box.kube, resources.Workflow, "blocked", box.namespace)["status"]["orchestration"]["groups"]
+    (group,) = [g["name"] for g in groups if (g.get("jobRef") or {}).get("name") == held]
+    reason_of_workflow = wait_for(workflow_blocked, 60, what="the Workflow WorkloadSchedulingBlocked")
+    assert reason_of_workflow[0] == "InProgress"
+    assert re.fullmatch(
+        rf"Iteration 1/1: \d groups running; {group}: {re.escape(condition[2])}", reason_of_workflow[2]
+    )
+
     # The sibling group started with it: once its clock has run out, the held one still has none.
     wait_true(box.kube, resources.Job, sibling, box.namespace, "Failed", timeout=90)
     wait_for(
@@ -530,6 +543,14 @@ def test_an_unschedulable_pod_blocks_its_group_with_the_schedulers_reason_and_st
     )
     assert true_condition(job)[1] == "WorkloadRunning"  # type: ignore[index]
     assert "schedulingBlockedSince" not in job["status"]
+    wait_for(
+        lambda: (
+            workflow_blocked() is None
+            and true_condition(get(box.kube, resources.Workflow, "blocked", box.namespace))
+        ),
+        60,
+        what="the Workflow no longer blocked",
+    )
 
 
 def test_a_node_going_bad_mid_run_is_a_hardware_failure_named_by_the_health_expression(

@@ -43,7 +43,7 @@ from nvcre.controllers.releases import write_release
 from nvcre.controllers.resourceslices import gpu_inventory
 from nvcre.controllers.status import conditions_of
 from nvcre.controllers.verdict_writes import set_validation
-from nvcre.decide import limits, provenance, release
+from nvcre.decide import limits, provenance, release, scheduling
 from nvcre.decide.certification import RECORDED_FIELDS
 from nvcre.objects import Obj, ObjectKey, StatusChange
 from nvcre.orchestration.discovery import discover
@@ -268,13 +268,8 @@ class WorkloadRunController:
         if terminal is not None:
             await self._announce(run, await self._write_state(run, *terminal, mirror))
             return None
-        current = condition_of(run, ConditionType.IN_PROGRESS) or {}
         written = await self._write_state(
-            run,
-            ConditionType.IN_PROGRESS,
-            str(current.get("reason") or WorkloadRunReason.WORKFLOW_CREATED),
-            str(current.get("message") or f"Workflow {ref['name']} created"),
-            mirror,
+            run, ConditionType.IN_PROGRESS, *scheduling.run_in_progress(run, workflow), mirror
         )
         await self._announce(run, written)
         return REQUEUE

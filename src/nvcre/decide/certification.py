@@ -17,6 +17,7 @@ from nvcre.api.v1alpha1.constants import TERMINAL_CONDITION_TYPES, Certification
 from nvcre.api.v1alpha1.meta import parse_time
 from nvcre.catalog import CategoryNotFound, load_catalog
 from nvcre.conditions import condition_of, condition_true
+from nvcre.decide import scheduling
 from nvcre.durations import format_duration
 from nvcre.objects import Obj
 from nvcre.orchestration.discovery import cordoned_opt_in
@@ -201,6 +202,10 @@ def follow(entry: Entry, workflow: Obj | None) -> Followed:
             return Followed({**updated, "status": status}, _running(message), True)
     if not condition_true(workflow, ConditionType.IN_PROGRESS):
         return Followed(updated, None, False)  # "Created Workflow ..." still says it all
+    blocked = scheduling.blocked_message(workflow)
+    if blocked is not None:
+        transition = Transition(ConditionType.IN_PROGRESS, scheduling.BLOCKED, f"Category {key}: {blocked}")
+        return Followed(updated, transition, False)
     return Followed(updated, _running("Certification in progress"), False)
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre import resources
-from nvcre.api.v1alpha1.constants import ConditionType, Default, WorkflowReason
+from nvcre.api.v1alpha1.constants import ConditionType, Default
 from nvcre.controllers import indexes
 from nvcre.controllers.children import get_live
 from nvcre.controllers.workflow import isolating
 from nvcre.controllers.workflow.diagnosing import retest_limit
 from nvcre.controllers.workflow.launching import clean_group_dependencies
 from nvcre.controllers.workflow.state import WorkflowState
+from nvcre.decide import scheduling
 from nvcre.measure import verdicts
 from nvcre.objects import Obj
 from nvcre.orchestration.completion import (
@@ -68,6 +69,7 @@ def _job_pods(state: WorkflowState, job: Obj) -> list[Obj]:
 
 async def follow(state: WorkflowState) -> Result:
     execution = _execution(state)
+    blocked: list[tuple[str, str]] = []
     for group in state.groups:
         if group.get("phase") != "Running" or not group.get("jobRef"):
             continue
@@ -86,6 +88,9 @@ async def follow(state: WorkflowState) -> Result:
             group.pop("jobRef", None)
             continue
         if not job_terminal(job):
+            why = scheduling.blocked_message(job)
+            if why is not None:
+                blocked.append((str(group.get("name") or name), why))
             continue  # its status changes (a watch event) bring us back
         if job_failed(job):
             if _pods_active(state, job):
@@ -98,5 +103,7 @@ async def follow(state: WorkflowState) -> Result:
             else int(execution.get("retryFailedGroups") or 0)
         )
         await _carry_out(state, group, complete(group, job, limit))
-    await state.record(ConditionType.IN_PROGRESS, WorkflowReason.JOB_RUNNING, state.running_message())
+    await state.record(
+        ConditionType.IN_PROGRESS, *scheduling.workflow_in_progress(state.running_message(), blocked)
+    )
     return Result(requeue_after=Default.REQUEUE_SECONDS)
