@@ -84,8 +84,9 @@ def test_an_unknown_category_lists_the_catalog() -> None:
     ("flags", "message"),
     [
         (["--timeout", "5m"], "--timeout is only valid with --wait"),
-        (["--wait", "--timeout", "0s"], 'invalid --timeout "0s": must be positive'),
-        (["--wait", "--timeout", "-1m"], 'invalid --timeout "-1m": must be positive'),
+        (["--wait", "--timeout", "0s"], 'invalid --timeout "0s": must be at least 1s'),
+        (["--wait", "--timeout", "-1m"], 'invalid --timeout "-1m": must be at least 1s'),
+        (["--wait", "--timeout", "500ms"], 'invalid --timeout "500ms": must be at least 1s'),
         (["--wait", "--timeout", "soon"], 'invalid --timeout "soon"'),
         (["--results-file", "out.json"], "--results-file, --junit-file and --html-file need --wait"),
         (["--html-file", "out.html"], "--results-file, --junit-file and --html-file need --wait"),

@@ -91,7 +91,8 @@ def registry_from_flags(
 
 
 def parse_timeout(text: str | None, wait: bool) -> float | None:
-    """``--timeout`` in seconds: only with ``--wait``, and positive."""
+    """``--timeout`` in seconds: only with ``--wait``, and at least a second (a shorter wait
+    cannot see a run start, let alone end)."""
     if text is None:
         return None
     if not wait:
@@ -100,8 +101,8 @@ def parse_timeout(text: str | None, wait: bool) -> float | None:
         ns = parse_duration(text)
     except ValueError as error:
         raise UserError(f'invalid --timeout "{text}": a duration such as 30m, 1h30m or 90s') from error
-    if ns <= 0:
-        raise UserError(f'invalid --timeout "{text}": must be positive')
+    if ns < 1_000_000_000:
+        raise UserError(f'invalid --timeout "{text}": must be at least 1s')
     return ns / 1e9
 
 
