@@ -317,6 +317,27 @@ def test_training_metrics_in_domain_boxes_or_flat() -> None:
     assert "│  Avg Step Time:  4.95s " in flat
 
 
+def test_interruptions_and_lost_work_are_summed_per_domain() -> None:
+    """What the GoodputMeasurements counted (``interruptionCount``, ``lostWorkTimeSec``: the work
+    redone after each restart), summed over the domain's groups."""
+    data = _input("workloadrun")
+    first, second = (m["status"] for m in data["workflow"]["goodputs"])
+    first.update(interruptionCount=1, lostWorkTimeSec="120.400000")
+    second.update(interruptionCount=2, lostWorkTimeSec="219.700000")
+    report = report_of(data)
+    (category,) = report.categories
+    assert [(m.name, m.interruptions, m.lost_work_sec) for m in category.metrics] == [
+        ("gpu-node-block-0", 1, 120.4),
+        ("gpu-node-block-1", 2, 219.7),
+    ]
+    text = render_text(report)
+    assert "│  │  Interruptions:  1 (lost work 120s)" in text
+    assert "│  │  Interruptions:  2 (lost work 220s)" in text
+    for group in data["workflow"]["workflow"]["status"]["orchestration"]["groups"]:
+        group.pop("domains")
+    assert "│  Interruptions:  3 (lost work 340s) " in render_text(report_of(data))
+
+
 def test_workloadrun_nodes_and_header() -> None:
     data = _input("workloadrun")
     report = report_of(data)

@@ -579,6 +579,14 @@ def _metrics(groups: Sequence[_Group]) -> list[DomainMetrics]:
             values = [v for v in (_float(_status(g.goodput).get(field_name)) for g in members) if v]
             return statistics.fmean(values) if values else None
 
+        def total(field_name: str, members: list[_Group] = members) -> float | None:
+            values = [
+                v for v in (_float(_status(g.goodput).get(field_name)) for g in members) if v is not None
+            ]
+            return sum(values) if values else None
+
+        interruptions = total("interruptionCount")
+
         out.append(
             DomainMetrics(
                 name=domain,
@@ -587,6 +595,8 @@ def _metrics(groups: Sequence[_Group]) -> list[DomainMetrics]:
                 tflops_per_gpu=mean("avgTFLOPSPerGPU"),
                 step_time_sec=mean("avgStepTimeSec"),
                 provisional=any(not th.measurement_complete(g.goodput) for g in members),
+                interruptions=None if interruptions is None else int(interruptions),
+                lost_work_sec=total("lostWorkTimeSec"),
             )
         )
     return out

@@ -116,6 +116,8 @@ def _category(category: CategoryReport) -> dict[str, Any]:
                     "avgGoodput": m.goodput,
                     "avgTFLOPsPerGPU": m.tflops_per_gpu,
                     "avgStepTimeSec": m.step_time_sec,
+                    "interruptionCount": m.interruptions,
+                    "lostWorkTimeSec": m.lost_work_sec,
                     "provisional": m.provisional or None,
                 }
             )

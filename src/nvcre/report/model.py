@@ -89,6 +89,10 @@ class DomainMetrics:
     tflops_per_gpu: float | None
     step_time_sec: float | None
     provisional: bool = False
+    interruptions: int | None = None
+    """Failures and restarts of the domain's groups, summed (None: no group counted any yet)."""
+    lost_work_sec: float | None = None
+    """Work redone after them (each interruption's time since its last checkpoint), summed."""
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,9 @@ def _metric_lines(metrics: DomainMetrics) -> list[str]:
         out.append(f"Avg TFLOPs/GPU:  {metrics.tflops_per_gpu:.1f}{mark}")
     if metrics.step_time_sec is not None:
         out.append(f"Avg Step Time:  {metrics.step_time_sec:.2f}s{mark}")
+    if metrics.interruptions is not None:
+        lost = f" (lost work {metrics.lost_work_sec or 0.0:.0f}s)" if metrics.interruptions else ""
+        out.append(f"Interruptions:  {metrics.interruptions}{lost}{mark}")
     return out
 
 
