@@ -3,7 +3,8 @@
 A thin wrapper over cel-python used for override ``when.expression``, threshold expressions
 (``value``, a float) and node-health expressions (``node``, a Node dict). Standard CEL string
 functions work (``startsWith``, ``endsWith``, ``contains``, ``matches``, ``size``, ``in``), plus
-the Kubernetes string extensions ``split``, ``join``, ``lowerAscii``, ``upperAscii`` and ``trim``.
+the Kubernetes string extensions ``split``, ``join``, ``lowerAscii``, ``upperAscii`` and ``trim``,
+and its quantity library's ``quantity``, ``isQuantity`` and ``compareTo`` (the CRDs' rules use them).
 Numbers compare across types as in cel-go (``value == 487`` with ``value`` a double): cel-python
 orders ints against doubles but refuses to test them for equality.
 Every failure is a ``CELError`` that carries the expression and what went wrong.
@@ -42,6 +43,7 @@ from nvcre.api.v1alpha1.limits import (
     EXPRESSION_STEP_SIZE,
     macro_calls,
 )
+from nvcre.platform.nic import parse_quantity
 
 CELErrorKind = Literal["compile", "evaluate", "type", "budget"]
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -67,6 +69,18 @@ def _split(text: Any, separator: Any) -> celtypes.ListType:
 
 def _join(items: Any, separator: Any = "") -> celtypes.StringType:
     return celtypes.StringType(str(separator).join(str(item) for item in items))
+
+
+def _quantity(text: Any) -> celtypes.DoubleType:
+    """A Kubernetes quantity (``"500m"``, ``"2Gi"``) as its value; an invalid one is an error."""
+    value = parse_quantity(str(text))
+    if value is None:
+        raise ValueError(f"invalid quantity {str(text)!r}")
+    return celtypes.DoubleType(float(value))
+
+
+def _compare_to(left: Any, right: Any) -> celtypes.IntType:
+    return celtypes.IntType((float(left) > float(right)) - (float(left) < float(right)))
 
 
 def _number(value: Any) -> bool:
@@ -100,6 +114,9 @@ _EXTENSIONS: dict[str, Callable[..., Any]] = {
     "lowerAscii": lambda text: celtypes.StringType(str(text).lower()),
     "upperAscii": lambda text: celtypes.StringType(str(text).upper()),
     "trim": lambda text: celtypes.StringType(str(text).strip()),
+    "quantity": _quantity,
+    "isQuantity": lambda text: celtypes.BoolType(parse_quantity(str(text)) is not None),
+    "compareTo": _compare_to,
 }
 
 _UNDECLARED = re.compile(r"^(undeclared reference to '[^']*')")

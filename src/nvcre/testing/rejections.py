@@ -61,7 +61,121 @@ class Rejection:
         return (self.id, self.document, self.offline_path or self.path, self.offline_text or self.text)
 
 
+LONG_PREFIX = ".".join(["a" * 63] * 4)[:254] + "/q"
+"""A label key whose DNS prefix is 254 characters, one past the limit."""
+
 REJECTED_BOTH = [
+    # The CRDs' CEL rules (nvcre.validation.rules evaluates them offline)
+    Rejection(
+        "torch-script-and-module",
+        at(RUN, "spec.framework", {"torch": {"script": "a.py", "module": "m"}}),
+        "spec.framework.torch",
+        "script and module are mutually exclusive",
+    ),
+    Rejection(
+        "torch-neither",
+        at(RUN, "spec.framework", {"torch": {"args": ["x"]}}),
+        "spec.framework.torch",
+        "either script or module must be set",
+    ),
+    Rejection(
+        "config-both",
+        at(RUN, "spec.config", {"inline": {"a.sh": "echo"}, "configMapRef": {"name": "cm"}}),
+        "spec.config",
+        "inline and configMapRef are mutually exclusive",
+    ),
+    Rejection(
+        "nic-kubernetes-io",
+        at(RUN, "spec.nicResourceName", "kubernetes.io/rdma"),
+        "spec.nicResourceName",
+        "nicResourceName must not use the reserved kubernetes.io or k8s.io domains",
+    ),
+    Rejection(
+        "nic-k8s-io-subdomain",
+        at(RUN, "spec.nicResourceName", "foo.k8s.io/x"),
+        "spec.nicResourceName",
+        "nicResourceName must not use the reserved kubernetes.io or k8s.io domains",
+    ),
+    Rejection(
+        "queue-key-reserved-prefix",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": "nvcre.nvidia.com/queue"}),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+    ),
+    Rejection(
+        "queue-key-managed-by",
+        at(
+            RUN,
+            "spec.gangScheduler",
+            {"schedulerName": "kai", "queueLabelKey": "app.kubernetes.io/managed-by"},
+        ),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey must not use the controller-owned key",
+    ),
+    Rejection(
+        "queue-key-long-prefix",
+        at(RUN, "spec.gangScheduler", {"schedulerName": "kai", "queueLabelKey": LONG_PREFIX}),
+        "spec.gangScheduler.queueLabelKey",
+        "queueLabelKey prefix must be at most 253 characters",
+    ),
+    Rejection(
+        "label-reserved",
+        at(RUN, "spec.workloadMetadata", {"labels": {"nvcre.nvidia.com/x": "y"}}),
+        "spec.workloadMetadata.labels",
+        "labels must not set the controller-owned keys app.kubernetes.io/managed-by or any key under the nvcre.nvidia.com/ prefix",
+    ),
+    Rejection(
+        "label-managed-by",
+        at(RUN, "spec.workloadMetadata", {"labels": {"app.kubernetes.io/managed-by": "me"}}),
+        "spec.workloadMetadata.labels",
+        "labels must not set the controller-owned keys",
+    ),
+    Rejection(
+        "label-key-grammar",
+        at(RUN, "spec.workloadMetadata", {"labels": {"bad key": "v"}}),
+        "spec.workloadMetadata.labels",
+        "each label key must be a valid Kubernetes label key",
+    ),
+    Rejection(
+        "label-key-long-prefix",
+        at(RUN, "spec.workloadMetadata", {"labels": {LONG_PREFIX: "v"}}),
+        "spec.workloadMetadata.labels",
+        "each label key prefix must be at most 253 characters",
+    ),
+    Rejection(
+        "cert-requests-above-limits",
+        at(CERT, "spec.resources", {"requests": {"cpu": "8"}, "limits": {"cpu": "4"}}),
+        "spec.resources",
+        "requests.cpu must not exceed limits.cpu",
+    ),
+    Rejection(
+        "cert-memory-above-limits",
+        at(CERT, "spec.resources", {"requests": {"memory": "64Gi"}, "limits": {"memory": "32Gi"}}),
+        "spec.resources",
+        "requests.memory must not exceed limits.memory",
+    ),
+    Rejection(
+        "cert-negative-memory",
+        at(CERT, "spec.resources", {"limits": {"memory": "-1Gi"}}),
+        "spec.resources.limits.memory",
+        "memory must be a non-negative quantity",
+    ),
+    Rejection(
+        "cert-category-label-reserved",
+        at(
+            CERT,
+            "spec.categories",
+            [
+                {
+                    "domain": "d",
+                    "variant": "v",
+                    "options": {"workloadMetadata": {"labels": {"nvcre.nvidia.com/a": "b"}}},
+                }
+            ],
+        ),
+        "spec.categories[0].options.workloadMetadata.labels",
+        "labels must not set the controller-owned keys",
+    ),
     Rejection("run-threshold-key", at(RUN, "spec.thresholds", WRONG_KEY), "spec.thresholds", UNKNOWN_KEY),
     Rejection(
         "cert-category-threshold-key",

@@ -63,7 +63,8 @@ def _pydantic_findings(error: ValidationError) -> list[Finding]:
 
 def check_object(document: Any, source: str, index: int, profiles: Profiles | None = None) -> ObjectReport:
     """Validate one decoded document: its schema, its model, then what only nvcre's own code
-    checks (``profiles``: LogProfiles validated alongside, see :func:`semantic_findings`)."""
+    checks (``profiles``: LogProfiles validated alongside, see :func:`semantic_findings`), then
+    the CRD's CEL rules where nothing before named the field."""
     report = ObjectReport(source, index)
     if not isinstance(document, dict):
         report.findings.append(Finding("", f"expected a Kubernetes object, got {type(document).__name__}"))
@@ -88,7 +89,8 @@ def check_object(document: Any, source: str, index: int, profiles: Profiles | No
         return report
     if not report.name and not (isinstance(metadata, dict) and metadata.get("generateName")):
         report.findings.append(Finding("metadata.name", "Required value: name or generateName is required"))
-    schema_errors = validate(_schema(kind), document)
+    errors = validate(_schema(kind), document)
+    schema_errors = [e for e in errors if not e.rule]
     report.findings.extend(Finding(e.path, e.message) for e in schema_errors)
     if not schema_errors:
         try:
@@ -99,6 +101,10 @@ def check_object(document: Any, source: str, index: int, profiles: Profiles | No
         semantics = semantic_findings(document, profiles)
         report.findings.extend(semantics.findings)
         report.warnings.extend(semantics.warnings)
+    # The CRDs' CEL rules last: where nvcre's own checks named the field, theirs says more
+    # (the measured values, the unknown keys).
+    named = {finding.path for finding in report.findings}
+    report.findings.extend(Finding(e.path, e.message) for e in errors if e.rule and e.path not in named)
     return report
 
 

@@ -1,8 +1,8 @@
 """A validator for structural OpenAPI v3 schemas, reporting errors the way the API server does.
 
-It checks everything a CRD schema states except CEL rules: types, required fields, unknown
-fields, enums, patterns, lengths, item and property counts, numeric bounds and embedded
-resources. Paths and wording follow the API server (``spec.numNodes: Invalid value: 0: ...``).
+It checks everything a CRD schema states: types, required fields, unknown fields, enums,
+patterns, lengths, item and property counts, numeric bounds, embedded resources, and the CEL
+rules :mod:`nvcre.validation.rules` evaluates offline. Paths and wording follow the API server (``spec.numNodes: Invalid value: 0: ...``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from nvcre.validation import rules
+
 
 @dataclass(frozen=True)
 class FieldError:
     path: str
     message: str
+    rule: bool = False
+    """A CEL rule's (the rest are the structural schema's)."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -61,6 +65,15 @@ def _invalid(errors: list[FieldError], path: str, value: Any, why: str) -> None:
 
 
 def _check(schema: dict[str, Any], value: Any, path: str, errors: list[FieldError]) -> None:
+    """``value`` against ``schema``, then the schema's CEL rules when ``value`` passed the rest
+    (as at admission, where a rule sees only a well-formed value)."""
+    before = len(errors)
+    _check_structure(schema, value, path, errors)
+    if len(errors) == before and value is not None:
+        errors.extend(FieldError(path, message, rule=True) for message in rules.violations(schema, value))
+
+
+def _check_structure(schema: dict[str, Any], value: Any, path: str, errors: list[FieldError]) -> None:
     if value is None:
         if not schema.get("nullable"):
             errors.append(FieldError(path, 'Invalid value: "null": must not be null'))
