@@ -43,7 +43,7 @@ from lightkube.resources.admissionregistration_v1 import (
 )
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import ConfigMap, Namespace
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
 from nvcre import __version__, resources
@@ -779,4 +779,37 @@ def test_a_partial_trainer_install_with_a_trainjob_is_not_recovered(
     finally:
         setup_cluster.helm_fail.unlink(missing_ok=True)
         kube.delete(resources.TrainJob, name, namespace=namespace)
+        _reset(setup_cluster)
+
+
+def test_a_partial_trainer_install_beside_a_users_object_in_its_namespace_is_not_recovered(
+    setup_cluster: Setup, kube: Client
+) -> None:
+    """Recovery deletes kubeflow-system: an object there that the Trainer release did not make
+    (a person's ConfigMap) refuses it, naming the object, and the namespace stays."""
+    _failed_trainer_release(setup_cluster)
+    kube.create(
+        ConfigMap.from_dict(
+            {"metadata": {"name": "team-notes", "namespace": plan.TRAINER_NAMESPACE}, "data": {"a": "b"}}
+        )
+    )
+    old_namespace = kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid
+    before = len(setup_cluster.helm_calls())
+    setup_cluster.fail_once(TRAINER_UPGRADE, CONFLICT)
+    try:
+        init = setup_cluster.run("init", "--auto-approve", "--no-wait", "--skip-phases=helm")
+        assert init.returncode == 1, init.stderr
+        assert "[deps] Automatic recovery refused:" in init.stderr
+        assert (
+            f"  - ConfigMap team-notes in namespace {plan.TRAINER_NAMESPACE} was not created by the "
+            "Trainer release" in init.stderr
+        )
+        assert "[deps][recover]" not in init.stderr
+        calls = _calls_since(setup_cluster, before)
+        assert not [call for call in calls if call[0] == "uninstall"]
+        assert kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid == old_namespace
+        assert kube.get(ConfigMap, "team-notes", namespace=plan.TRAINER_NAMESPACE)
+    finally:
+        setup_cluster.helm_fail.unlink(missing_ok=True)
+        kube.delete(ConfigMap, "team-notes", namespace=plan.TRAINER_NAMESPACE)
         _reset(setup_cluster)

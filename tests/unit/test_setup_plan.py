@@ -167,6 +167,30 @@ def test_recovery_gate_names_every_blocker() -> None:
     ]
 
 
+def test_the_trainer_namespace_keeps_what_the_release_controllers_and_kubernetes_made() -> None:
+    def obj(kind: str, name: str, **meta: object) -> dict[str, object]:
+        return {"kind": kind, "metadata": {"name": name, **meta}}
+
+    helm = {"annotations": {"meta.helm.sh/release-name": "kubeflow-trainer"}}
+    assert plan.foreign_objects(
+        [
+            obj("Deployment", "kubeflow-trainer-controller-manager", **helm),
+            obj("Secret", "kubeflow-trainer-webhook-cert", **helm),
+            obj("Secret", "sh.helm.release.v1.kubeflow-trainer.v1"),  # helm's own record
+            obj(
+                "Pod",
+                "kubeflow-trainer-controller-manager-7c9f-abcde",
+                ownerReferences=[{"kind": "ReplicaSet"}],
+            ),
+            obj("ConfigMap", "kube-root-ca.crt"),
+            obj("ServiceAccount", "default"),
+            obj("ConfigMap", "team-notes"),
+            obj("Secret", "sh.helm.release.v1.other-release.v1"),
+            obj("Deployment", "x", annotations={"meta.helm.sh/release-name": "another-release"}),
+        ]
+    ) == ["ConfigMap team-notes", "Deployment x", "Secret sh.helm.release.v1.other-release.v1"]
+
+
 def test_helm_phase_skips_only_the_same_chart_and_values() -> None:
     values = plan.helm_values(None, "0.1.0", pull_secret=False)
     same = Release("nvcre", "nvcre", "deployed", "0.1.0", plan.nested(values))

@@ -199,9 +199,65 @@ def trainer_inventory(client: Client) -> plan.TrainerInventory:
             if error.status.code != 403:
                 raise
             forbidden.append(f"list {crd.spec.names.plural}")
+    protected, namespace_uid = _trainer_namespace(client, forbidden)
     return plan.TrainerInventory(
-        [t.split(" ", 1)[1] for t in trainjobs], [j.split(" ", 1)[1] for j in jobsets], runtimes, forbidden
+        [t.split(" ", 1)[1] for t in trainjobs],
+        [j.split(" ", 1)[1] for j in jobsets],
+        runtimes,
+        forbidden,
+        protected,
+        namespace_uid,
     )
+
+
+def _trainer_namespace(client: Client, forbidden: list[str]) -> tuple[list[str], str]:
+    """What of kubeflow-system deleting it would lose that the Trainer release did not make
+    (:func:`plan.foreign_objects`), and its UID; a kind the user may not list goes into
+    ``forbidden``."""
+    from lightkube.core.exceptions import ApiError
+    from lightkube.resources.apps_v1 import DaemonSet, Deployment, StatefulSet
+    from lightkube.resources.batch_v1 import Job as BatchJob
+    from lightkube.resources.core_v1 import (
+        ConfigMap,
+        Namespace,
+        PersistentVolumeClaim,
+        Pod,
+        Secret,
+        Service,
+        ServiceAccount,
+    )
+    from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
+
+    namespace = _live(client, Namespace, plan.TRAINER_NAMESPACE)
+    if namespace is None:
+        return [], ""
+    objects: list[dict[str, Any]] = []
+    kinds: tuple[Any, ...] = (
+        ConfigMap,
+        Secret,
+        Service,
+        ServiceAccount,
+        PersistentVolumeClaim,
+        Pod,
+        Deployment,
+        StatefulSet,
+        DaemonSet,
+        BatchJob,
+        Role,
+        RoleBinding,
+    )
+    for resource in kinds:
+        kind = "Job" if resource is BatchJob else resource.__name__
+        try:
+            objects.extend(
+                {**obj.to_dict(), "kind": kind}
+                for obj in client.list(resource, namespace=plan.TRAINER_NAMESPACE)
+            )
+        except ApiError as error:
+            if error.status.code != 403:
+                raise
+            forbidden.append(f"list {resource.__name__.lower()}s in {plan.TRAINER_NAMESPACE}")
+    return plan.foreign_objects(objects), str(namespace["metadata"]["uid"])
 
 
 def jobset_evidence(client: Client) -> plan.JobSetEvidence:
@@ -581,7 +637,8 @@ def install_trainer(target: Target, chart: str, version: str, wait: bool, auto_a
     after = release(helm, plan.TRAINER_RELEASE, plan.TRAINER_NAMESPACE).state
     if not plan.is_recoverable_failure(done.output, after):
         raise UserError(f"[deps] {done.output}")
-    blockers = plan.recovery_blockers(trainer_inventory(target.client))
+    inventory = trainer_inventory(target.client)
+    blockers = plan.recovery_blockers(inventory)
     if blockers:
         _echo("[deps] Automatic recovery refused:")
         for blocker in blockers:
@@ -595,21 +652,37 @@ def install_trainer(target: Target, chart: str, version: str, wait: bool, auto_a
         _echo("[deps] Recovery declined.")
         _echo(plan.MANUAL_RECOVERY)
         raise UserError("[deps] recovery declined")
-    recover_trainer(target, args)
+    recover_trainer(target, args, inventory.namespace_uid)
 
 
-def recover_trainer(target: Target, install_args: Sequence[str]) -> None:
+def recover_trainer(target: Target, install_args: Sequence[str], namespace_uid: str) -> None:
+    """Uninstall, delete the Trainer CRDs and the kubeflow-system inspected (``namespace_uid``:
+    a namespace made since under its name is not deleted), reinstall; stop at the first step
+    that fails."""
+    from lightkube.core.exceptions import ApiError
     from lightkube.resources.core_v1 import Namespace
 
     assert target.helm is not None
     _echo(f"[deps][recover] helm uninstall {plan.TRAINER_RELEASE}")
-    target.helm.run(["uninstall", plan.TRAINER_RELEASE, "--namespace", plan.TRAINER_NAMESPACE, "--wait"])
+    done = target.helm.run(
+        ["uninstall", plan.TRAINER_RELEASE, "--namespace", plan.TRAINER_NAMESPACE, "--wait"]
+    )
+    if done.returncode != 0:
+        raise UserError(f"[deps] automatic recovery failed: {done.output}\n{plan.MANUAL_RECOVERY}")
     _echo(f"[deps][recover] deleting CRDs {', '.join(plan.TRAINER_CRDS)}")
     delete_crds(target.client, plan.TRAINER_CRDS, "deps")
-    namespace = _live(target.client, Namespace, plan.TRAINER_NAMESPACE)
-    if namespace is not None:
+    if namespace_uid:
         _echo(f"[deps][recover] deleting namespace {plan.TRAINER_NAMESPACE}")
-        target.client.delete(Namespace, plan.TRAINER_NAMESPACE)
+        try:
+            _delete_uid(target.client, Namespace, plan.TRAINER_NAMESPACE, namespace_uid)
+        except ApiError as error:
+            if error.status.code == 409:  # another namespace holds the name now: not the one inspected
+                raise UserError(
+                    f"[deps] automatic recovery failed: namespace {plan.TRAINER_NAMESPACE} was replaced "
+                    f"since it was inspected; it is left alone\n{plan.MANUAL_RECOVERY}"
+                ) from error
+            if error.status.code != 404:
+                raise
         deadline = time.monotonic() + 300
         while _live(target.client, Namespace, plan.TRAINER_NAMESPACE) is not None:
             if time.monotonic() > deadline:
@@ -621,6 +694,14 @@ def recover_trainer(target: Target, install_args: Sequence[str]) -> None:
     done = target.helm.run(install_args)
     if done.returncode != 0:
         raise UserError(f"[deps] automatic recovery failed: {done.output}")
+
+
+def _delete_uid(client: Client, resource: Any, name: str, uid: str) -> None:
+    """DELETE with a precondition on ``uid`` (lightkube's ``delete`` sends no DeleteOptions)."""
+    http = client._client
+    request = http.prepare_request("delete", resource, name=name)
+    request.data = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+    http.raise_for_status(http.send(http.build_adapter_request(request)))  # type: ignore[no-untyped-call]
 
 
 def install_nvcre(

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 NAMESPACE = "nvcre"
 RELEASE = "nvcre"
@@ -230,6 +230,33 @@ class TrainerInventory:
     """Lists or discovery calls the user may not make (``list trainjobs``...)."""
     protected: Sequence[str] = ()
     """Objects in kubeflow-system that the Trainer release did not create."""
+    namespace_uid: str = ""
+    """The UID of the kubeflow-system inspected (empty: none): recovery deletes only that one."""
+
+
+TRAINER_RELEASE_SECRET_PREFIX: Final = "sh.helm.release.v1."
+"""helm's own record of a release, a Secret in the release's namespace."""
+CLUSTER_MADE: Final = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")})
+"""What Kubernetes itself puts in every namespace."""
+
+
+def foreign_objects(objects: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``Kind name`` of each object of the Trainer namespace that neither the Trainer release
+    (helm's ``meta.helm.sh/release-name``, or helm's own release Secret), nor a controller (an
+    owner reference) nor Kubernetes made: a person's, which deleting the namespace would lose."""
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        name, kind = str(meta.get("name") or ""), str(obj.get("kind") or "")
+        annotations = meta.get("annotations") or {}
+        if annotations.get("meta.helm.sh/release-name") == TRAINER_RELEASE or meta.get("ownerReferences"):
+            continue
+        if (kind, name) in CLUSTER_MADE:
+            continue
+        if kind == "Secret" and name.startswith(f"{TRAINER_RELEASE_SECRET_PREFIX}{TRAINER_RELEASE}."):
+            continue
+        out.append(f"{kind} {name}")
+    return sorted(out)
 
 
 def recovery_blockers(inventory: TrainerInventory) -> list[str]:
