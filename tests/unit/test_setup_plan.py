@@ -140,11 +140,33 @@ def test_deps_skips_a_healthy_release_and_installs_otherwise() -> None:
 
 
 def test_recovery_needs_the_conflict_signature_and_a_stuck_release() -> None:
-    conflict = 'Apply failed with 1 conflict: conflict with "trainer" using v1: .data.ca.crt'
-    assert plan.is_recoverable_failure(conflict, "failed")
-    assert plan.is_recoverable_failure(conflict, "pending-install")
-    assert not plan.is_recoverable_failure(conflict, "deployed")
+    def conflict(obj: str, kind: str = "/v1, Kind=Secret", field: str = ".data.ca.crt") -> str:
+        return (
+            f"Error: UPGRADE FAILED: conflict occurred while applying object {obj} {kind}: Apply failed "
+            f'with 1 conflict: conflict with "trainer-controller-manager" using v1: {field}\n'
+        )
+
+    secret = conflict("kubeflow-system/kubeflow-trainer-webhook-cert")
+    assert plan.is_recoverable_failure(secret, "failed")
+    assert plan.is_recoverable_failure(secret, "pending-install")
+    assert not plan.is_recoverable_failure(secret, "deployed")
     assert not plan.is_recoverable_failure("context deadline exceeded", "failed")
+    # Only a Secret's .data in the Trainer namespace: recovery deletes that namespace.
+    assert not plan.is_recoverable_failure(conflict("team-a/webhook-cert"), "failed")
+    assert not plan.is_recoverable_failure(conflict("kubeflow-system/c", "/v1, Kind=ConfigMap"), "failed")
+    assert not plan.is_recoverable_failure(
+        conflict("kubeflow-system/kubeflow-trainer-webhook-cert", field=".metadata.labels"), "failed"
+    )
+    several = (
+        "Error: UPGRADE FAILED: conflict occurred while applying object kubeflow-system/jobset-webhook-server-cert\n"
+        '/v1, Kind=Secret: Apply failed with 2 conflicts: conflicts with "jobset-controller" using v1:\n'
+        "- .data.ca.crt\n- .data.tls.crt\n"
+    )
+    assert plan.is_recoverable_failure(several, "failed")
+    elsewhere = conflict(
+        "kubeflow-system/kubeflow-trainer-webhook-cert", field=".metadata.labels"
+    ) + conflict("team-a/x", "/v1, Kind=ConfigMap", ".data.y")
+    assert not plan.is_recoverable_failure(elsewhere, "failed")  # the .data is another object's
 
 
 def test_recovery_gate_names_every_blocker() -> None:

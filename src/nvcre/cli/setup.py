@@ -579,7 +579,7 @@ def init_plan(
         step = plan.deps_step(
             release(target.helm, plan.TRAINER_RELEASE, plan.TRAINER_NAMESPACE),
             trainer_version,
-            _has_crd(target.client, "trainjobs.trainer.kubeflow.org"),
+            _trainer_crds_present(target.client),
             plan.jobset_owner(jobset_evidence(target.client)),
         )
         extra = "".join(f" {arg}" for arg in _set_args(step.values))
@@ -609,12 +609,18 @@ def _chart_version(helm: Helm, chart: str, version: str | None) -> str:
     return str(yamlio.load(done.stdout)["version"])
 
 
+def _trainer_crds_present(client: Client) -> bool:
+    """Whether the CRDs a deployed Trainer release needs are there: its TrainJobs and the JobSets
+    they run as (deleted by hand, a release helm calls deployed is installed again)."""
+    return _has_crd(client, "trainjobs.trainer.kubeflow.org") and _has_crd(client, plan.JOBSET_CRD)
+
+
 def install_trainer(target: Target, chart: str, version: str, wait: bool, auto_approve: bool) -> None:
     assert target.helm is not None
     helm = target.helm
     current = release(helm, plan.TRAINER_RELEASE, plan.TRAINER_NAMESPACE)
     owner = plan.jobset_owner(jobset_evidence(target.client))
-    step = plan.deps_step(current, version, _has_crd(target.client, "trainjobs.trainer.kubeflow.org"), owner)
+    step = plan.deps_step(current, version, _trainer_crds_present(target.client), owner)
     _echo(step.message)
     if step.action == "skip":
         return

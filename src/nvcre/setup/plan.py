@@ -183,9 +183,10 @@ class DepsStep:
     values: Mapping[str, Value] = field(default_factory=dict)
 
 
-def deps_step(release: Release, version: str, trainer_crd_present: bool, owner: JobSetOwner) -> DepsStep:
-    """What phase ``deps`` does with the Trainer release (cli.md 3.1's state machine)."""
-    if release.state == "deployed" and release.chart_version == version and trainer_crd_present:
+def deps_step(release: Release, version: str, crds_present: bool, owner: JobSetOwner) -> DepsStep:
+    """What phase ``deps`` does with the Trainer release (cli.md 3.1's state machine);
+    ``crds_present``: the TrainJob and JobSet CRDs both exist."""
+    if release.state == "deployed" and release.chart_version == version and crds_present:
         return DepsStep(
             "skip",
             f'[deps] Kubeflow Trainer release "{release.name}" already deployed at chart version {version}; skipping.',
@@ -207,12 +208,21 @@ def deps_step(release: Release, version: str, trainer_crd_present: bool, owner: 
     )
 
 
-_CONFLICT = re.compile(r"conflict.*\.data|\.data.*conflict", re.IGNORECASE | re.DOTALL)
+_CONFLICT = re.compile(
+    rf"conflict occurred while applying object {TRAINER_NAMESPACE}/\S+\s+/?v1, Kind=Secret:"
+    r"\s*Apply failed with \d+ conflicts?:(?:(?!conflict occurred).)*?\.data",
+    re.IGNORECASE | re.DOTALL,
+)
+"""The server-side-apply conflict on a Secret's ``.data`` in the Trainer namespace, as helm
+reports it: ``conflict occurred while applying object kubeflow-system/<name> /v1, Kind=Secret:
+Apply failed with 1 conflict: conflict with "<manager>" using v1: .data``, or with several
+conflicts one field a line (``- .data.ca.crt``)."""
 
 
 def is_recoverable_failure(helm_output: str, state_after: str) -> bool:
-    """Both conditions of cli.md 3.1: the Secret ``.data`` SSA-conflict signature, and a release
-    left ``failed`` or ``pending-*``."""
+    """Both conditions of cli.md 3.1: the Secret ``.data`` SSA-conflict signature in the Trainer
+    namespace (no other conflict: recovery deletes that namespace), and a release left
+    ``failed`` or ``pending-*``."""
     return bool(_CONFLICT.search(helm_output)) and (
         state_after == "failed" or state_after.startswith("pending-")
     )
