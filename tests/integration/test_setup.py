@@ -732,6 +732,23 @@ def test_a_partial_trainer_install_is_recovered_in_order(setup_cluster: Setup, k
         _reset(setup_cluster)
 
 
+def _recovery_refused(setup: Setup) -> str:
+    """Init meeting the conflict again on a partial install whose recovery is unsafe: it refuses,
+    prints the manual procedure and makes no helm change but the failed upgrade; its stderr."""
+    before = len(setup.helm_calls())
+    setup.fail_once(TRAINER_UPGRADE, CONFLICT)
+    init = setup.run("init", "--auto-approve", "--no-wait", "--skip-phases=helm")
+    assert init.returncode == 1, init.stderr
+    assert "[deps] Automatic recovery refused:" in init.stderr
+    assert plan.MANUAL_RECOVERY in init.stderr
+    assert "[deps][recover]" not in init.stderr
+    assert init.stderr.rstrip().endswith("Error: [deps] automatic recovery refused")
+    calls = _calls_since(setup, before)
+    changes = [call[:3] for call in calls if call[0] in ("upgrade", "install", "uninstall", "rollback")]
+    assert changes == [TRAINER_UPGRADE]
+    return init.stderr
+
+
 def test_a_partial_trainer_install_with_a_trainjob_is_not_recovered(
     setup_cluster: Setup, kube: Client
 ) -> None:
@@ -759,20 +776,8 @@ def test_a_partial_trainer_install_with_a_trainjob_is_not_recovered(
     )
     old_namespace = kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid
     old_crd = kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org").metadata.uid
-    before = len(setup_cluster.helm_calls())
-    setup_cluster.fail_once(TRAINER_UPGRADE, CONFLICT)
     try:
-        init = setup_cluster.run("init", "--auto-approve", "--no-wait", "--skip-phases=helm")
-        assert init.returncode == 1, init.stderr
-        assert "[deps] Automatic recovery refused:" in init.stderr
-        assert f"  - TrainJob {namespace}/{name} exists" in init.stderr
-        assert plan.MANUAL_RECOVERY in init.stderr
-        assert "[deps][recover]" not in init.stderr
-        assert init.stderr.rstrip().endswith("Error: [deps] automatic recovery refused")
-        calls = _calls_since(setup_cluster, before)
-        assert [call[:3] for call in calls if call[0] in ("upgrade", "install", "uninstall", "rollback")] == [
-            TRAINER_UPGRADE
-        ]
+        assert f"  - TrainJob {namespace}/{name} exists" in _recovery_refused(setup_cluster)
         assert kube.get(resources.TrainJob, name, namespace=namespace)
         assert kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org").metadata.uid == old_crd
         assert kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid == old_namespace
@@ -794,19 +799,11 @@ def test_a_partial_trainer_install_beside_a_users_object_in_its_namespace_is_not
         )
     )
     old_namespace = kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid
-    before = len(setup_cluster.helm_calls())
-    setup_cluster.fail_once(TRAINER_UPGRADE, CONFLICT)
     try:
-        init = setup_cluster.run("init", "--auto-approve", "--no-wait", "--skip-phases=helm")
-        assert init.returncode == 1, init.stderr
-        assert "[deps] Automatic recovery refused:" in init.stderr
         assert (
             f"  - ConfigMap team-notes in namespace {plan.TRAINER_NAMESPACE} was not created by the "
-            "Trainer release" in init.stderr
+            "Trainer release" in _recovery_refused(setup_cluster)
         )
-        assert "[deps][recover]" not in init.stderr
-        calls = _calls_since(setup_cluster, before)
-        assert not [call for call in calls if call[0] == "uninstall"]
         assert kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid == old_namespace
         assert kube.get(ConfigMap, "team-notes", namespace=plan.TRAINER_NAMESPACE)
     finally:
