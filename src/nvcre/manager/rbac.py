@@ -140,6 +140,19 @@ def _binding(role_kind: str, name: str, namespace: str, service_account: str) ->
     )
 
 
+def _bound_role(
+    role_kind: str, name: str, rules: Sequence[Rule], namespace: str, service_account: str
+) -> str:
+    """The Role (in ``namespace``) or ClusterRole ``name`` with ``rules``, then its binding to the
+    ServiceAccount ``service_account`` in ``namespace``, as two documents."""
+    role_namespace = namespace if role_kind == "Role" else None
+    return (
+        _role(role_kind, name, _rules(rules), namespace=role_namespace)
+        + "---\n"
+        + _binding(role_kind, name, namespace, service_account)
+    )
+
+
 def cluster_role(name: str = CLUSTER_ROLE, header: str = HEADER) -> str:
     """The ClusterRole; the chart's template passes a templated ``name`` and its own header."""
     return (
@@ -158,14 +171,11 @@ def leader_election_role(
     header: str = HEADER,
 ) -> str:
     """The leader-election Role and RoleBinding (the chart's template passes templated names)."""
-    return (
-        header
-        + f"# Leader election: the Lease named by --leader-election-id (default {LEADER_ELECTION_ID}) in\n"
-        + "# the manager's namespace; a different id needs the resourceNames below changed too.\n"
-        + _role("Role", name, _rules(LEASE_RULES), namespace=namespace)
-        + "---\n"
-        + _binding("Role", name, namespace, service_account)
+    comment = (
+        f"# Leader election: the Lease named by --leader-election-id (default {LEADER_ELECTION_ID}) in\n"
+        "# the manager's namespace; a different id needs the resourceNames below changed too.\n"
     )
+    return header + comment + _bound_role("Role", name, LEASE_RULES, namespace, service_account)
 
 
 def metrics_auth_role(
@@ -175,14 +185,11 @@ def metrics_auth_role(
     header: str = USER_HEADER,
 ) -> str:
     """The ClusterRole and its binding that let the manager review scrapes (``--metrics-secure``)."""
-    return (
-        header
-        + "# Secure metrics: the manager asks the API server who a scrape's bearer token is and whether\n"
-        + "# that user may get /metrics.\n"
-        + _role("ClusterRole", name, _rules(METRICS_AUTH_RULES))
-        + "---\n"
-        + _binding("ClusterRole", name, namespace, service_account)
+    comment = (
+        "# Secure metrics: the manager asks the API server who a scrape's bearer token is and whether\n"
+        "# that user may get /metrics.\n"
     )
+    return header + comment + _bound_role("ClusterRole", name, METRICS_AUTH_RULES, namespace, service_account)
 
 
 def metrics_reader_role(name: str = METRICS_READER_ROLE, header: str = USER_HEADER) -> str:
