@@ -425,10 +425,15 @@ def test_every_crd_rule_is_evaluated_offline_or_checked_there_by_nvcres_own_code
     every file silently: each rule compiles here, or is a transition rule, or is one of those
     nvcre checks offline by its own code."""
     found: list[str] = []
+    messages: list[str] = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            found.extend(str(v["rule"]) for v in node.get("x-kubernetes-validations") or ())
+            for validation in node.get("x-kubernetes-validations") or ():
+                found.append(str(validation["rule"]))
+                messages.extend(
+                    [validation["messageExpression"]] if "messageExpression" in validation else []
+                )
             for child in node.values():
                 walk(child)
         elif isinstance(node, list):
@@ -441,7 +446,31 @@ def test_every_crd_rule_is_evaluated_offline_or_checked_there_by_nvcres_own_code
     assert len(evaluated) >= 25, evaluated
     for rule in evaluated:
         compile_expression(rule)  # raises CELError on a function it does not know
+    assert messages, "no rule states its values"
+    for expression in messages:
+        compile_expression(expression)
     assert {r for r in found if not rules.offline(r) and "oldSelf" not in r} == {
         "''.matches(self) || !''.matches(self)",
         "self.findAll('[.][[:space:]]*(all|exists|exists_one|map|filter)[[:space:]]*[(]').size() <= 8",
     }
+
+
+def test_a_message_expression_states_the_values_and_its_failure_falls_back_to_the_message() -> None:
+    schema = {
+        "x-kubernetes-validations": [
+            {
+                "rule": "self.a <= self.b",
+                "message": "a must not exceed b",
+                "messageExpression": "'a ' + string(self.a)",
+            },
+            {
+                "rule": "self.a <= self.b",
+                "message": "the fallback",
+                "messageExpression": "'c ' + string(self.c)",
+            },
+        ]
+    }
+    assert rules.violations(schema, {"a": 3, "b": 2}) == [
+        'Invalid value: "object": a 3',
+        'Invalid value: "object": the fallback',
+    ]

@@ -146,13 +146,13 @@ REJECTED_BOTH = [
         "cert-requests-above-limits",
         at(CERT, "spec.resources", {"requests": {"cpu": "8"}, "limits": {"cpu": "4"}}),
         "spec.resources",
-        "requests.cpu must not exceed limits.cpu",
+        "requests.cpu must not exceed limits.cpu (requests.cpu 8, limits.cpu 4)",
     ),
     Rejection(
         "cert-memory-above-limits",
         at(CERT, "spec.resources", {"requests": {"memory": "64Gi"}, "limits": {"memory": "32Gi"}}),
         "spec.resources",
-        "requests.memory must not exceed limits.memory",
+        "requests.memory must not exceed limits.memory (requests.memory 64Gi, limits.memory 32Gi)",
     ),
     Rejection(
         "cert-negative-memory",

@@ -50,6 +50,20 @@ def violations(schema: Mapping[str, Any], value: Any) -> list[str]:
         except CELError:
             continue
         if holds is False:
-            message = validation.get("message") or f"failed rule: {rule}"
-            out.append(f'Invalid value: "{_type(value)}": {message}')
+            out.append(f'Invalid value: "{_type(value)}": {_message(validation, value)}')
     return out
+
+
+def _message(validation: Mapping[str, Any], value: Any) -> str:
+    """The rule's ``messageExpression`` evaluated, else its ``message``, as the API server does."""
+    from nvcre.cel import CELError, compile_expression
+
+    expression = str(validation.get("messageExpression") or "")
+    if expression:
+        try:
+            message = compile_expression(expression).evaluate({"self": value})
+        except CELError:
+            message = None
+        if isinstance(message, str) and message.strip() and "\n" not in message:
+            return message
+    return str(validation.get("message") or f"failed rule: {validation.get('rule')}")

@@ -31,7 +31,7 @@ from nvcre.api.v1alpha1.meta import Condition, NvcreModel
 from nvcre.api.v1alpha1.printing import AGE, MESSAGE, Column, state_columns
 from nvcre.api.v1alpha1.provenance import Provenance
 from nvcre.api.v1alpha1.resource import Resource
-from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, cel_config
+from nvcre.api.v1alpha1.schema import IMMUTABLE_SPEC, Rule, cel_config
 
 
 def _quantity(what: str) -> Any:
@@ -52,12 +52,16 @@ def _quantity(what: str) -> Any:
     ]
 
 
-def _requests_within_limits(what: str) -> tuple[str, str]:
-    """The CEL rule (and its message) that a request of ``what`` not exceed its limit, when both are set."""
+def _requests_within_limits(what: str) -> Rule:
+    """The CEL rule that a request of ``what`` not exceed its limit, when both are set; its
+    message states both values."""
+    request, limit = f"self.requests.{what}", f"self.limits.{what}"
+    message = f"requests.{what} must not exceed limits.{what}"
     return (
-        f"!has(self.limits) || !has(self.requests) || !has(self.limits.{what}) || !has(self.requests.{what})"
-        f" || quantity(string(self.requests.{what})).compareTo(quantity(string(self.limits.{what}))) <= 0",
-        f"requests.{what} must not exceed limits.{what}",
+        f"!has(self.limits) || !has(self.requests) || !has({limit}) || !has({request})"
+        f" || quantity(string({request})).compareTo(quantity(string({limit}))) <= 0",
+        message,
+        f"'{message} (requests.{what} ' + string({request}) + ', limits.{what} ' + string({limit}) + ')'",
     )
 
 

@@ -19,12 +19,24 @@ K8S_REF = "x-nvcre-k8s"
 CEL = "x-kubernetes-validations"
 
 
-def cel(*rules: tuple[str, str]) -> dict[str, Any]:
-    """``json_schema_extra`` carrying CEL rules as ``(rule, message)`` pairs."""
-    return {CEL: [{"rule": rule, "message": message} for rule, message in rules]}
+Rule = tuple[str, str] | tuple[str, str, str]
+"""A CEL rule: ``(rule, message)``, or ``(rule, message, messageExpression)`` where the message
+should state the values; the API server falls back to ``message`` when the expression fails."""
 
 
-def cel_config(*rules: tuple[str, str]) -> ConfigDict:
+def cel(*rules: Rule) -> dict[str, Any]:
+    """``json_schema_extra`` carrying CEL rules."""
+    return {CEL: [_validation(*rule) for rule in rules]}
+
+
+def _validation(rule: str, message: str, message_expression: str = "") -> dict[str, str]:
+    out = {"rule": rule, "message": message}
+    if message_expression:
+        out["messageExpression"] = message_expression
+    return out
+
+
+def cel_config(*rules: Rule) -> ConfigDict:
     """``model_config`` of a model with CEL rules (pydantic merges it into the config inherited)."""
     return ConfigDict(json_schema_extra=cel(*rules))
 
