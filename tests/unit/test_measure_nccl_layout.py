@@ -121,6 +121,32 @@ def test_newer_columns_per_iteration_timestamp_and_cputime() -> None:
     assert point.wrong == 1048580  # `%6g` of 1048576 prints 1.04858e+06: the log says 1048580
 
 
+def test_a_reduction_op_printed_empty_leaves_its_cell_out() -> None:
+    """A collective without a reduction passes ``""`` to ``%6s`` under the ``redop`` header
+    (src/alltoall.cu and friends before nccl-tests 2.13.x's "none", src/hypercube.cu to this day):
+    the row lacks that one cell and is read all the same, the other cells checked as ever."""
+    alltoall = DATA / "superbench-a100-alltoall-blank-redop.log"
+    got = points([line(alltoall, 14), line(alltoall, 16), line(alltoall, 48)])  # L16: 0 B; L48: 4 GiB
+    assert [(p.size_bytes, p.alg_bw, p.bus_bw, p.in_alg_bw, p.in_bus_bw) for p in got] == [
+        (0, 0.0, 0.0, 0.0, 0.0),
+        (4294967296, 254.74, 222.90, 257.53, 225.34),
+    ]
+    modern = printf(
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s",
+        *("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"),
+        *("time", "algbw", "busbw", "#wrong", 0, ""),
+    )
+    half = "  %7s  %6s  %6s  %6g"
+    hypercube = printf("%12li  %12li  %8s  %6s  %6s", 1048576, 262144, "float", "", "-1") + printf(
+        half + half, "25.10", "41.78", "31.33", 0, "25.20", "41.61", "31.21", 0
+    )
+    (point,) = points([modern, hypercube])
+    assert (point.size_bytes, point.bus_bw, point.in_bus_bw, point.wrong) == (1048576, 31.33, 31.21, 0)
+    no_type = hypercube.replace("float", "     ")  # any other missing cell is no row
+    no_root = hypercube.replace("    -1", "      ")
+    assert points([modern, no_type, no_root]) == []
+
+
 # -- rows: whatever precedes them ---------------------------------------------------------------
 
 

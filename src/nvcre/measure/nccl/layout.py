@@ -12,6 +12,10 @@ column by its name; a row is a line that ends with exactly those cells (or with 
 numeric cells after them), whatever precedes them. Nothing is guessed: a name that means
 nothing here is a column whose cells are skipped, and a header without ``size``/``bytes``,
 ``algbw`` and ``busbw`` is no header.
+
+The one cell nccl-tests may print empty is the reduction op: a collective without one passes
+``""`` to ``%6s`` under a ``redop`` header (alltoall, all_gather, broadcast, gather, scatter
+until nccl-tests 2.13.x, hypercube to this day), so such a row has every cell but that one.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ _ROW_END = frozenset("0123456789.+-")
 """What a row's last token starts with (a number, or a timestamp's time), unless it is one of
 :data:`_ROW_END_WORDS`."""
 _ROW_END_WORDS = frozenset({NOT_AVAILABLE, "nan", "inf"})
+_OP_NAMES = frozenset({"redop", "op"})
+"""The reduction op's column, the one nccl-tests may print empty."""
 
 _KINDS = {
     "size": Kind.SIZE,
@@ -115,6 +121,9 @@ class Layout:
     slots: tuple[int, int]
     """Where (algbw, busbw) of each half are among a row's four values: out-of-place, in-place
     (-1 for a half the table does not print)."""
+    blank_op: tuple[tuple[int, int], ...] = ()
+    """The plan of a row whose reduction op was printed empty (``%6s`` of ``""``): the header's
+    ``redop``/``op`` column left out; empty when the header has no such column."""
 
     @property
     def names(self) -> str:
@@ -139,28 +148,34 @@ class Layout:
         table printing only its in-place half gives that half as the out-of-place figures too."""
         count = len(tokens)
         last = tokens[-1] if tokens else ""
-        if count < self.width or (last[:1] not in _ROW_END and last not in _ROW_END_WORDS):
+        if last[:1] not in _ROW_END and last not in _ROW_END_WORDS:
             return None
-        row = self._cells(tokens, count - self.width)
-        if row is not None:
-            return row
+        if count >= self.width:
+            row = self._cells(tokens, count - self.width, self.plan)
+            if row is not None:
+                return row
+        if self.blank_op and count >= self.width - 1:
+            row = self._cells(tokens, count - self.width + 1, self.blank_op)
+            if row is not None:
+                return row
         for start in range(max(0, count - 2 * self.width), count - self.width):
             extra = tokens[start + self.width :]
             if tokens[start + 1].isdecimal() and all(is_number(t) or t == NOT_AVAILABLE for t in extra):
-                row = self._cells(tokens, start)
+                row = self._cells(tokens, start, self.plan)
                 if row is not None:
                     return row
         return None
 
-    def _cells(self, tokens: Sequence[str], start: int) -> Point | None:
-        """The row of ``width`` tokens from ``start`` on, checked cell by cell against the plan."""
+    def _cells(self, tokens: Sequence[str], start: int, plan: Sequence[tuple[int, int]]) -> Point | None:
+        """The row of ``len(plan)`` cells (a timestamp is two tokens) from ``start`` on, checked
+        cell by cell against ``plan``."""
         size = -1
         bandwidth = [0.0, 0.0, 0.0, 0.0]  # algbw, busbw of half 0, then of half 1
         wrong: int | None = None
         max_error: str | None = None
         error_value = 0.0
         at = start
-        for code, slot in self.plan:
+        for code, slot in plan:
             cell = tokens[at]
             at += 1
             if code == _SIZE:
@@ -243,7 +258,9 @@ def header(tokens: Sequence[str], title: Sequence[str] = ()) -> Layout | None:
         2 * named.index(OUT_OF_PLACE) if OUT_OF_PLACE in named else -1,
         2 * named.index(IN_PLACE) if IN_PLACE in named else -1,
     )
-    return Layout(tuple(columns), named, width, tuple(_step(c) for c in columns), slots)
+    plan = tuple(_step(c) for c in columns)
+    blank_op = tuple(step for step, c in zip(plan, columns, strict=True) if c.name not in _OP_NAMES)
+    return Layout(tuple(columns), named, width, plan, slots, blank_op if len(blank_op) < len(plan) else ())
 
 
 def _step(column: Column) -> tuple[int, int]:
