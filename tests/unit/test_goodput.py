@@ -288,6 +288,21 @@ def test_the_simulated_nemo_logs_parse_with_nemo_training() -> None:
     assert [s.warmup for s in w.steps] == [True, False, False, False, False]
 
 
+def test_nemo1_progress_bar_reads_a_float_global_step_as_the_step() -> None:
+    """NeMo 1's bar prints the batches done ("50/50") and global_step as a float ("49.00" after 50
+    steps from 0): the step is 49, as NeMo 2's last line of a 50-step run says ("iteration 49/49 |
+    ... global_step: 49"); tqdm's inexact "2e+3" still falls back to the bar's count."""
+    bar = "Epoch 0: : 100%|██████████| {done}/50 [23:22<00:00, reduced_train_loss=0.186, global_step={step}, train_step_timing in s=24.00]"
+    w = GoodputParser(builtin("nemo-training")).feed_all(
+        [
+            bar.format(done=50, step="49.00"),
+            bar.format(done=50, step="50.0"),
+            bar.format(done=2000, step="2e+3"),
+        ]
+    )
+    assert [(s.global_step, s.step_timing) for s in w.steps] == [(49, 24.0), (50, 24.0), (2000, 24.0)]
+
+
 # --- fuzzing -------------------------------------------------------------------------------------
 
 PIECES = st.sampled_from(
