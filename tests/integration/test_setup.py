@@ -10,7 +10,8 @@ helm is the real binary (``nvcre.testing.binaries``), run through a wrapper that
 argv to a log and then execs it: the log is how a test shows helm was not called at all.
 ``Setup.fail_once(prefix, stderr)`` makes the wrapper answer the next call whose argv starts with
 ``prefix`` with ``stderr`` and exit status 1 instead of running helm (the call is still logged):
-how a test meets a helm failure it cannot cause for real here.
+how a test meets a helm failure it cannot cause for real here. Several such failures may wait at
+once, each for its own prefix.
 
 A test that installs something removes it again (``setup reset``) or uses names no other test
 uses, so the tests pass in any order. Namespaces stay: with no kube-controller-manager a deleted
@@ -87,7 +88,8 @@ class Setup:
 
     def fail_once(self, prefix: Sequence[str], stderr: str) -> None:
         """The next helm call whose argv starts with ``prefix`` prints ``stderr`` and exits 1."""
-        self.helm_fail.write_text(json.dumps({"prefix": list(prefix), "stderr": stderr}))
+        rules = json.loads(self.helm_fail.read_text()) if self.helm_fail.exists() else []
+        self.helm_fail.write_text(json.dumps([*rules, {"prefix": list(prefix), "stderr": stderr}]))
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +103,11 @@ def setup_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         "#!/usr/bin/env python3\n"
         "import json, os, sys\n"
         f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-        f"if os.path.exists({str(fail)!r}):\n"
-        f"    rule = json.load(open({str(fail)!r}))\n"
+        f"rules = json.load(open({str(fail)!r})) if os.path.exists({str(fail)!r}) else []\n"
+        "for rule in rules:\n"
         "    if sys.argv[1 : 1 + len(rule['prefix'])] == rule['prefix']:\n"
-        f"        os.remove({str(fail)!r})\n"
+        "        rules.remove(rule)\n"
+        f"        json.dump(rules, open({str(fail)!r}, 'w'))\n"
         "        sys.stderr.write(rule['stderr'])\n"
         "        sys.exit(1)\n"
         f"os.execv({str(helm)!r}, [{str(helm)!r}, *sys.argv[1:]])\n"
@@ -727,6 +730,37 @@ def test_a_partial_trainer_install_is_recovered_in_order(setup_cluster: Setup, k
         assert kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org").metadata.uid != old_crd
         status = json.loads(setup_cluster.run("status", "-o", "json").stdout)
         assert {r["name"]: r["state"] for r in status["helmReleases"]}[plan.TRAINER_RELEASE] == "deployed"
+    finally:
+        setup_cluster.helm_fail.unlink(missing_ok=True)
+        _reset(setup_cluster)
+
+
+def test_a_failed_uninstall_stops_the_recovery_before_anything_is_deleted(
+    setup_cluster: Setup, kube: Client
+) -> None:
+    """When the recovery's ``helm uninstall`` fails, init stops there with helm's words and the
+    manual procedure: the Trainer CRDs and kubeflow-system stay, and nothing is reinstalled."""
+    _failed_trainer_release(setup_cluster)
+    old_namespace = kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid
+    old_crd = kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org").metadata.uid
+    before = len(setup_cluster.helm_calls())
+    refused = "Error: uninstallation completed with 1 error(s): context deadline exceeded\n"
+    setup_cluster.fail_once(TRAINER_UPGRADE, CONFLICT)
+    setup_cluster.fail_once(["uninstall", plan.TRAINER_RELEASE], refused)
+    try:
+        init = setup_cluster.run("init", "--auto-approve", "--no-wait", "--skip-phases=helm")
+        assert init.returncode == 1, init.stderr
+        assert f"[deps][recover] helm uninstall {plan.TRAINER_RELEASE}\n{plan.MANUAL_RECOVERY}" in init.stderr
+        assert init.stderr.rstrip().endswith(f"Error: [deps] automatic recovery failed: {refused.strip()}")
+        assert "[deps][recover] deleting" not in init.stderr
+        assert "[deps][recover] reinstalling" not in init.stderr
+        calls = _calls_since(setup_cluster, before)
+        changes = [call[:3] for call in calls if call[0] in ("upgrade", "install", "uninstall", "rollback")]
+        assert changes == [TRAINER_UPGRADE, ["uninstall", plan.TRAINER_RELEASE, "--namespace"]]
+        assert kube.get(CustomResourceDefinition, "trainjobs.trainer.kubeflow.org").metadata.uid == old_crd
+        assert kube.get(Namespace, plan.TRAINER_NAMESPACE).metadata.uid == old_namespace
+        status = json.loads(setup_cluster.run("status", "-o", "json").stdout)
+        assert {r["name"]: r["state"] for r in status["helmReleases"]}[plan.TRAINER_RELEASE] == "failed"
     finally:
         setup_cluster.helm_fail.unlink(missing_ok=True)
         _reset(setup_cluster)

@@ -674,7 +674,7 @@ def recover_trainer(target: Target, install_args: Sequence[str], namespace_uid: 
         ["uninstall", plan.TRAINER_RELEASE, "--namespace", plan.TRAINER_NAMESPACE, "--wait"]
     )
     if done.returncode != 0:
-        raise UserError(f"[deps] automatic recovery failed: {done.output}\n{plan.MANUAL_RECOVERY}")
+        raise _recovery_failed(done.output)
     _echo(f"[deps][recover] deleting CRDs {', '.join(plan.TRAINER_CRDS)}")
     delete_crds(target.client, plan.TRAINER_CRDS, "deps")
     if namespace_uid:
@@ -683,23 +683,27 @@ def recover_trainer(target: Target, install_args: Sequence[str], namespace_uid: 
             _delete_uid(target.client, Namespace, plan.TRAINER_NAMESPACE, namespace_uid)
         except ApiError as error:
             if error.status.code == 409:  # another namespace holds the name now: not the one inspected
-                raise UserError(
-                    f"[deps] automatic recovery failed: namespace {plan.TRAINER_NAMESPACE} was replaced "
-                    f"since it was inspected; it is left alone\n{plan.MANUAL_RECOVERY}"
+                raise _recovery_failed(
+                    f"namespace {plan.TRAINER_NAMESPACE} was replaced since it was inspected; it is left alone"
                 ) from error
             if error.status.code != 404:
                 raise
         deadline = time.monotonic() + 300
         while _live(target.client, Namespace, plan.TRAINER_NAMESPACE) is not None:
             if time.monotonic() > deadline:
-                raise UserError(
-                    f"[deps] automatic recovery failed: namespace {plan.TRAINER_NAMESPACE} not deleted\n{plan.MANUAL_RECOVERY}"
-                )
+                raise _recovery_failed(f"namespace {plan.TRAINER_NAMESPACE} not deleted")
             time.sleep(1)
     _echo("[deps][recover] reinstalling")
     done = target.helm.run(install_args)
     if done.returncode != 0:
-        raise UserError(f"[deps] automatic recovery failed: {done.output}")
+        raise _recovery_failed(done.output)
+
+
+def _recovery_failed(why: str) -> UserError:
+    """The error that ends a recovery stopped halfway: the manual procedure is printed first,
+    line by line, since the error itself is printed as one line."""
+    _echo(plan.MANUAL_RECOVERY)
+    return UserError(f"[deps] automatic recovery failed: {why}")
 
 
 def _delete_uid(client: Client, resource: Any, name: str, uid: str) -> None:
