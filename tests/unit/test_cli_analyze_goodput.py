@@ -113,12 +113,15 @@ def test_a_log_without_a_training_step_measures_nothing() -> None:
     )
     status = json.loads(out)
     assert code == 1
-    assert (
-        err
-        == "Error: No final goodput data: the goodput measurement ended NoDataCollected: no training step "
+    assert err == (
+        # the log ends at "saving checkpoint at iteration       2 to ./checkpoints/gpt-2"
+        "Warning: the checkpoint save at step 2 starts and never ends in this log (no done line, no save "
+        "timer): the run stopped during it, or its end is in another log\n"
+        "Error: No final goodput data: the goodput measurement ended NoDataCollected: no training step "
         "with a step time or TFLOP/s recognised with profile megatron-training. "
         "Set goodputMeasurement.allowMissingData to make it informational\n"
     )
+    assert status["checkpointSaveUnfinished"] == {"step": 2}
     assert status["goodputNotMeasurableReason"] == "no training step was recognised"
     assert status["checkpoints"] == [{"step": 1, "saveTimeSec": "21.027080"}]  # its save-checkpoint timer
     assert status["checkpointSaveTimeSec"] == "21.027080" and status["stepCount"] == 0
@@ -137,3 +140,18 @@ def test_a_goodput_threshold_sets_the_exit_code() -> None:
     code, out, err = run("-o", "json", "--threshold", "goodputRatio=value >= 0.9", N6)
     assert code == 1 and json.loads(out)["verdict"]["reason"] == "ThresholdViolated"
     assert err == 'Error: Threshold "goodputRatio" violated: measured 0.8826, expression: value >= 0.9\n'
+
+
+def test_a_save_the_log_starts_and_never_ends_is_shown_and_warned_of() -> None:
+    """GPT-2 on 4 GPUs (Megatron-LM, 2024) crashes in its first save: "saving checkpoint at iteration
+    50 ... in torch_dist format", then every rank's traceback and torchrun's ChildFailedError."""
+    crashed = str(DATA / "kisti-megatron-tp4-fp16-skipped-crash-in-save.log")
+    code, out, err = run(crashed)
+    assert code == 0 and "checkpoints                 none\n" in out
+    assert "checkpointSaveUnfinished    step=50\n" in out
+    assert err == (
+        "Warning: the checkpoint save at step 50 starts and never ends in this log (no done line, no save "
+        "timer): the run stopped during it, or its end is in another log\n"
+    )
+    code, out, err = run("-o", "json", str(DATA / "dgxc-llama31-save-done-and-timer-one-line.log"))
+    assert "checkpointSaveUnfinished" not in json.loads(out) and "never ends" not in err

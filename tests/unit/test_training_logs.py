@@ -40,6 +40,8 @@ class Log:
     load: tuple[int, float | None] | None = None
     measurable: bool = False
     """The steps carry wall-clock time and the log goes on after the first: goodput is measurable."""
+    unfinished_save: int | None = None
+    """The step of a save the log starts and never ends (no done line, no timer)."""
 
 
 LOGS = [
@@ -112,12 +114,14 @@ LOGS = [
     Log(
         HERE / "nolebase-megatron-gpt2-1gpu-old-wording-timers-no-steps.log",
         MEGATRON,
-        saves=[(1, 21.02708)],  # the save at 2 has no done line
+        saves=[(1, 21.02708)],
+        unfinished_save=2,  # the log ends at "saving checkpoint at iteration       2"
     ),
     Log(
         HERE / "nolebase-megatron-gpt2-1gpu-resume-load-timer.log",
         MEGATRON,
         load=(3, 2.08604),  # "load-checkpoint ...: (2086.04, 2086.04)"
+        unfinished_save=4,  # the log ends at "saving checkpoint at iteration       4"
     ),
     Log(
         HERE / "rocm-megablocks-gpt2-mi300x-glued-timer-line.log",
@@ -271,6 +275,57 @@ LOGS = [
         # -last) blocked 1.718 s and 1.136 s
         saves=[(49, None), (99, 2.854)],
     ),
+    Log(
+        HERE / "deepseek-v2-lite-megatron-interval5-stamped-tflops.log",
+        MEGATRON,
+        ms([(220, 61272.8), (225, 61195.4), (230, 61112.0)]),
+        [68.6, 68.7, 68.8],
+        measurable=True,  # [21:47:03] iteration 220 to [21:57:14] iteration 230
+    ),
+    Log(
+        HERE / "ling-v2-megatron-mtp-zloss-throughput-per-gpu.log",
+        MEGATRON,
+        ms(
+            [
+                (1, 79489.9),
+                (2, 11182.0),
+                (3, 10883.5),
+                (4, 10840.4),
+                (5, 10765.6),
+                (6, 10827.5),
+                (7, 10767.4),
+                (8, 10758.5),
+                (9, 10727.4),
+                (10, 10720.6),
+            ]
+        ),
+        [18.0, 128.2, 131.7, 132.2, 133.1, 132.4, 133.1, 133.2, 133.6, 133.7],
+        measurable=True,
+    ),
+    Log(
+        HERE / "mindcluster-reschedule-rank-warnings-load-timer-elided.log",
+        MEGATRON,
+        ms([(10, 6932.5), (11, 1981.0)]),
+        # "load-checkpoint ...: (32107.12, 32108.53)" with no loading line (the last rank's log; rank
+        # 0 prints the load): the log names no checkpoint, and Megatron prints the timer also when
+        # nothing is loaded
+        load=None,
+        measurable=True,  # [11:37:00] iteration 10, [11:37:03] iteration 11
+    ),
+    Log(
+        HERE / "kisti-megatron-tp4-fp16-skipped-crash-in-save.log",
+        MEGATRON,
+        # iteration 10: all 10 skipped (no lm loss); the save at 50 never ends: every rank's
+        # AttributeError, then torchrun's ChildFailedError
+        ms([(10, 995.3), (20, 457.6), (30, 464.2), (40, 437.8), (50, 436.9)]),
+        measurable=True,
+        unfinished_save=50,
+    ),
+    # "MnRtt/Rnk: 3453.08ms/8 | ... | MnEtpt/Rnk: 296.02TF/0": the straggler detector's report is no step
+    Log(HERE / "megatron-straggler-detector-report-no-steps.log", MEGATRON),
+    # "| 50/50 [...] global_step=49.00, ... train_step_timing in s=24.00]": the step is 49, 50 batches done
+    Log(HERE / "dgxc-grok1-nemo1-tqdm-float-global-step.log", NEMO, [(49, 24.0)]),
+    Log(HERE / "dgxc-gpt3-175b-nemo1-tqdm-val-loss.log", NEMO, [(50, 5.9)]),  # "global_step=50.0"
 ]
 
 
@@ -288,7 +343,7 @@ def test_every_log_has_a_row() -> None:
     if CORPUS.exists():
         logs += sorted(p for d in ("megatron", "nemo") for p in (CORPUS / d).glob("*.log"))
     assert [p.name for p in logs if p.resolve() not in rows] == []
-    assert len(list(HERE.glob("*.log"))) == 17
+    assert len(list(HERE.glob("*.log"))) == 24
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda log: log.path.name)
@@ -304,7 +359,9 @@ def test_each_log_parses_with_the_figures_it_states(log: Log) -> None:
     assert saves == [(step, None if t is None else pytest.approx(t, abs=1e-6)) for step, t in log.saves]
     load = (w.restore.step, w.restore.load_duration or None) if w.restore else None
     assert load == (None if log.load is None else (log.load[0], pytest.approx(log.load[1], abs=1e-6)))
+    assert (w.pending_save.step if w.pending_save else None) == log.unfinished_save
     status = analyze((str(log.path),), profile(log.profile))
     assert status["stepCount"] == len(log.steps)
     assert status["goodputMeasurable"] is log.measurable
     assert [c["step"] for c in status["checkpoints"]] == [step for step, _ in log.saves]
+    assert status.get("checkpointSaveUnfinished", {}).get("step") == log.unfinished_save

@@ -5,7 +5,7 @@ The logs are read in the order given as one stream (``-`` is stdin); the run end
 time a line shows (the kubelet prefix of ``kubectl logs --timestamps``, else the log's own
 stamps), as if the Job had succeeded then. Beyond the status it adds what only a whole log shows:
 whether goodput is measurable from it (and why not), the step lines recognised, each checkpoint
-save with its time, and the checkpoint load.
+save with its time, the checkpoint load, and a save the log starts but never ends.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ EXTRA = (
     "stepCount",
     "checkpoints",
     "checkpointLoad",
+    "checkpointSaveUnfinished",
 )
 
 
@@ -89,6 +90,12 @@ def _whole_log(window: Window) -> dict[str, Any]:
         if restore.load_duration:
             load["loadTimeSec"] = fmt(restore.load_duration)
         out["checkpointLoad"] = load
+    pending = window.pending_save
+    if pending is not None:  # started, never ended: the run stopped in it (or its end is in another log)
+        unfinished: dict[str, Any] = {"step": pending.step}
+        if pending.timestamp is not None:
+            unfinished["time"] = stamp(pending.timestamp)
+        out["checkpointSaveUnfinished"] = unfinished
     return out
 
 
@@ -128,6 +135,13 @@ def goodput_command(logs: tuple[str, ...], profile_ref: str, thresholds: dict[st
     reason = status.get("goodputNotMeasurableReason")
     if reason and measured and GOODPUT_RATIO not in thresholds:
         click.echo(f"Warning: goodput is not measurable from this log: {reason}", err=True)
+    unfinished = status.get("checkpointSaveUnfinished")
+    if unfinished is not None:
+        click.echo(
+            f"Warning: the checkpoint save at step {unfinished['step']} starts and never ends in this log (no done "
+            "line, no save timer): the run stopped during it, or its end is in another log",
+            err=True,
+        )
     complete = (
         (MeasurementReason.JOB_SUCCEEDED, "Referenced Job completed successfully")
         if measured
