@@ -308,6 +308,16 @@ def test_ranks_from_a_launcher_command_when_no_device_list_is_shown() -> None:
     assert read(lines, Parser(PROFILE)).summary()["ranks"] == 16
 
 
+def test_nccl_1_rank_lines_name_a_rank_and_no_host() -> None:
+    """NCCL 1.x's own tests list ``#   Rank %2d uses device %2d [0x%02x] %s`` (NVIDIA/nccl
+    test/single/all_reduce_test.cu, 1.0 to 1.3.x): a rank, and no host to count."""
+    windows = DATA / "nccl134-windows-rtx5060ti-reduce-test-all-types-ops-roots.log"  # `#` taken out
+    built = printf("#   Rank %2d uses device %2d [0x%02x] %s", 3, 3, 5, "GeForce GTX TITAN X")
+    summary = read([line(windows, 3), line(windows, 4), built], Parser(PROFILE)).summary()
+    assert (summary["ranks"], summary["hosts"]) == (4, [])
+    assert "ranks" not in read(["#   Rank  0 uses device x"], Parser(PROFILE)).summary()
+
+
 # -- provisional samples and the size cap ---------------------------------------------------------
 
 

@@ -229,7 +229,7 @@ class Aggregate:
             self._footer()
         elif isinstance(item, RankSeen):
             self.max_rank = max(self.max_rank, item.rank)
-            if len(self.hosts) < HOST_CAP:
+            if item.host is not None and len(self.hosts) < HOST_CAP:
                 self.hosts.add(item.host)
         elif isinstance(item, TestName):
             self.collective = self.collective or item.name

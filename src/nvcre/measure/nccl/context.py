@@ -7,7 +7,8 @@ The lines, as ``src/common.cu``/``src/util.cu`` of NVIDIA/nccl-tests (and rccl-t
 * ``# nThread 1 nGpus 8 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5 ...``
   (NCCL 1.x: the same without ``#``); ``# Reducing maxBytes to N due to memory limitation``
 * ``#  Rank  0 Group  0 Pid  1234 on host device  0 [0000:0f:00] NVIDIA H100``, older
-  ``#   Rank  0 Pid  1234 on host device ...`` and ``#   Rank  0 on host device ...``
+  ``#   Rank  0 Pid  1234 on host device ...`` and ``#   Rank  0 on host device ...``; NCCL
+  1.x's own tests: ``#   Rank  0 uses device  0 [0x0a] GeForce GTX TITAN X`` (no host)
 * ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : 272.909`` (NCCL 1.x without ``#``)
 * ``# Collective test starting: all_reduce_perf`` (2.17+); otherwise the command line
 * ``host: Test NCCL failure common.cu:1204 '...'``, `` .. host pid 1: Test failure common.cu:915``
@@ -117,14 +118,18 @@ def reduced_max(tokens: Sequence[str]) -> int | None:
     )
 
 
-def rank_line(tokens: Sequence[str]) -> tuple[int, str] | None:
-    """(rank, host) of a ``Rank N ... on HOST device ...`` line of the device list."""
+def rank_line(tokens: Sequence[str]) -> tuple[int, str | None] | None:
+    """(rank, host) of a ``Rank N ... on HOST device ...`` line of the device list; (rank, None)
+    of NCCL 1.x's ``Rank N uses device M``, which names no host."""
     if "Rank" not in tokens or "device" not in tokens:
         return None
     at = tokens.index("Rank")
     rank = tokens[at + 1] if at + 1 < len(tokens) else ""
     if not is_count(rank):
         return None
+    after = tuple(tokens[at + 2 : at + 5])
+    if len(after) == 3 and after[:2] == ("uses", "device") and is_count(after[2]):
+        return int(rank), None
     try:
         on = tokens.index("on", at + 2)
     except ValueError:

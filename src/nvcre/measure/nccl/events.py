@@ -49,7 +49,7 @@ class AvgBusBandwidth:
 @dataclass(frozen=True)
 class RankSeen:
     rank: int
-    host: str
+    host: str | None  #: None where the line names no host (NCCL 1.x's own tests)
 
 
 @dataclass(frozen=True)
