@@ -295,6 +295,27 @@ def test_failure_lines_and_benign_warnings() -> None:
     )
 
 
+def test_the_launcher_s_own_failures() -> None:
+    lost = DATA / "issue299-prterun-lost-daemon-command-wrapped-in-binary-name.log"
+    assert is_failure(line(lost, 3))  # ssh: connect to host (worker_ip) port 22: Connection refused
+    assert is_failure(line(lost, 5))  # PRTE has lost communication with a remote daemon.
+    assert not is_failure(line(lost, 13))  # therefore will terminate the job.
+    assert not is_failure("ssh: connected; the daemon lost no time")
+
+
+def test_a_command_line_cut_inside_the_binary_s_name() -> None:
+    """issue 299 L1-L2: ``... -np 16 -N 8 -H hostfile ./build/all_`` then ``reduce_perf -b 8 ...``:
+    the test is all_reduce_perf, not reduce_perf, and the launcher's ``-np`` is the cut line's."""
+    lost = DATA / "issue299-prterun-lost-daemon-command-wrapped-in-binary-name.log"
+    summary = parse(lost).summary()
+    assert (summary["test"], summary["failureLines"]["count"]) == ("all_reduce_perf", 2)
+    started = [line(lost, 1), line(lost, 2), line(CORPUS / "issue322-h100-1024rank-fail-after-16G.log", 1)]
+    assert read(started, Parser(PROFILE)).summary()["ranks"] == 16
+    for before in ("mpirun -np 16 ./build/", "mpirun -np 16 ./build/all", "mpirun -np 16 -x NCCL_"):
+        # no cut word: the line's own binary, and one process
+        assert read([before, "reduce_perf -b 8"], Parser(PROFILE)).summary()["test"] == "reduce_perf"
+
+
 def test_ranks_from_a_launcher_command_when_no_device_list_is_shown() -> None:
     # nccl-tests issue 264, AddyLaddy 2024-11-14: the command; then a run's nThread line
     lines = [

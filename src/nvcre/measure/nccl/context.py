@@ -11,7 +11,9 @@ The lines, as ``src/common.cu``/``src/util.cu`` of NVIDIA/nccl-tests (and rccl-t
   1.x's own tests: ``#   Rank  0 uses device  0 [0x0a] GeForce GTX TITAN X`` (no host)
 * ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : 272.909`` (NCCL 1.x without ``#``)
 * ``# Collective test starting: all_reduce_perf`` (2.17+); otherwise the command line
-* ``host: Test NCCL failure common.cu:1204 '...'``, `` .. host pid 1: Test failure common.cu:915``
+* ``host: Test NCCL failure common.cu:1204 '...'``, `` .. host pid 1: Test failure common.cu:915``;
+  the launcher's own: ``PRTE has lost communication with a remote daemon.`` (``ORTE`` before
+  Open MPI 5), ``ssh: connect to host node2 port 22: Connection refused``
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ FAILURE_MARKERS = (
     "the job has been aborted",
     "srun: error:",
     "Segmentation fault",
+    "lost communication with a remote daemon",
+    "ssh: connect to host",
 )
-_FAILURE_WORDS = ("failure", "error", "exited", "aborted", "timeout", "Segmentation", "WARN")
+_FAILURE_WORDS = ("failure", "error", "exited", "aborted", "timeout", "Segmentation", "WARN", "lost", "ssh:")
 """One of these is in every failure marker and warning phrase: a quick first test."""
 #: An ``NCCL WARN`` (or nccl-tests' closing ``# error:``) line is a failure when its message says
 #: one of these (lower case); other warnings (``Could not find a path for pattern 4, falling back
@@ -224,6 +228,15 @@ def command(tokens: Sequence[str]) -> Command | None:
     threads = _flag(args, ("-t", "--nthreads")) or 1
     gpus = _flag(args, ("-g", "--ngpus")) or 1
     return Command(binary, processes, threads, gpus)
+
+
+def unwrapped(previous: Sequence[str], tokens: Sequence[str]) -> Sequence[str]:
+    """A command line cut inside a word (a terminal's or its author's wrap): when the line before
+    ends in a word cut after ``_`` (``... -np 16 ./build/all_``) and this one starts with the
+    rest (``reduce_perf -b 8``), the two lines joined; else this line's tokens as they are."""
+    if previous and tokens and previous[-1].endswith("_") and perf_binary(previous[-1] + tokens[0]):
+        return [*previous[:-1], previous[-1] + tokens[0], *tokens[1:]]
+    return tokens
 
 
 def nccl_ranks(tokens: Sequence[str]) -> int | None:

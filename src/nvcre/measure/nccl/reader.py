@@ -56,13 +56,16 @@ class TableReader:
         self.layout: Layout | None = Layout.from_state(resume) if resume else None
         self.title: tuple[str, ...] = ()
         self.sweep: Sweep | None = None
+        self.previous: list[str] = []  #: the tokens of the last line that had any
 
     def parse(self, line: str) -> events.Item:
         if len(line) > MAX_TABLE_LINE:
+            self.previous = []
             return events.Failure(line[: context.FAILURE_LINE_CHARS]) if context.is_failure(line) else None
         tokens = line.split()
         if not tokens:
             return None
+        previous, self.previous = self.previous, tokens
         if self.layout is not None:
             point = self.layout.match(tokens)
             if point is not None:
@@ -72,9 +75,9 @@ class TableReader:
             if layout is not None:
                 self.layout, self.title, sweep, self.sweep = layout, (), self.sweep, None
                 return events.TableStart(layout.names, sweep)
-        return self._context(line, tokens)
+        return self._context(line, tokens, previous)
 
-    def _context(self, line: str, tokens: list[str]) -> events.Item:
+    def _context(self, line: str, tokens: list[str], previous: list[str]) -> events.Item:
         if "NCCL INFO" in line:  # NCCL's own progress lines: most of a debug log
             ranks = context.nccl_ranks(tokens)
             return events.CommRanks(ranks) if ranks else None
@@ -107,7 +110,7 @@ class TableReader:
         if context.is_failure(line):
             return events.Failure(line[: context.FAILURE_LINE_CHARS])
         if "_perf" in line:
-            return context.command(tokens)
+            return context.command(context.unwrapped(previous, tokens))
         if self.layout is None and _row_shaped(tokens):
             return events.HeaderlessRow()
         return None
