@@ -297,7 +297,7 @@ def test_failure_lines_and_benign_warnings() -> None:
 
 def test_the_launcher_s_own_failures() -> None:
     lost = DATA / "issue299-prterun-lost-daemon-command-wrapped-in-binary-name.log"
-    assert is_failure(line(lost, 3))  # ssh: connect to host (worker_ip) port 22: Connection refused
+    assert not is_failure(line(lost, 3))  # ssh: connect to host ...: a wrapper may try again
     assert is_failure(line(lost, 5))  # PRTE has lost communication with a remote daemon.
     assert not is_failure(line(lost, 13))  # therefore will terminate the job.
     assert not is_failure("ssh: connected; the daemon lost no time")
@@ -308,7 +308,7 @@ def test_a_command_line_cut_inside_the_binary_s_name() -> None:
     the test is all_reduce_perf, not reduce_perf, and the launcher's ``-np`` is the cut line's."""
     lost = DATA / "issue299-prterun-lost-daemon-command-wrapped-in-binary-name.log"
     summary = parse(lost).summary()
-    assert (summary["test"], summary["failureLines"]["count"]) == ("all_reduce_perf", 2)
+    assert (summary["test"], summary["failureLines"]["count"]) == ("all_reduce_perf", 1)
     started = [line(lost, 1), line(lost, 2), line(CORPUS / "issue322-h100-1024rank-fail-after-16G.log", 1)]
     assert read(started, Parser(PROFILE)).summary()["ranks"] == 16
     for before in ("mpirun -np 16 ./build/", "mpirun -np 16 ./build/all", "mpirun -np 16 -x NCCL_"):
