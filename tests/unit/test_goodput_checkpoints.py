@@ -130,6 +130,29 @@ def test_nemo_global_checkpoint_save_with_its_start_time() -> None:
     assert saves(w) == [(50, 4.389)]
 
 
+def test_lightning_counts_the_steps_done_and_nemo_names_the_last_step() -> None:
+    """NeMo's resiliency demo (NeMo 2, 2025): the file of global_step 9 (10 x 512 samples) is
+    finalised "for step 10"; after a crash the run restores it and goes on at global_step 10."""
+    log = lines("nemo2-resiliency-demo-crash-ft-restart-restore.log")
+    finalised = [line for line in log if "finalized successfully" in line]
+    assert "Async checkpoint save for step 10 (" in finalised[0] and "-step=9-" in finalised[0]
+    w = parse(finalised, "nemo-training")
+    assert saves(w) == [(9, None), (19, None)]
+    assert [c.path.rsplit("/", 1)[1] for c in w.checkpoints] == [
+        "model_name=0--val_loss=0.00-step=9-consumed_samples=5120.0-last.ckpt",
+        "model_name=0--val_loss=0.00-step=19-consumed_samples=10240.0-last.ckpt",
+    ]
+    restored = [line for line in log if "states from the checkpoint" in line]
+    w = parse(restored, "nemo-training")
+    assert w.restore is not None and w.restore.step == 9
+    # a name without a step restores an unnamed step; "global_step=" is not the name's step
+    w = parse(["Restoring states from the checkpoint path at /ckpt/global_step=5/last.ckpt"], "nemo-training")
+    assert w.restore is not None and (w.restore.step, w.restore.path) == (0, "/ckpt/global_step=5/last.ckpt")
+    # NeMo's own line for the file of iteration 24, then Lightning's "step 25": one checkpoint
+    w = parse(lines("gpu-recipes-nemo2-async-checkpoint-fixture.log")[3:5], "nemo-training")
+    assert saves(w) == [(24, None)]
+
+
 def test_a_nemo_async_background_write_is_not_save_time() -> None:
     """Read as the controller reads it (kubelet times on every line): 48 s pass between "Scheduled
     async checkpoint save" and "Async checkpoint save for step 19 finalized", while step 19 trains."""
@@ -140,7 +163,9 @@ def test_a_nemo_async_background_write_is_not_save_time() -> None:
     start = datetime(2025, 5, 22, 20, 8, 53, tzinfo=UTC)
     stamped = [f"{(start + timedelta(seconds=16 * i)).isoformat()} {line}" for i, line in enumerate(real)]
     w = parse(stamped, "nemo-training")
-    assert saves(w) == [(19, None)]
+    # Lightning's "step 19" counts the steps done: the file is "...-step=18-consumed_samples=9728.0"
+    # (19 x 512 samples), the checkpoint of global_step 18, the last step before it
+    assert saves(w) == [(18, None)]
     assert [s.global_step for s in w.steps] == [19, 29]
 
 

@@ -121,8 +121,10 @@ def test_nemo2_nemorun_global_step_is_the_step() -> None:
     # "Training epoch 1, iteration 10/999 | ... global_step: 29 | ... train_step_timing in s: 46.84"
     assert steps(w) == [(19, 46.86), (29, 46.84)]
     assert [(s.epoch, s.iteration) for s in w.steps] == [(1, 0), (1, 10)]
-    # "Async checkpoint save for step 19 finalized successfully." (no kubelet times here: no duration)
-    assert [(c.step, c.save_duration) for c in w.checkpoints] == [(19, 0.0)]
+    # "Scheduled async checkpoint save for .../...-step=18-consumed_samples=9728.0-last.ckpt" and
+    # "Async checkpoint save for step 19 finalized successfully.": Lightning counts 19 steps done,
+    # the checkpoint is of global_step 18 (no kubelet times here: no duration)
+    assert [(c.step, c.save_duration) for c in w.checkpoints] == [(18, 0.0)]
 
 
 def test_nemo2_wrapped_line_parses_from_its_global_step_part() -> None:
@@ -134,9 +136,11 @@ def test_nemo2_wrapped_line_parses_from_its_global_step_part() -> None:
 
 def test_nemo2_sky_logs_with_interleaved_checkpoints() -> None:
     w = parse("nemo-training", "nemo/awsome-nemo2-sky-logs-l40s.log")
-    # global_step 45 (47.12 s), 46 (47.15 s), 48 (46.81 s); "Async checkpoint save for step 48 finalized"
+    # global_step 45 (47.12 s), 46 (47.15 s), 48 (46.81 s); "Scheduled async checkpoint save for
+    # .../...-step=47-consumed_samples=24576.0-last.ck" then "Async checkpoint save for step 48
+    # finalized": 48 steps done (48 x 512 samples), the checkpoint of global_step 47
     assert steps(w) == [(45, 47.12), (46, 47.15), (48, 46.81)]
-    assert [c.step for c in w.checkpoints] == [48]
+    assert [c.step for c in w.checkpoints] == [47]
 
 
 def test_nemo_fixture_with_kubelet_times_and_tflops() -> None:

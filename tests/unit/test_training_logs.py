@@ -77,14 +77,17 @@ LOGS = [
         CORPUS / "nemo/awsome-nemo2-nemorun-logs-l40s.log",
         NEMO,
         [(19, 46.86), (29, 46.84)],
-        saves=[(19, None)],  # an async save finalised: the log states no blocking time
+        # "Scheduled async checkpoint save for ...-step=18-consumed_samples=9728.0-last.ckpt", then
+        # "Async checkpoint save for step 19 finalized" (Lightning counts the 19 steps done): the
+        # checkpoint of global_step 18, finalised; the log states no blocking time
+        saves=[(18, None)],
     ),
     Log(CORPUS / "nemo/awsome-nemo2-performance-wrapped-line.log", NEMO, [(29, 46.84)]),
     Log(
         CORPUS / "nemo/awsome-nemo2-sky-logs-l40s.log",
         NEMO,
         [(45, 47.12), (46, 47.15), (48, 46.81)],
-        saves=[(48, None)],
+        saves=[(47, None)],  # "...-step=47-consumed_samples=24576.0-last.ck", "for step 48 finalized"
     ),
     Log(
         CORPUS / "nemo/cre-fixture-n4-training-steps-k8s-ts.log",
@@ -326,6 +329,85 @@ LOGS = [
     # "| 50/50 [...] global_step=49.00, ... train_step_timing in s=24.00]": the step is 49, 50 batches done
     Log(HERE / "dgxc-grok1-nemo1-tqdm-float-global-step.log", NEMO, [(49, 24.0)]),
     Log(HERE / "dgxc-gpt3-175b-nemo1-tqdm-val-loss.log", NEMO, [(50, 5.9)]),  # "global_step=50.0"
+    Log(
+        HERE / "alcf-megatron-deepspeed-polaris-ds-timer-lines-save-elided.log",
+        MEGATRON,
+        ms([(199, 14287.5), (200, 14541.4)]),
+        [69.85, 68.63],  # "TFLOPs: 69.85 |" after lm loss
+        # DeepSpeed's "[2024-03-07 15:27:15,063] ... step=200, skipped=4" lines carry the time, the
+        # iteration lines none; "saving checkpoint at iteration     200" then the author's "# ..."
+        unfinished_save=200,
+    ),
+    Log(
+        HERE / "nemo2-resiliency-demo-crash-ft-restart-restore.log",
+        NEMO,
+        [
+            (0, 10.51),
+            (1, 7.667),
+            (2, 7.582),
+            (3, 7.585),
+            (4, 7.588),
+            (5, 7.587),
+            (6, 7.588),
+            (7, 7.584),
+            (8, 7.589),
+            (9, 7.588),
+            (10, 7.589),
+            (11, 7.59),
+            (12, 7.59),
+            (13, 7.63),
+            (14, 7.587),
+            (15, 7.589),
+            # every rank's traceback, "Worker group FAILED. 3/3 attempts left; will restart worker
+            # group", the restore of step 9, and global_step 10 to 19 again
+            (10, 10.26),
+            (11, 7.581),
+            (12, 7.593),
+            (13, 7.592),
+            (14, 7.591),
+            (15, 7.593),
+            (16, 7.603),
+            (17, 7.59),
+            (18, 7.591),
+            (19, 7.592),
+        ],
+        # "Scheduled async checkpoint save for ...-step=9-consumed_samples=5120.0-last.ckpt", then
+        # "Async checkpoint save for step 10 (...step=9...) finalized"; the same for step=19 at the
+        # end: no blocking time stated
+        saves=[(9, None), (19, None)],
+        load=(
+            9,
+            None,
+        ),  # "Restoring states from the checkpoint path at ...-step=9-consumed_samples=5120.0-last/weights"
+    ),
+    Log(
+        HERE / "nemo2-resiliency-demo-straggler-reports-async-saves.log",
+        NEMO,
+        [
+            (0, 10.4),
+            (1, 7.615),
+            (2, 7.625),
+            (3, 7.618),
+            (4, 7.624),
+            (5, 7.629),
+            (6, 7.63),
+            (7, 7.632),
+            (8, 7.636),
+            (9, 7.625),
+            (10, 7.633),
+            (11, 7.626),
+            (12, 7.629),
+            (13, 7.637),
+            (14, 7.626),
+            (15, 7.637),
+            (16, 7.635),
+            (17, 7.632),
+            (18, 7.637),
+            (19, 7.73),  # "Training epoch 1, iteration 0/19 | ... global_step: 19"
+        ],
+        # the files "...-step=9-..." (finalised "for step 10") and "...-step=18-..." ("for step 19")
+        saves=[(9, None), (18, None)],
+    ),
 ]
 
 
@@ -343,7 +425,7 @@ def test_every_log_has_a_row() -> None:
     if CORPUS.exists():
         logs += sorted(p for d in ("megatron", "nemo") for p in (CORPUS / d).glob("*.log"))
     assert [p.name for p in logs if p.resolve() not in rows] == []
-    assert len(list(HERE.glob("*.log"))) == 24
+    assert len(list(HERE.glob("*.log"))) == 27
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda log: log.path.name)

@@ -128,6 +128,14 @@ def kubelet_time(line: str) -> datetime | None:
         return None
 
 
+def done_step(match: Match) -> int:
+    """The step a done line names: ``step``, else ``stepsDone`` - 1 (Lightning's "Async checkpoint
+    save for step 25" counts the steps done; the step lines' global_step and NeMo's "Successfully
+    saved checkpoint from iteration 24" of the same file count from 0)."""
+    done = capture_int(match, "stepsDone")
+    return capture_int(match, "step") or max(done - 1, 0)
+
+
 class GoodputParser:
     """Feed lines, then read :attr:`window`.
 
@@ -257,7 +265,7 @@ class GoodputParser:
         if self._late(moment):
             return
         w = self.window
-        step, path = capture_int(m, "step"), capture_text(m, "path")
+        step, path = done_step(m), capture_text(m, "path")
         pending = w.pending_save
         if pending is not None and (not step or not pending.step or step == pending.step):
             started, duration = pending.timestamp, 0.0
