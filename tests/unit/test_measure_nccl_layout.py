@@ -295,6 +295,18 @@ def test_failure_lines_and_benign_warnings() -> None:
     )
 
 
+def test_an_average_nccl_tests_marked_failed_is_a_failure() -> None:
+    """With ``NCCL_TESTS_MIN_BW`` set, src/util.cu writeResultFooter prints ``# %-20s : %g %s`` with
+    ``OK`` or ``FAILED`` (below 90% of it; the binary then exits with an error)."""
+    log = DATA / "spectrumx-ocp-h200-2node-datatype-all.log"
+    table = [line(log, n) for n in range(9, 72)]  # L9 the sweep .. L71 Out of bounds: all but the average
+    for verdict, failures in (("OK", 0), ("FAILED", 1)):
+        footer = printf("# %-20s : %g %s", "Avg bus bandwidth", 433.477, verdict)
+        summary = read([*table, footer], Parser(PROFILE)).summary()
+        assert (summary["avgBusBandwidthGBps"], summary["complete"]) == ("433.477", True)
+        assert summary["failureLines"] == {"count": failures, "lines": [footer] * failures}
+
+
 def test_the_launcher_s_own_failures() -> None:
     lost = DATA / "issue299-prterun-lost-daemon-command-wrapped-in-binary-name.log"
     assert not is_failure(line(lost, 3))  # ssh: connect to host ...: a wrapper may try again

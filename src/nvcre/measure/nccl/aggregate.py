@@ -227,6 +227,8 @@ class Aggregate:
         elif isinstance(item, AvgBusBandwidth):
             self.avg_bus_bandwidth = item.value
             self._footer()
+            if item.failed:  # nccl-tests' own verdict on the average: a failure it logged
+                self._event(Failure(item.line))
         elif isinstance(item, RankSeen):
             self.max_rank = max(self.max_rank, item.rank)
             if item.host is not None and len(self.hosts) < HOST_CAP:

@@ -9,7 +9,8 @@ The lines, as ``src/common.cu``/``src/util.cu`` of NVIDIA/nccl-tests (and rccl-t
 * ``#  Rank  0 Group  0 Pid  1234 on host device  0 [0000:0f:00] NVIDIA H100``, older
   ``#   Rank  0 Pid  1234 on host device ...`` and ``#   Rank  0 on host device ...``; NCCL
   1.x's own tests: ``#   Rank  0 uses device  0 [0x0a] GeForce GTX TITAN X`` (no host)
-* ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : 272.909`` (NCCL 1.x without ``#``)
+* ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : 272.909`` (NCCL 1.x without ``#``;
+  ``272.909 OK`` or ``FAILED`` when ``NCCL_TESTS_MIN_BW`` set a floor)
 * ``# Collective test starting: all_reduce_perf`` (2.17+); otherwise the command line
 * ``host: Test NCCL failure common.cu:1204 '...'``, `` .. host pid 1: Test failure common.cu:915``;
   Open MPI's own ``PRTE has lost communication with a remote daemon.`` (``ORTE`` before Open
@@ -160,12 +161,13 @@ def out_of_bounds(line: str) -> tuple[int, str] | None:
     return (counted, words[1]) if counted is not None else None
 
 
-def avg_bus_bandwidth(line: str) -> str | None:
-    """The number of ``# Avg bus bandwidth : X`` as printed (``%g``)."""
+def avg_bus_bandwidth(line: str) -> tuple[str, bool] | None:
+    """The number of ``# Avg bus bandwidth : X`` as printed (``%g``), and whether nccl-tests marked
+    it ``FAILED`` (below 90% of ``NCCL_TESTS_MIN_BW``; it then exits with an error)."""
     words = footer_text(line, AVG_BUS_BANDWIDTH)
     if not words or number(words[0]) is None:
         return None
-    return words[0]
+    return words[0], words[1:2] == ["FAILED"]
 
 
 def collective_name(line: str) -> str | None:

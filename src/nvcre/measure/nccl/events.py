@@ -44,6 +44,8 @@ class OutOfBounds:
 @dataclass(frozen=True)
 class AvgBusBandwidth:
     value: str  #: as printed (``%g``)
+    failed: bool = False  #: nccl-tests marked it ``FAILED`` (below ``NCCL_TESTS_MIN_BW``)
+    line: str = ""  #: the line, cut to its first 300 characters
 
 
 @dataclass(frozen=True)

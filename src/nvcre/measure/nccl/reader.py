@@ -90,8 +90,8 @@ class TableReader:
             found = context.out_of_bounds(line)
             return events.OutOfBounds(*found) if found else None
         if AVG_BUS_BANDWIDTH in line:
-            value = context.avg_bus_bandwidth(line)
-            return events.AvgBusBandwidth(value) if value else None
+            average = context.avg_bus_bandwidth(line)
+            return events.AvgBusBandwidth(*average, line[: context.FAILURE_LINE_CHARS]) if average else None
         if "nThread" in line:
             self.sweep = context.sweep(tokens) or self.sweep
             return self.sweep
