@@ -155,3 +155,18 @@ def test_a_save_the_log_starts_and_never_ends_is_shown_and_warned_of() -> None:
     )
     code, out, err = run("-o", "json", str(DATA / "dgxc-llama31-save-done-and-timer-one-line.log"))
     assert "checkpointSaveUnfinished" not in json.loads(out) and "never ends" not in err
+
+
+def test_a_run_started_again_within_the_log_is_shown_and_warned_of() -> None:
+    """NeMo's resiliency demo: every rank crashes after global_step 15, the fault-tolerance launcher
+    restarts the workers in the same job, they restore step 9 and log global_step 10 to 19."""
+    log = str(DATA / "nemo2-resiliency-demo-crash-ft-restart-restore.log")
+    code, out, err = run("--profile", "nemo-training", "-o", "json", log)
+    status = json.loads(out)
+    assert code == 0 and status["stepBacks"] == [{"from": 15, "to": 10}]
+    assert status["checkpointLoad"] == {"step": 9} and status["stepCount"] == 26
+    assert (
+        "Warning: the step goes back from 15 to 10 in this log: the run started again from a checkpoint "
+        "within it (no restart of the Job), and goodput counts neither that interruption nor the steps "
+        "done again as lost\n"
+    ) in err

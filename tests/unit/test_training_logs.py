@@ -42,6 +42,8 @@ class Log:
     """The steps carry wall-clock time and the log goes on after the first: goodput is measurable."""
     unfinished_save: int | None = None
     """The step of a save the log starts and never ends (no done line, no timer)."""
+    step_backs: list[tuple[int, int]] = field(default_factory=list)
+    """(step, lower step after it): the run started again from a checkpoint within the log."""
 
 
 LOGS = [
@@ -375,10 +377,9 @@ LOGS = [
         # "Async checkpoint save for step 10 (...step=9...) finalized"; the same for step=19 at the
         # end: no blocking time stated
         saves=[(9, None), (19, None)],
-        load=(
-            9,
-            None,
-        ),  # "Restoring states from the checkpoint path at ...-step=9-consumed_samples=5120.0-last/weights"
+        # "Restoring states from the checkpoint path at ...-step=9-consumed_samples=5120.0-last/weights"
+        load=(9, None),
+        step_backs=[(15, 10)],  # global_step 15, then the restart's 10
     ),
     Log(
         HERE / "nemo2-resiliency-demo-straggler-reports-async-saves.log",
@@ -442,8 +443,10 @@ def test_each_log_parses_with_the_figures_it_states(log: Log) -> None:
     load = (w.restore.step, w.restore.load_duration or None) if w.restore else None
     assert load == (None if log.load is None else (log.load[0], pytest.approx(log.load[1], abs=1e-6)))
     assert (w.pending_save.step if w.pending_save else None) == log.unfinished_save
+    assert list(w.step_backs) == log.step_backs
     status = analyze((str(log.path),), profile(log.profile))
     assert status["stepCount"] == len(log.steps)
     assert status["goodputMeasurable"] is log.measurable
     assert [c["step"] for c in status["checkpoints"]] == [step for step, _ in log.saves]
     assert status.get("checkpointSaveUnfinished", {}).get("step") == log.unfinished_save
+    assert [(b["from"], b["to"]) for b in status.get("stepBacks", [])] == log.step_backs

@@ -5,7 +5,8 @@ The logs are read in the order given as one stream (``-`` is stdin); the run end
 time a line shows (the kubelet prefix of ``kubectl logs --timestamps``, else the log's own
 stamps), as if the Job had succeeded then. Beyond the status it adds what only a whole log shows:
 whether goodput is measurable from it (and why not), the step lines recognised, each checkpoint
-save with its time, the checkpoint load, and a save the log starts but never ends.
+save with its time, the checkpoint load, a save the log starts but never ends, and each time the
+step goes back (the run started again from a checkpoint within the log).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ EXTRA = (
     "checkpoints",
     "checkpointLoad",
     "checkpointSaveUnfinished",
+    "stepBacks",
 )
 
 
@@ -96,6 +98,8 @@ def _whole_log(window: Window) -> dict[str, Any]:
         if pending.timestamp is not None:
             unfinished["time"] = stamp(pending.timestamp)
         out["checkpointSaveUnfinished"] = unfinished
+    if window.step_backs:  # the run started again from a checkpoint within the log
+        out["stepBacks"] = [{"from": high, "to": low} for high, low in window.step_backs]
     return out
 
 
@@ -135,6 +139,13 @@ def goodput_command(logs: tuple[str, ...], profile_ref: str, thresholds: dict[st
     reason = status.get("goodputNotMeasurableReason")
     if reason and measured and GOODPUT_RATIO not in thresholds:
         click.echo(f"Warning: goodput is not measurable from this log: {reason}", err=True)
+    for back in status.get("stepBacks", ()):
+        click.echo(
+            f"Warning: the step goes back from {back['from']} to {back['to']} in this log: the run started "
+            "again from a checkpoint within it (no restart of the Job), and goodput counts neither that "
+            "interruption nor the steps done again as lost",
+            err=True,
+        )
     unfinished = status.get("checkpointSaveUnfinished")
     if unfinished is not None:
         click.echo(

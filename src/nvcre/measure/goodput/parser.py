@@ -101,6 +101,9 @@ class Window:
     log read offline."""
     step_count: int = 0
     """Training step lines recognised in the read (all of them, not only the last MAX_STEPS)."""
+    step_backs: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=MAX_CHECKPOINTS))
+    """(step, the lower step that followed it) each time the step went back within the read: the
+    run started again from a checkpoint in the same log (an in-job restart) and redoes steps."""
 
     def with_lifecycle(self, lifecycle: Window) -> Window:
         """This window's steps with ``lifecycle``'s start, checkpoints and restore (the ``Multi``
@@ -253,6 +256,8 @@ class GoodputParser:
             epoch=capture_int(m, "epoch"),
             warmup=warmup,
         )
+        if w.last_step is not None and global_step < w.last_step.global_step:
+            w.step_backs.append((w.last_step.global_step, global_step))
         w.steps.append(step)
         w.step_count += 1
         self._closed = False
