@@ -409,6 +409,40 @@ LOGS = [
         # the files "...-step=9-..." (finalised "for step 10") and "...-step=18-..." ("for step 19")
         saves=[(9, None), (18, None)],
     ),
+    Log(
+        HERE / "nemo2-resiliency-demo-straggler-detected-terminating.log",
+        NEMO,
+        [
+            (0, 10.4),
+            (1, 7.591),
+            (2, 7.593),
+            (3, 7.59),
+            (4, 7.595),
+            (5, 7.599),
+            (6, 7.605),
+            (7, 7.61),
+            (8, 7.608),
+            (9, 7.6),
+            (10, 7.599),
+            (11, 7.6),
+            (12, 7.6),
+            (13, 7.604),
+            (14, 7.605),
+            (15, 7.611),
+        ],
+        # "...-step=9-consumed_samples=5120.0-last.ckpt" finalised "for step 10"; after "Detected
+        # stragglers. Terminating training..." the save of "...-step=16-consumed_samples=8704.0-last"
+        # (17 x 512) finalised "for step 17", whose step line was never printed
+        saves=[(9, None), (16, None)],
+    ),
+    Log(
+        HERE / "nemo2-resiliency-demo-preemption-sigterm-save.log",
+        NEMO,
+        [(0, 10.43), (1, 7.6), (2, 7.599)],
+        # "Received signal 15, initiating graceful stop", then the save of
+        # "...-step=3-consumed_samples=2048.0-last.ckpt" (4 x 512) finalised "for step 4"
+        saves=[(3, None)],
+    ),
 ]
 
 
@@ -426,7 +460,7 @@ def test_every_log_has_a_row() -> None:
     if CORPUS.exists():
         logs += sorted(p for d in ("megatron", "nemo") for p in (CORPUS / d).glob("*.log"))
     assert [p.name for p in logs if p.resolve() not in rows] == []
-    assert len(list(HERE.glob("*.log"))) == 27
+    assert len(list(HERE.glob("*.log"))) == 29
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda log: log.path.name)
