@@ -133,8 +133,8 @@ def kubelet_time(line: str) -> datetime | None:
 
 def done_step(match: Match) -> int:
     """The step a done line names: ``step``, else ``stepsDone`` - 1 (Lightning's "Async checkpoint
-    save for step 25" counts the steps done; the step lines' global_step and NeMo's "Successfully
-    saved checkpoint from iteration 24" of the same file count from 0)."""
+    save for step 25" counts the steps done; the file it names is "...-step=24-...", the global_step
+    of the step lines, which count from 0)."""
     done = capture_int(match, "stepsDone")
     return capture_int(match, "step") or max(done - 1, 0)
 
