@@ -47,7 +47,7 @@ ALL = "all"
 summary)."""
 MAX_SUMMARY = 600
 """The longest :func:`summary`, in characters (a condition message stays readable)."""
-MAX_MESSAGE = 160
+MAX_MESSAGE = 240
 """The longest message of one failed test quoted in :func:`summary`."""
 
 _STATUS = {"pass": PASS, "fail": FAIL, "warn": WARN, "skip": SKIP, "not run": SKIP}
