@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from nvcre.cli.analyze.dcgm import dcgm_command
 from nvcre.cli.analyze.goodput import goodput_command
 from nvcre.cli.analyze.nccl import nccl_command
 
@@ -19,3 +20,4 @@ def analyze_group() -> None:
 
 analyze_group.add_command(nccl_command)
 analyze_group.add_command(goodput_command)
+analyze_group.add_command(dcgm_command)
