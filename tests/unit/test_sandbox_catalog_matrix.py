@@ -7,8 +7,9 @@ every default (``maxSteps`` 37, ``maxBytes`` 2G, ``numIterations`` 7, ``numCycle
 and TrainingRuntime (:func:`nvcre.testing.workloads.with_trainer`), and each pod's container is
 handed to :func:`nvcre.sandbox.simulate.workload` exactly as the sandbox's runner hands it
 (command, environment, mounted ConfigMap scripts). The expected values come from the render:
-the step limit and exit duration the options set, and the nccl-tests flags as the rendered argv
-spells them (read here by splitting the words, with no shell).
+the step limit and exit duration the options set, the nccl-tests flags as the rendered argv
+spells them (read here by splitting the words, with no shell), and the DCGM diagnostics' level,
+host and ``-p`` parameters.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from nvcre.api.v1alpha1.certification import Certification
 from nvcre.catalog import CategoryRender, load_catalog, render_category
 from nvcre.platform import GPU_ARCHITECTURES, PLATFORMS
 from nvcre.platform.synthetic import synthetic_nodes
+from nvcre.sandbox.dcgm import LEVELS
 from nvcre.sandbox.model import parse_size
 from nvcre.sandbox.nccl_args import COLLECTIVES
 from nvcre.sandbox.runner import COMPLETION_INDEX, REPLICATED_JOB, container_command, container_files
@@ -88,6 +90,26 @@ def _rendered_flags(pod: dict[str, Any]) -> tuple[str, dict[str, str]]:
     return words[at].rsplit("/", 1)[-1], dict(zip(args[::2], args[1::2], strict=False))
 
 
+def _check_diag(main: Workload, pod: dict[str, Any]) -> None:
+    """The ``dcgmi diag`` the simulator reads is the rendered one: its level (and so its tests),
+    host, ``--json``, ``--verbose`` and every ``-p``, read word by word."""
+    diag = main.dcgm
+    assert diag is not None, "no dcgmi diag recognised"
+    container = next(c for c in pod["spec"]["containers"] if c["name"] == "node")
+    words = [*container.get("command", ()), *container.get("args", ())]
+    flags = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--host", "--run")}
+    assert words[:2] == ["dcgmi", "diag"]
+    assert (diag.level, diag.host, diag.json, diag.verbose) == (
+        int(flags["--run"]),
+        flags["--host"],
+        True,
+        True,
+    )
+    assert diag.tests == LEVELS[int(flags["--run"])]
+    rendered = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-p"]
+    assert rendered and dict(diag.params) == dict(p.split("=", 1) for p in rendered)
+
+
 def _admits(condition: dict[str, Any] | None, value: str) -> bool:
     if not condition:
         return True
@@ -138,8 +160,9 @@ def test_the_simulator_reads_what_the_render_runs(platform: str, arch: str, inde
     launcher = [p for p in pods if p["metadata"]["labels"][REPLICATED_JOB] == "launcher"]
     workers = [p for p in pods if p not in launcher]
     main = read[(launcher or workers)[0]["metadata"]["name"]]
-    if render.domain == "diagnostics":
-        assert (main.nccl, main.training, main.worker) == (None, None, None)
+    if render.domain == "diagnostics":  # one dcgmi diag per node, as the render spells it
+        _check_diag(main, workers[0])
+        assert all(read[p["metadata"]["name"]].dcgm == main.dcgm for p in workers)
         return
     if render.domain == "training":
         assert main.training is not None, f"{render.key}: no training run recognised"

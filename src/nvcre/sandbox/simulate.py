@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from nvcre.sandbox.dcgm import STOPPED_BY, Diag, DiagCommandError, parse_diag, run_diag
 from nvcre.sandbox.faults import KINDS, Fault, NodeChange, Outcome, log_cut, log_served, on_node
 from nvcre.sandbox.faults import node_change as combined_change
 from nvcre.sandbox.model import unit
@@ -138,9 +139,12 @@ def simulate(
     found = workload(command, env, files)
     served = log_served(faults, (m.node.name for m in members))
     if found.error is not None:
-        return Simulation((LogLine(0.1, found.error, "stderr"),), found.exit_code, 0.2, log_served=served)
+        lines = tuple(LogLine(0.1, text, "stderr") for text in found.error.split("\n"))
+        return Simulation(lines, found.exit_code, 0.2, log_served=served)
     if found.worker is not None:
         return replace(_worker(found.worker), log_served=served)
+    if found.dcgm is not None:
+        return replace(_dcgm(found.dcgm, members, faults, seed, attempt, rank, horizon_s), log_served=served)
     if found.nccl is not None:
         sim = _nccl(found.nccl, members, faults, seed, attempt, found.env, horizon_s, style.layout)
         procs = len(members) * found.nccl.procs_per_host
@@ -157,11 +161,13 @@ def simulate(
 @dataclass(frozen=True)
 class Workload:
     """The program a container runs as the simulator sees it: an nccl-tests run, a training
-    run, an MPI worker's sshd, or none of them (``error``: how it failed before starting)."""
+    run, a ``dcgmi diag``, an MPI worker's sshd, or none of them (``error``: how it failed before
+    starting, one line per line it printed)."""
 
     env: Mapping[str, str] = field(default_factory=dict)  #: the program's environment
     nccl: NcclTest | None = None
     training: Training | None = None
+    dcgm: Diag | None = None
     worker: tuple[str, ...] | None = None  #: sshd's argv
     error: str | None = None  #: what the shell or the binary printed when it refused
     exit_code: int = 0
@@ -177,6 +183,12 @@ def workload(
         argv = list(program.argv)
         if argv[0].rsplit("/", 1)[-1] == "sshd":
             return Workload(program.env, worker=program.argv)
+        try:
+            diag = parse_diag(argv)
+        except DiagCommandError as err:
+            return Workload(program.env, error=str(err), exit_code=err.exit_code)
+        if diag is not None:
+            return Workload(program.env, dcgm=diag)
         try:
             test = parse_command(argv, program.env)
         except CommandError as err:
@@ -337,14 +349,17 @@ def _conclude(
     failure: Callable[[_Event, float], list[LogLine]],
     fail_exit: int,
     healthy_exit: int = 0,
+    *,
+    event_faults: Sequence[Fault] | None = None,
 ) -> Simulation:
     """The run ``timed`` (ending ``healthy_exit`` at ``end_s``) cut by the first event fault that
-    strikes before its end.
+    strikes before its end (of ``event_faults``, every fault when ``None``; the Node changes are
+    those of every fault).
 
     ``end_s`` ``None``: the healthy run is still going at ``horizon_s``.
     """
     until = end_s if end_s is not None else horizon_s
-    events = _events(members, faults, seed, attempt, first_s, until)
+    events = _events(members, faults if event_faults is None else event_faults, seed, attempt, first_s, until)
     event = next((e for e in events if e.at_s < until), None)
     if event is None:
         lines = tuple(timed)
@@ -359,6 +374,36 @@ def _conclude(
     lines = (*kept, *failure(event, at))
     done = lines[-1].offset_s + 0.5
     return Simulation(lines, fail_exit, done, _effects(members, faults, first_s, until, at), (event.host,))
+
+
+def _dcgm(
+    diag: Diag,
+    members: Sequence[Member],
+    faults: Sequence[Fault],
+    seed: int,
+    attempt: int,
+    rank: int,
+    horizon_s: float,
+) -> Simulation:
+    """``dcgmi diag`` on the node of ``members[rank]`` (the GPUs it still has): the document
+    comes at the end; ``hang`` and ``not-ready`` stop the diag (it prints nothing and runs until
+    killed), XIDs and slow GPUs are what the diag reports (:func:`nvcre.sandbox.dcgm.findings`),
+    the NCCL failures of ``nccl-error`` and ``flaky`` never reach it, and every fault's Node change
+    comes at its time as for any workload."""
+    member = members[rank]
+    gpus = member.node.gpus - initial_node_change(faults, member.node.name).missing_gpus
+    run = run_diag(diag, member.node, gpus, faults, seed, _strike)
+    end = run.end_s if run.end_s <= horizon_s else None
+    timed = [LogLine(run.end_s, text, stream) for stream, text in run.lines] if end is not None else []
+
+    def failure(event: _Event, at: float) -> list[LogLine]:  # no event fault ends a diag with output
+        raise AssertionError(f"{event.fault} does not fail a diag")
+
+    stopping = [f for f in faults if f.kind in STOPPED_BY]
+    return _conclude(
+        timed, end, run.first_s, [member], faults, seed, attempt, horizon_s, failure, 1, run.exit_code,
+        event_faults=stopping,
+    )  # fmt: skip
 
 
 def cri_log(sim: Simulation, started_at: datetime, speed: float = 1.0) -> list[str]:
