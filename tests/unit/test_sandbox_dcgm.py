@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nvcre.measure.dcgm import read_diag
 from nvcre.sandbox import Member, node_model, parse_faults, simulate
 from nvcre.sandbox.dcgm import (
     EXIT_BAD_ARGUMENT,
@@ -398,3 +399,43 @@ def test_missing_gpus_are_not_diagnosed_and_no_log_is_kept() -> None:
 
 def test_a_fault_on_another_node_changes_nothing() -> None:
     assert diag(3, "gpu-node-001=xid:79").lines == diag(3).lines
+
+
+# --- read back by nvcre's own reader ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("level", "faults"),
+    [
+        (1, ()),
+        (4, ()),
+        (2, ("gpu-node-000=xid:79@20s",)),
+        (1, ("gpu-node-000=xid:48",)),
+        (3, ("gpu-node-000=xid:95",)),
+        (3, ("gpu-node-000=slow-gpu:1.5",)),
+    ],
+)
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
+def test_the_reader_finds_exactly_the_simulated_failures(
+    level: int, faults: tuple[str, ...], as_json: bool
+) -> None:
+    json_sim = diag(level, *faults)
+    sim = json_sim if as_json else _table(level, *faults)
+    diagnosis = read_diag("\n".join(line.text for line in sim.lines), level=level)
+    assert diagnosis is not None and diagnosis.complete
+    doc = document(json_sim)
+    read = [t for _, t in diagnosis.tests()]
+    assert (
+        read == list(by_test(doc)) if as_json else sorted(read) == sorted(by_test(doc))
+    )  # a table's own order
+    assert {(r.test, r.entity, r.status, r.message) for r in diagnosis.failed} == {
+        (test, f"GPU {gpu}", "Fail", message) for test, gpu, _, message in failures(doc)
+    }
+    assert diagnosis.passed == (sim.exit_code == 0)
+
+
+def _table(level: int, *faults: str) -> Simulation:
+    """The same run without ``--json``: dcgmi's table."""
+    command = [w for w in CATALOG if w != "--json"]
+    command[command.index("--run") + 1] = str(level)
+    return simulate([*command, "-p", "nvbandwidth.is_allowed=true"], NODE, parse_faults(faults), seed=3)
