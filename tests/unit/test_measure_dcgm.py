@@ -145,10 +145,122 @@ def test_issue215_json_fragment_is_incomplete() -> None:
     assert summary(d) == "dcgmi diag: report cut short; none of the 1 tests read failed"
 
 
+def test_nccl_tests_issue264_gpu_memory_fail_all_on_8_gpus() -> None:
+    """DCGM 3.3.8 ``--run 3`` on 8x H100 without CUDA: 13 tests; GPU Memory ``Fail - All`` with
+    eight Warnings (one per GPU, cuInit 'system not yet initialized'); PCIe, Memory Bandwidth and
+    EUD Test ``Skip - All``; the Persistence Mode ``Info`` is no message."""
+    d = _read(DATA / "nccl-tests-issue264-h100-dcgm338-r3-text-gpu-memory-fail-all-cuinit.log")
+    assert d.complete and not d.passed and (d.level, d.version) == (3, "3.3.8")
+    assert len(d.tests()) == 13
+    (failed,) = d.failed
+    assert (failed.category, failed.test, failed.entity) == ("Hardware", "GPU Memory", ALL)
+    assert failed.message.count("Error using CUDA API cuInit") == 8
+    assert failed.message.startswith(
+        "GPU 0 Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU."
+    )
+    assert "Unable to initialize CUDA library: 'system not yet initialized'" in failed.message
+    assert "GPU 7 Error using CUDA API cuInit" in failed.message
+    assert [t for _c, t in d.tests() if _statuses(d, t) == {ALL: SKIP}] == [
+        "PCIe",
+        "Memory Bandwidth",
+        "EUD Test",
+    ]
+    assert _statuses(d, "Persistence Mode") == {ALL: PASS}
+    assert not any("Persistence mode for GPU" in r.message for r in d.results)
+
+
+def test_dcgm_exporter_pod_pcie_fail_all_empty_stress_section() -> None:
+    """DCGM 3.3.0 ``-r 2`` in the GPU Operator's dcgm-exporter pod: 11 tests; PCIe ``Fail - All``
+    (GPU 0: 'unsupported display driver / cuda driver combination', bus ID 00000000:1B:00.0 cut
+    over two rows); GPU Memory ``Skip - All``; the Stress section is empty, the table closed."""
+    d = _read(DATA / "k8s-dcgm-exporter-pod-dcgm330-r2-text-pcie-fail-all-cuda-driver.log")
+    assert d.complete and not d.passed and (d.level, d.version) == (2, "3.3.0")
+    assert len(d.tests()) == 11
+    (failed,) = d.failed
+    assert (failed.category, failed.test, failed.entity) == ("Integration", "PCIe", ALL)
+    assert "cudaDeviceGetByPCIBusId" in failed.message
+    assert failed.message.endswith(
+        "'system has unsupported display driver / cuda driver combination' for GPU 0, bus ID = 00000000:1B:00.0"
+    )
+    assert _statuses(d, "GPU Memory") == {ALL: SKIP}
+
+
+def test_issue253_pcie_fails_while_every_gpu_passes() -> None:
+    """DCGM 4.2.3: ``pcie`` Fail with four global Warnings, then GPU0-3 Pass; software and memory
+    Pass on GPU0-3; the block has no closing border, so it is not complete."""
+    d = _read(DATA / "issue253-dcgm423-r2-text-pcie-fail-global-warnings-gpus-pass-no-footer.log")
+    assert not d.complete and not d.passed and d.version == "4.2.3"
+    assert d.tests() == (("Deployment", "software"), ("Hardware", "memory"), ("Integration", "pcie"))
+    assert _statuses(d, "pcie") == {ALL: FAIL, **{f"GPU {i}": PASS for i in range(4)}}
+    assert _statuses(d, "memory") == {f"GPU {i}": PASS for i in range(4)}
+    (failed,) = d.failed
+    assert failed.message.count("There was an internal error during the test:") == 4
+    assert "'A child process (152) exited with non-zero status 1'" in failed.message
+    assert (
+        "'Output of child process (153) couldn't be parsed: '* Line 1, Column 1 Syntax error:"
+        in failed.message
+    )
+    assert summary(d).startswith(
+        "dcgmi diag: report cut short; 1 of the 3 tests read failed: pcie (There was"
+    )
+
+
+def test_issue253_b200_pcie_fail_one_global_warning() -> None:
+    """DCGM 4.4.1 ``-r 2`` under Slurm on 8x B200: pcie Fail (child process 11167 output not
+    parsed), GPU0-7 Pass in all three tests; closed."""
+    d = _read(DATA / "issue253-b200-dcgm441-r2-slurm-text-pcie-fail-global-warning.log")
+    assert d.complete and not d.passed and d.version == "4.4.1"
+    assert _statuses(d, "software") == {f"GPU {i}": PASS for i in range(8)}
+    (failed,) = d.failed
+    assert (failed.test, failed.entity) == ("pcie", ALL)
+    assert failed.message == (
+        "There was an internal error during the test: 'Output of child process (11167) couldn't be parsed: "
+        "'* Line 1, Column 1 Syntax error: value, object or array expected. '' Check DCGM and system logs for "
+        "errors. Reset GPU. Restart DCGM. Rerun diagnostics."
+    )
+
+
+def test_issue124_dcgm4_all_pass() -> None:
+    d = _read(DATA / "issue124-a10g-dcgm442-r2-text-all-pass.log")
+    assert d.passed and (d.level, d.version) == (2, "4.4.2")
+    assert [(r.test, r.entity, r.status) for r in d.results] == [
+        ("software", "GPU 0", PASS),
+        ("memory", "GPU 0", PASS),
+        ("pcie", "GPU 0", PASS),
+    ]
+    assert summary(d) == "dcgmi diag level 2: all 3 tests passed"
+
+
+def test_gb10_pod_everything_skipped_but_software() -> None:
+    """DCGM 4.4.2 ``-r 3`` in a pod on a GB10, the table from its ``Diagnostic | Result`` row:
+    software Pass; memory, diagnostic, nvbandwidth, pcie, memory_bandwidth, targeted_stress,
+    targeted_power Skip. Nothing failed; the summary says how little ran."""
+    d = _read(DATA / "gb10-microk8s-pod-dcgm442-r3-text-all-skipped-but-software.log")
+    assert d.complete and d.passed and d.version == "4.4.2"
+    assert [t for _c, t in d.tests()] == [
+        "software",
+        "memory",
+        "diagnostic",
+        "nvbandwidth",
+        "pcie",
+        "memory_bandwidth",
+        "targeted_stress",
+        "targeted_power",
+    ]
+    assert [r.status for r in d.results].count(SKIP) == 7
+    assert summary(d) == "dcgmi diag: no test failed: 1 of 8 passed, 7 skipped"
+
+
+def test_nvidia_docs_example_indented() -> None:
+    d = _read(DATA / "nvidia-docs-feature-overview-dcgm400-r3-text-all-pass-indented.log")
+    assert d.passed and d.version == "4.0.0" and len(d.tests()) == 7
+    assert len(d.results) == 28 and {r.entity for r in d.results} == {f"GPU {i}" for i in range(4)}
+
+
 def test_every_data_file_is_listed_in_the_readme() -> None:
     readme = (DATA / "README.md").read_text()
     files = sorted(p.name for p in DATA.iterdir() if p.suffix in {".log", ".json"})
-    assert len(files) == 3
+    assert len(files) == 10
     assert all(f"`{name}`" in readme for name in files)
 
 
@@ -399,6 +511,7 @@ def test_v4_text_table() -> None:
     assert d.failed == (DiagResult("Hardware", "memory", "GPU 0", FAIL, message),)
     assert _statuses(d, "memory") == {"GPU 0": FAIL, "GPU 1": PASS}
     assert summary(d).startswith("dcgmi diag level 3: 1 of 3 tests failed: memory on GPU 0 (Detected XID 79")
+    assert read_diag("".join(f"    {line}\n" for line in table), level=3) == d  # indented
     cut = read_diag("\n".join(table[:-1]) + "\n")
     assert cut is not None and not cut.complete and not cut.passed
 

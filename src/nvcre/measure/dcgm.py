@@ -23,12 +23,13 @@ A result is ``Pass``, ``Fail``, ``Warn`` or ``Skip`` (DCGM's ``Not Run`` is a Sk
 status word is kept as written and counts as failed. Only a report read whole (a JSON document
 parsed, a table to its closing border) with at least one result and no failure has ``passed``.
 
-Exit status (``dcgmi/Diag.cpp``, ``Diag::GetFailureResult``; ``dcgmi/main_dcgmi.cpp`` returns it
-from ``main``): a failed test makes ``dcgmi diag`` return ``DCGM_ST_NVVS_ERROR`` (-30, exit 226),
-or ``DCGM_ST_NVVS_ISOLATE_ERROR`` (-51, exit 205) for an error that asks for isolation, but only
-for an error entry on a GPU, a software-category test or a global error with a non-zero code: a
-test that fails without such an error entry (a CPU entity, for one) exits 0. The exit status
-alone does not say which test failed, nor always that one did.
+Exit status (``dcgmi/Diag.cpp``, ``Diag::GetFailureResult``, whose value ``main`` in
+``dcgmi/main_dcgmi.cpp`` returns): it is decided from DCGM's error entries, not from the results.
+Any error entry on a GPU, in a software-category test, or global with a non-zero code makes
+``dcgmi diag`` return ``DCGM_ST_NVVS_ERROR`` (-30, exit 226), or ``DCGM_ST_NVVS_ISOLATE_ERROR``
+(-51, exit 205) for an error that asks for isolation; it does so for a test that only warned, and
+a test that fails with no such entry (on a CPU entity, say) exits 0. The exit status says neither
+which test nor which GPU, and an exit 0 can carry a failed test.
 """
 
 from __future__ import annotations
@@ -396,7 +397,7 @@ def _cells(line: str) -> tuple[str, str, str] | None:
 def _read_table(lines: list[str], level: int | None) -> Diagnosis | None:
     table: _Table | None = None
     for raw in lines:
-        line = raw.rstrip()
+        line = raw.strip()  # a table indented in a document reads the same
         if _BORDER.match(line):
             if table is not None:
                 table.border()
