@@ -261,14 +261,14 @@ _SPEC = re.compile(
 )
 _ENTITY = re.compile(r"^(?P<group>[A-Za-z_]+?)(?P<id>\d+): (?P<status>Pass|Fail|Warn|Skip|Not Run)$")
 _MESSAGE = re.compile(r"^(?P<kind>Warning|Error|Info)(?:: (?P<group>[A-Za-z_]+?)(?P<id>\d+))?$")
-_NAME_START, _NAME_END, _VALUE_START, _VALUE_WIDTH = 2, 27, 30, 45
+_NAME_END, _VALUE_START, _VALUE_WIDTH = 27, 30, 45  # DCGM's stencil: '| ' name(25) ' | ' value(46) ' |'
 
 
 @dataclass
 class _Test:
     category: str
     name: str
-    overall: str | None  # the status on the test's own row ('Pass - All' or DCGM 4's 'Fail')
+    overall: str | None  # the status alone on the test's own row (a Deployment test's, DCGM 4's)
     entities: dict[str, str]  # entity -> status, in order
     messages: dict[str, list[str]]  # entity (or ALL) -> message texts
 
