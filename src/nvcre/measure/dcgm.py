@@ -24,12 +24,13 @@ status word is kept as written and counts as failed. Only a report read whole (a
 parsed, a table to its closing border) with at least one result and no failure has ``passed``.
 
 Exit status (``dcgmi/Diag.cpp``, ``Diag::GetFailureResult``, whose value ``main`` in
-``dcgmi/main_dcgmi.cpp`` returns): it is decided from DCGM's error entries, not from the results.
-Any error entry on a GPU, in a software-category test, or global with a non-zero code makes
-``dcgmi diag`` return ``DCGM_ST_NVVS_ERROR`` (-30, exit 226), or ``DCGM_ST_NVVS_ISOLATE_ERROR``
-(-51, exit 205) for an error that asks for isolation; it does so for a test that only warned, and
-a test that fails with no such entry (on a CPU entity, say) exits 0. The exit status says neither
-which test nor which GPU, and an exit 0 can carry a failed test.
+``dcgmi/main_dcgmi.cpp`` returns): ``DCGM_ST_NVVS_ERROR`` (-30, exit 226), or
+``DCGM_ST_NVVS_ISOLATE_ERROR`` (-51, exit 205) for an error that asks for isolation. Up to DCGM
+3.3 it follows the results: a Deployment or per-GPU test with status Fail (the CPU EUD test is not
+looked at). Since DCGM 4.0 it follows DCGM's error entries instead: any error on a GPU, in a
+software-category test, or global with a non-zero code, so a test that only warned can exit 226
+and a test that fails with no such entry (on a CPU entity, say) exits 0. Either way the exit
+status says neither which test nor which GPU, and an exit 0 can carry a failed test.
 """
 
 from __future__ import annotations
