@@ -396,7 +396,7 @@ def parse_diag(argv: Sequence[str]) -> Diag | None:
         raise _refused("Specifying a entity id and a gpu list are mutually exclusive")
     if "entity-id" in values and "group" in values:
         raise _refused("Specifying a group id and a entity id are mutually exclusive")
-    iterations = int(re.match(r"\s*[+-]?\d+", values.get("iterations", "1")).group())  # type: ignore[union-attr]
+    iterations = int(_number(values.get("iterations"), 1))  # a number: TCLAP read it
     if iterations == 0:
         raise _refused("The value for iterations cannot be 0.")
     if "check-interval" in values and "fail-early" not in switches:
@@ -842,5 +842,6 @@ __all__ = [
     "parse_diag",
     "run_diag",
     "styled",
+    "table",
     "timeline",
 ]
