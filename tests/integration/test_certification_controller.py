@@ -17,6 +17,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from nvcre import resources
 from nvcre.naming import certification_workflow_name, job_name
+from nvcre.sandbox.faults import Fault
 from nvcre.testing.audit import by_manager
 from nvcre.testing.builders import Certification, category, new_pool, pool_nodes
 from nvcre.testing.controlplane import ControlPlane
@@ -181,7 +182,7 @@ def test_categories_run_one_at_a_time_in_order(
 
 
 def test_a_failed_node_fails_its_category_and_later_ones_still_run(
-    kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+    kube: Client, namespace: str, gpu_nodes: Any, manager: Any, run_pod: Any
 ) -> None:
     """Three categories on 16 H100 nodes on aws; one node's workload fails in the second."""
     pool, nodes = new_pool(gpu_nodes, 16, platform="aws", product="NVIDIA-H100-80GB-HBM3")
@@ -205,6 +206,10 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
     victim_job = job_name(second, "group-5", 1, single=False)
     (victim,) = jobs[victim_job]["metadata"]["annotations"]["nvcre.nvidia.com/group-nodes"].split(",")
     assert victim == nodes[5]
+    # each node's dcgmi diag prints its report; an XID 79 on the victim's GPU 0 fails a test
+    for name in jobs:
+        trainjob_of(kube, namespace, name)
+        run_pod(namespace, f"{name}-workload", [Fault("xid", victim, 79.0)] if name == victim_job else [])
     finish_workflow_jobs(kube, namespace, second, 16, failing=frozenset({victim_job}))
 
     wait_for(lambda: third in workflows_of(kube, namespace, "trio"), 60, what=third)
@@ -224,7 +229,12 @@ def test_a_failed_node_fails_its_category_and_later_ones_still_run(
     assert ref == failed_wf["status"]["failedNodesRef"]
     entries = failed_nodes_record(kube, namespace, ref["name"])
     assert [e["name"] for e in entries] == [victim]
-    assert entries[0]["reason"] == "WorkloadFailed" and entries[0]["message"]
+    assert entries[0]["reason"] == "WorkloadFailed"
+    assert re.fullmatch(
+        r"Workload TrainJob/\S+ failed: jobset failed: dcgmi diag level 3: 1 of 8 tests failed: "
+        r"\w+ on GPU 0 \(Detected XID 79 for GPU 0 Please consult the documentation for details of this XID\.\)",
+        entries[0]["message"],
+    ), "the test that the XID failed and the GPU, as the node's dcgmi report names them"
     survivors = config_map_payload(
         kube, namespace, final[1]["succeededNodesRef"]["name"], "succeeded-nodes.csv.gz"
     )
@@ -392,7 +402,7 @@ def test_foreign_workflow_is_never_adopted(
 
 
 def test_restart_safety_from_the_top(
-    control_plane: ControlPlane, kube: Client, namespace: str, gpu_nodes: Any, manager: Any
+    control_plane: ControlPlane, kube: Client, namespace: str, gpu_nodes: Any, manager: Any, run_pod: Any
 ) -> None:
     """SIGKILL the manager at several points of a Certification: same result, nothing duplicated.
 
@@ -446,6 +456,9 @@ def test_restart_safety_from_the_top(
         wait_for(lambda: third in workflows_of(kube, namespace, "crash"), 60, what=third)
         wait_for(lambda: len(jobs_of(kube, namespace, third)) == 6, 60, what="six Jobs of category 3")
         crash_and_restart()
+        for name in jobs_of(kube, namespace, third):  # each node's dcgmi diag prints a passing report
+            trainjob_of(kube, namespace, name)
+            run_pod(namespace, f"{name}-workload")
         finish_workflow_jobs(kube, namespace, third, 6)
         cert = wait_true(kube, resources.Certification, "crash", namespace, "Failed", timeout=120)
     finally:

@@ -47,7 +47,7 @@ from nvcre.controllers.indexes import POD_JOB_INDEX, POD_NODE_INDEX
 from nvcre.controllers.job import failure_log
 from nvcre.controllers.podlogs import read_tail
 from nvcre.controllers.status import conditions_of
-from nvcre.decide.job import deletion, health, images, measurements, next_step, restart
+from nvcre.decide.job import deletion, diagnostics, health, images, measurements, next_step, restart
 from nvcre.measure import verdicts
 from nvcre.measure.thresholds import Verdict
 from nvcre.naming import bandwidth_measurement_name, goodput_measurement_name
@@ -471,8 +471,16 @@ class JobController:
         hardware = await self._hardware_failure(job, pods)
         if isinstance(decision, next_step.Restart):
             return await self._restart(job, decision, hardware, pods)
+        report: dict[str, Any] | None = None
+        level = diagnostics.diag_level(job["spec"])
+        if isinstance(decision, next_step.Succeed) and level is not None:
+            ours = await self.ctx.ownership.pods_of(job, pods)
+            report, text, unreadable = await failure_log.completed_log(
+                self.ctx.client, ours, self.tail_reader
+            )
+            decision = diagnostics.succeeded(decision, text, level, unreadable=unreadable)
         if isinstance(decision, next_step.Fail):
-            await self._fail(job, decision, pods, hardware)
+            await self._fail(job, decision, pods, hardware, entry=report)
             return None
         if isinstance(decision, next_step.Succeed):
             return await self._succeed(job, decision, hardware, pods)
@@ -581,12 +589,20 @@ class JobController:
         decision: next_step.Fail,
         pods: list[Obj],
         hardware: health.HardwareFailure | None,
+        *,
+        entry: dict[str, Any] | None = None,
     ) -> None:
-        # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
-        ours = await self.ctx.ownership.pods_of(job, pods)
-        # a stalled run has no failed pod: its launcher's log shows where it stopped
-        unfinished = FailureLogReason.STALLED if decision.reason == JobReason.WORKLOAD_STALLED else None
-        entry = await failure_log.collect(self.ctx.client, ours, self.tail_reader, unfinished=unfinished)
+        """Write Failed with the failure log: ``entry`` when the caller read it already (a
+        completed pod's), else that of the pod that failed (or of the stalled launcher)."""
+        if entry is None:
+            # the failed pod is chosen among those the Job's own TrainJob ran, not by label alone
+            ours = await self.ctx.ownership.pods_of(job, pods)
+            # a stalled run has no failed pod: its launcher's log shows where it stopped
+            unfinished = FailureLogReason.STALLED if decision.reason == JobReason.WORKLOAD_STALLED else None
+            entry = await failure_log.collect(self.ctx.client, ours, self.tail_reader, unfinished=unfinished)
+            level = diagnostics.diag_level(job["spec"])
+            if level is not None:
+                decision = diagnostics.failed(decision, entry.get("tail", ""), level)
         annotation = (job["metadata"].get("annotations") or {}).get(Annotation.GROUP_NODES, "")
         group_nodes = [n for n in annotation.split(",") if n]
 

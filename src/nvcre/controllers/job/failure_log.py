@@ -93,3 +93,44 @@ async def collect(
     except podlogs.LogsError as error:
         log.info("no logs for %s: %s", name, error)
     return {**record, "tail": text} if text else record
+
+
+REPORT_BYTES = LOG_READ_BYTES
+"""The most read of a completed pod's log whose report judges the Job (``dcgmi diag``'s)."""
+REPORT_LINES = 100_000
+
+
+async def completed_log(
+    client: AsyncClient, pods: list[Obj], read: TailReader = podlogs.read_tail
+) -> tuple[dict[str, Any], str, str]:
+    """(the failure-log entry, the log, why it could not be read: '' when it was) of the pod that
+    printed the workload's result, once the workload completed: its whole log, up to
+    :data:`REPORT_BYTES`, is its report. Read twice before giving up (a broken stream)."""
+    done = sorted(pods, key=lambda p: (podlogs.pod_phase(p) != "Succeeded", podlogs.pod_order(p)))
+    if not done:
+        none = {"podName": "", "nodeName": "", "exitCode": 0, "reason": FailureLogReason.POD_NOT_FOUND}
+        return none, "", "no pod of the workload was found"
+    pod = done[0]
+    record = {
+        "podName": pod["metadata"]["name"],
+        "nodeName": (pod.get("spec") or {}).get("nodeName", ""),
+        "exitCode": 0,
+        "reason": "Completed",
+    }
+    error = ""
+    for _ in range(2):
+        try:
+            text, _cut = await read(
+                client,
+                pod["metadata"]["name"],
+                pod["metadata"]["namespace"],
+                podlogs.container_of(pod),
+                lines=REPORT_LINES,
+                keep=REPORT_BYTES,
+                limit=REPORT_BYTES,
+            )
+        except podlogs.LogsError as failure:
+            error = str(failure)
+            continue
+        return {**record, "tail": text[-LOG_TAIL_BYTES:]} if text else record, text, ""
+    return record, "", error
