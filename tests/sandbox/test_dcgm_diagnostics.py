@@ -5,7 +5,8 @@ simulated accelerator answers with DCGM 4.5's JSON document and exit status: lev
 software checks) passes on every node; at level 3 targeted_stress fails on GPU 0 of
 gpu-node-001 (``Max stress level of ... did not reach desired stress level of 29250.0``), its pod
 exits 226 (``DCGM_ST_NVVS_ERROR``) and the report names that node alone, with the document in its
-failure log."""
+failure log; the node's failure names that test and GPU with DCGM's words (the report nvcre
+read), and level 1's Jobs succeeded only on a whole report in which every test passed."""
 
 from __future__ import annotations
 
@@ -54,6 +55,12 @@ def test_level_3_names_the_slow_gpu_node_alone_with_dcgm_s_own_report(tmp_path: 
         ("dcgm-level3", "Failed"),
     ], out
     assert [n["name"] for n in report["failedNodes"]] == ["gpu-node-001"]
+    (finding,) = report["failedNodes"]
+    assert finding["reason"] == "WorkloadFailed"
+    assert (
+        "dcgmi diag level 3: 1 of 8 tests failed: targeted_stress on GPU 0 (Max stress level of"
+        in finding["message"]
+    ), "the node's failure names the test, the GPU and DCGM's measured number"
     (group,) = report["categories"][1]["failedGroups"]
     assert group["nodes"] == ["gpu-node-001"]
     log = group["failureLog"]
