@@ -7,21 +7,19 @@ The figures are those of tests/unit/test_measure_dcgm.py, read by hand from each
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
 from nvcre.cli.analyze.dcgm import NO_REPORT
-from nvcre.cli.main import cli
+from tests.unit.analyze_cli import analyze
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dcgm"
 DATA = Path(__file__).resolve().parents[1] / "data" / "dcgm"
 
 
-def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["analyze", "dcgm", *args], input=stdin)
-    return result.exit_code, result.stdout, result.stderr
+run = partial(analyze, "dcgm")
 
 
 def test_all_pass_corpus_log_as_json() -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from nvcre.cli.main import cli
 from nvcre.measure.builtin import builtin_profiles
 from nvcre.measure.goodput.sampling import NO_STEP_TIME
+from tests.unit.analyze_cli import analyze
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="the log corpus (../shared/corpus) is not here")
@@ -19,9 +19,7 @@ N6 = str(CORPUS / "megatron" / "cre-fixture-n6-full-sequence-k8s-ts-checkpoint.l
 DATA = Path(__file__).resolve().parents[1] / "data" / "training"
 
 
-def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["analyze", "goodput", *args], input=stdin)
-    return result.exit_code, result.stdout, result.stderr
+run = partial(analyze, "goodput")
 
 
 def test_the_megatron_fixture_as_the_controller_would_write_it() -> None:

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
-from nvcre.cli.main import cli
 from nvcre.testing.builders import LogProfile
 from nvcre.testing.nccl_cases import status_row
+from tests.unit.analyze_cli import analyze
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "nccl"
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 
 
-def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["analyze", "nccl", *args], input=stdin)
-    return result.exit_code, result.stdout, result.stderr
+run = partial(analyze, "nccl")
 
 
 def test_a_corpus_log_as_json() -> None:

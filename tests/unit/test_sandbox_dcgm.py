@@ -4,6 +4,7 @@ level, each fault a diag reports, and the document and exit status DCGM 4.5 give
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from nvcre.sandbox.dcgm import (
 from nvcre.sandbox.simulate import Simulation, workload
 
 #: What the catalog's dcgm-level3 runs (src/nvcre/catalog/entries/_lib/bodies/dcgm.yaml).
+DATA = Path(__file__).resolve().parents[1] / "data" / "dcgm"
 CATALOG = [
     "dcgmi",
     "diag",
@@ -94,15 +96,11 @@ def test_the_catalog_command_line_is_read_as_dcgmi_reads_it() -> None:
         True,
         "nvidia-dcgm.gpu-operator.svc:5555",
     )
-    assert parsed.tests == (
-        "memory",
-        "diagnostic",
-        "nvbandwidth",
-        "pcie",
-        "memory_bandwidth",
-        "targeted_stress",
-        "targeted_power",
-    )
+    # the tests a real DCGM 4.4.2 `-r 3` table lists after software, in its order
+    real = read_diag((DATA / "gb10-microk8s-pod-dcgm442-r3-text-all-skipped-but-software.log").read_text())
+    assert real is not None
+    assert real.tests()[0][1] == "software"
+    assert parsed.tests == tuple(test for _category, test in real.tests()[1:])
     assert parsed.param("targeted_power", "test_duration") == "1200s"
     assert parsed.param("nvbandwidth", "is_allowed") == "true"
     assert parsed.entity_ids == "*,cpu:*"
