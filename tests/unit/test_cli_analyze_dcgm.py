@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from nvcre.cli.analyze.dcgm import NO_REPORT
+from nvcre.decide.job.diagnostics import NO_REPORT
 from tests.unit.analyze_cli import analyze
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dcgm"
@@ -87,6 +87,25 @@ def test_a_report_cut_short_never_passes() -> None:
     assert [r["status"] for r in status["results"]] == ["Pass"] * 8
     assert status["verdict"]["reason"] == "MeasurementUnavailable"
     assert status["summary"] == "dcgmi diag: report cut short; none of the 1 tests read failed"
+
+
+def test_a_level_that_skipped_every_test_beyond_software_does_not_pass() -> None:
+    """DCGM 4.4.2 ``-r 3`` on a GB10 (the log does not show the level): software passed, the seven
+    tests of level 3 skipped. DCGM counts no failure; nvcre, as for a DCGM category's Job, does
+    not call that a pass, and says why on stderr."""
+    code, out, err = run(
+        str(DATA / "gb10-microk8s-pod-dcgm442-r3-text-all-skipped-but-software.log"), "-o", "json"
+    )
+    status = json.loads(out)
+    assert code == 1
+    assert (status["complete"], status["passed"], status["failedTests"]) == (True, False, [])
+    assert status["verdict"] == {
+        "failed": True,
+        "reason": "MeasurementUnavailable",
+        "message": "dcgmi diag: no test failed: 1 of 8 passed, 7 skipped: no test beyond the "
+        "software checks ran",
+    }
+    assert err.startswith("Error: dcgmi diag: no test failed") and "no test beyond the software checks" in err
 
 
 def test_no_dcgmi_output() -> None:

@@ -84,7 +84,8 @@ def test_a_failed_test_fails_the_job_although_dcgmi_exited_0() -> None:
 def test_no_report_a_cut_report_or_an_unreadable_log_never_succeeds() -> None:
     empty = diagnostics.succeeded(COMPLETED, "Connecting to nvidia-dcgm.gpu-operator.svc:5555\n", 3)
     assert empty == Fail(
-        f"{COMPLETED.message}, but its pod's log holds no dcgmi diag report: nothing shows that its GPUs passed"
+        f"{COMPLETED.message}, but {diagnostics.NO_REPORT}: nothing shows that its GPUs passed",
+        cause="MeasurementUnavailable",
     )
     unread = diagnostics.succeeded(COMPLETED, "", 3, unreadable="log of pod nvcre/p: connection reset")
     assert unread == Fail(
@@ -95,8 +96,15 @@ def test_no_report_a_cut_report_or_an_unreadable_log_never_succeeds() -> None:
     cut = diagnostics.succeeded(COMPLETED, fragment, 4)
     assert cut == Fail(
         f"{COMPLETED.message}, but dcgmi diag level 4: report cut short; none of the 1 tests read "
-        "failed: nothing shows that its GPUs passed"
+        "failed: nothing shows that its GPUs passed",
+        cause="MeasurementUnavailable",
     )
+    skipped = (COLLECTED / "gb10-microk8s-pod-dcgm442-r3-text-all-skipped-but-software.log").read_text()
+    assert diagnostics.succeeded(COMPLETED, skipped, 3) == Fail(
+        f"{COMPLETED.message}, but dcgmi diag level 3: no test failed: 1 of 8 passed, 7 skipped: no test "
+        "beyond the software checks ran: nothing shows that its GPUs passed",
+        cause="MeasurementUnavailable",
+    ), "a level that skipped every test it stands for verified nothing (DCGM 4.4.2 on a GB10)"
 
 
 def test_a_failed_workloads_message_names_the_failed_tests_its_tail_shows() -> None:
@@ -226,6 +234,9 @@ async def test_a_diag_job_whose_log_holds_no_report_fails() -> None:
     assert _ended(job) == (
         "Failed",
         "WorkloadFailed",
-        "Workload TrainJob/dcgm-workload completed: jobset completed, but its pod's log holds no dcgmi "
-        "diag report: nothing shows that its GPUs passed",
+        f"Workload TrainJob/dcgm-workload completed: jobset completed, but {diagnostics.NO_REPORT}: "
+        "nothing shows that its GPUs passed",
     )
+    assert [(e["name"], e["reason"], e["cause"]) for e in job["status"]["failedNodes"]] == [
+        ("n0", "WorkloadFailed", "MeasurementUnavailable")
+    ]

@@ -4,8 +4,9 @@ The logs are read in order as one text (``-`` is stdin): the JSON of ``dcgmi dia
 among other log lines, or a log tail that lost its beginning) or dcgmi's text table, as
 :mod:`nvcre.measure.dcgm` reads them. It prints each test's result on each entity (GPU) with
 DCGM's message, the level and DCGM version where known, whether the whole report was read, and
-the one-line summary. It passes only when the whole report was read, has results and no test
-failed (a warning or a skip is no failure).
+the one-line summary. It passes as the Job of a DCGM category does
+(:func:`nvcre.decide.job.diagnostics.verdict`): the whole report read, with results, no test
+failed, and not every test beyond the software checks skipped.
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ from typing import Any
 
 import click
 
-from nvcre.api.v1alpha1.constants import JobReason
 from nvcre.cli.analyze.common import log_lines, report
 from nvcre.cli.common import output_option
+from nvcre.decide.job.diagnostics import NO_REPORT, verdict
 from nvcre.measure.dcgm import Diagnosis, read_diag, summary
-from nvcre.measure.thresholds import Verdict
-
-NO_REPORT = "no dcgmi diag output (no JSON report, result table or dcgmi error) in the log"
 
 
 def dcgm_status(diagnosis: Diagnosis | None) -> dict[str, Any]:
@@ -42,22 +40,12 @@ def dcgm_status(diagnosis: Diagnosis | None) -> dict[str, Any]:
         "level": diagnosis.level,
         "version": diagnosis.version,
         "complete": diagnosis.complete,
-        "passed": diagnosis.passed,
+        "passed": not verdict(diagnosis).failed,
         "tests": len(diagnosis.tests()),
         "failedTests": list(dict.fromkeys(r.test for r in diagnosis.failed)),
         "results": [asdict(r) for r in diagnosis.results],
         "summary": summary(diagnosis),
     }
-
-
-def dcgm_verdict(diagnosis: Diagnosis | None, status: dict[str, Any]) -> Verdict:
-    """Pass, failed tests (``WorkloadFailed``: dcgmi itself exits non-zero for most) or no whole
-    report (``MeasurementUnavailable``: no data is not a pass)."""
-    if diagnosis is not None and diagnosis.passed:
-        return Verdict(False, JobReason.WORKLOAD_COMPLETED, status["summary"])
-    if diagnosis is not None and diagnosis.failed:
-        return Verdict(True, JobReason.WORKLOAD_FAILED, status["summary"])
-    return Verdict(True, JobReason.MEASUREMENT_UNAVAILABLE, status["summary"])
 
 
 def dcgm_table(status: dict[str, Any]) -> str:
@@ -108,4 +96,4 @@ def dcgm_command(logs: tuple[str, ...], level: int | None, output: str) -> None:
     """
     diagnosis = read_diag("\n".join(log_lines(logs)), level=level)
     status = dcgm_status(diagnosis)
-    report(status, output, dcgm_table, dcgm_verdict(diagnosis, status))
+    report(status, output, dcgm_table, verdict(diagnosis))

@@ -13,13 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from nvcre.api.v1alpha1.constants import JobReason
 from nvcre.decide.job.next_step import Fail, Succeed
-from nvcre.measure.dcgm import read_diag, summary
+from nvcre.measure.dcgm import SKIP, Diagnosis, read_diag, summary
+from nvcre.measure.thresholds import Verdict
 
 DEFAULT_LEVEL: Final = 1
 """dcgmi diag's run level when ``--run`` is not given."""
 
 UNREAD: Final = "nothing shows that its GPUs passed"
+NO_REPORT: Final = "no dcgmi diag output (no JSON report, result table or dcgmi error) in the log"
+ONLY_SOFTWARE: Final = "no test beyond the software checks ran"
+SOFTWARE: Final = "software"
 
 
 def diag_level(job_spec: Mapping[str, Any]) -> int | None:
@@ -42,20 +47,37 @@ def _run_level(flags: Sequence[str]) -> int:
     return DEFAULT_LEVEL
 
 
+def verdict(diagnosis: Diagnosis | None) -> Verdict:
+    """The one rule for a ``dcgmi diag`` report, the Job's and ``nvcrectl analyze dcgm``'s: it
+    passes only when it was read whole, has results, no test failed and, when it lists tests
+    beyond the software checks, at least one of those did not skip (a level that skipped every
+    test it stands for verified nothing). Failed tests: ``WorkloadFailed``; anything else short of
+    a pass: ``MeasurementUnavailable`` (no data is not a pass)."""
+    if diagnosis is None:
+        return Verdict(True, JobReason.MEASUREMENT_UNAVAILABLE, NO_REPORT)
+    text = summary(diagnosis)
+    if diagnosis.failed:
+        return Verdict(True, JobReason.WORKLOAD_FAILED, text)
+    if not diagnosis.passed:
+        return Verdict(True, JobReason.MEASUREMENT_UNAVAILABLE, text)
+    beyond = [r for r in diagnosis.results if r.test.casefold() != SOFTWARE]
+    if beyond and all(r.status == SKIP for r in beyond):
+        return Verdict(True, JobReason.MEASUREMENT_UNAVAILABLE, f"{text}: {ONLY_SOFTWARE}")
+    return Verdict(False, JobReason.WORKLOAD_COMPLETED, text)
+
+
 def succeeded(decision: Succeed, log: str, level: int, *, unreadable: str = "") -> Succeed | Fail:
-    """The Job's end once its workload completed: Succeeded with the report's summary when the
-    whole report passed; else Failed, naming the failed tests, or saying that no whole report
-    was read (``unreadable``: why the pod's log could not be read)."""
-    diagnosis = read_diag(log, level=level)
-    if diagnosis is not None and diagnosis.passed:
-        return Succeed(f"{decision.message}; {summary(diagnosis)}")
-    if diagnosis is not None and diagnosis.failed:
-        return Fail(f"{summary(diagnosis)} (dcgmi diag exited 0)")
+    """The Job's end once its workload completed (:func:`verdict` of its pod's log): Succeeded
+    with the report's summary, else Failed naming the failed tests, or saying that the report
+    shows no pass (``unreadable``: why the pod's log could not be read)."""
     if unreadable:
         return Fail(f"{decision.message}, but its pod's log could not be read ({unreadable}): {UNREAD}")
-    if diagnosis is None:
-        return Fail(f"{decision.message}, but its pod's log holds no dcgmi diag report: {UNREAD}")
-    return Fail(f"{decision.message}, but {summary(diagnosis)}: {UNREAD}")
+    judged = verdict(read_diag(log, level=level))
+    if not judged.failed:
+        return Succeed(f"{decision.message}; {judged.message}")
+    if judged.reason == JobReason.WORKLOAD_FAILED:
+        return Fail(f"{judged.message} (dcgmi diag exited 0)")
+    return Fail(f"{decision.message}, but {judged.message}: {UNREAD}", cause=judged.reason)
 
 
 def failed(decision: Fail, tail: str, level: int) -> Fail:
