@@ -42,8 +42,15 @@ TOOLS = [
     "list_failed_nodes",
     "get_node_record",
     "analyze_nccl_log",
+    "analyze_dcgm_log",
 ]
 READS = {"get", "list", "watch"}
+DCGM_LOG = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "dcgm"
+    / "gb10-dcgm423-r1-json-software-fail-persistence.json"
+).read_text()
 NCCL_LOG = """\
 #  Rank  0 Group  0 Pid   1001 on gpu-node-0 device  0 [0x18] NVIDIA H100 80GB HBM3
 #
@@ -110,6 +117,7 @@ async def _session(config: Path, namespace: str, node: str) -> dict[str, Any]:
                 "analyze_nccl_log",
                 {"log": NCCL_LOG, "thresholds": {"busBandwidthGBps": "value >= 400"}},
             ),
+            "dcgm": ("analyze_dcgm_log", {"log": DCGM_LOG, "level": 1}),
             "record": ("get_node_record", {"node": node}),
         }
         for key, (tool, arguments) in calls.items():
@@ -167,6 +175,13 @@ def test_mcp_serve_answers_with_the_reports_and_never_writes(
         "reason": "ThresholdViolated",
         "message": 'Threshold "busBandwidthGBps" violated: measured 383.6000, expression: value >= 400',
     }
+
+    diag = out["dcgm"].structured_content
+    assert (diag["level"], diag["complete"], diag["failedTests"]) == (1, True, ["software"])
+    assert diag["verdict"]["failed"] and diag["verdict"]["reason"] == "WorkloadFailed"
+    assert diag["verdict"]["message"].startswith(
+        "dcgmi diag level 1: 1 of 1 tests failed: software on GPU 0 ("
+    )
 
     record = out["record"].structured_content
     assert record["node"] == nodes[0]

@@ -1,8 +1,8 @@
 """``nvcrectl mcp serve``: a read-only Model Context Protocol server on stdio (cli.md 8).
 
 Assistants read Certifications, WorkloadRuns, their reports and failed nodes, NodeRecords and the
-catalog, and judge a pasted nccl-tests log, through the same functions as the CLI commands that
-print them (one implementation of each). The server holds a :class:`ReadOnlyClient`, which can
+catalog, and judge a pasted nccl-tests log or dcgmi diag output, through the same functions as
+the CLI commands that print them (one implementation of each). The server holds a :class:`ReadOnlyClient`, which can
 only get and list: no tool can create, change or delete anything. stdout carries the protocol
 only; warnings go to stderr. The ``mcp`` SDK is imported when the server starts, so the other
 commands never load it.
@@ -182,6 +182,15 @@ class Tools:
         )
         return _json(with_verdict(status, verdict))
 
+    def analyze_dcgm_log(self, log: str, level: int | None) -> dict[str, Any]:
+        from nvcre.cli.analyze.common import with_verdict
+        from nvcre.cli.analyze.dcgm import dcgm_status
+        from nvcre.decide.job.diagnostics import verdict
+        from nvcre.measure.dcgm import read_diag
+
+        diagnosis = read_diag(log, level=level)
+        return _json(with_verdict(dcgm_status(diagnosis), verdict(diagnosis)))
+
 
 def build_server(kube: ReadOnlyClient) -> MCPServer:
     """The MCP server and its tools, every one annotated read-only."""
@@ -197,7 +206,7 @@ def build_server(kube: ReadOnlyClient) -> MCPServer:
         instructions=(
             "Read-only access to the NVIDIA Cluster Readiness Engine: Certifications, WorkloadRuns, "
             "their reports and failed nodes, nodes' records, the catalog, and the judging of a "
-            "pasted nccl-tests log. Nothing here can change the cluster."
+            "pasted nccl-tests log or dcgmi diag output. Nothing here can change the cluster."
         ),
     )
     read_only = ToolAnnotations(
@@ -272,6 +281,13 @@ def build_server(kube: ReadOnlyClient) -> MCPServer:
         key to a CEL expression over `value` (busBandwidthGBps: "value >= 400")."""
         return call(tools.analyze_nccl_log, log, thresholds or {}, expect_transport, nodes)
 
+    @server.tool(annotations=read_only)
+    def analyze_dcgm_log(log: str, level: int | None = None) -> dict[str, Any]:
+        """Judge a pasted `dcgmi diag` output (its --json report or its table) as `nvcrectl
+        analyze dcgm` and a DCGM category's Job do: each test on each GPU with DCGM's message, the
+        summary and the verdict. `level`: the run level when the output does not show it."""
+        return call(tools.analyze_dcgm_log, log, level)
+
     return server
 
 
@@ -285,8 +301,8 @@ def mcp_group() -> None:
 @user_errors
 def serve_command(kubeconfig: str | None, context: str | None) -> None:
     """Serve MCP on stdin/stdout: tools that read Certifications, WorkloadRuns, reports, failed
-    nodes and NodeRecords, list the catalog and judge a pasted nccl-tests log. It never creates,
-    changes or deletes anything. Client config:
+    nodes and NodeRecords, list the catalog and judge a pasted nccl-tests log or dcgmi diag
+    output. It never creates, changes or deletes anything. Client config:
     {"mcpServers": {"nvcre": {"command": "nvcrectl", "args": ["mcp", "serve"]}}}"""
     kube = connection.client(kubeconfig, context)
     kube._client._client.headers["User-Agent"] = USER_AGENT  # lightkube has no parameter for it
