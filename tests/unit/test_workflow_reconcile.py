@@ -517,3 +517,34 @@ async def test_the_resolution_key_holds_what_the_resolution_reads_and_nothing_el
     assert key(h.workflow, [node], detectedGPUArchitecture="blackwell") != before
     node["metadata"]["labels"][BLOCK] = "c"  # an informer that updates its dict in place
     assert key(h.workflow, [node]) != before
+
+
+async def _delete_after_a_stop_before_write(stop: int) -> tuple[bool, list[str]]:
+    """A Workflow with two dependencies, the controller stopped before its ``stop``-th write
+    (a create of a dependency, or the status write that records one), the Workflow then deleted
+    and the controller started again: (whether it stopped, the dependencies left)."""
+    dependencies = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}
+        for name in ("first", "second")
+    ]
+    h = Harness(1, 1, dependencies=dependencies)
+    h.client.stop_at = h.client.writes + stop
+    stopped = False
+    try:
+        await h.drive(lambda: h.job("wf-job") is not None, passes=10)
+    except Stopped:
+        stopped = True
+    h.client.stop_at = None
+    await h.client.delete(resources.Workflow, "wf", namespace=NS)
+    await h.drive(lambda: h.client.stored(resources.Workflow, "wf", NS) is None)
+    left = [name for name in ("first", "second") if h.client.stored(ConfigMap, name, NS) is not None]
+    return stopped, left
+
+
+async def test_a_workflow_deleted_after_a_stop_between_a_create_and_its_record_leaves_nothing() -> None:
+    """Each dependency is created, then recorded in the status: a Workflow deleted after a stop
+    between the two (a 409 from the deletion itself, a kill) still deletes every dependency it
+    made, recorded or not (stops 4 and 6 left one behind before; a loaded CI run met it)."""
+    runs = [await _delete_after_a_stop_before_write(stop) for stop in range(1, 10)]
+    assert all(stopped for stopped, _ in runs)
+    assert [left for _, left in runs] == [[]] * len(runs)

@@ -19,6 +19,7 @@ from nvcre.controllers.workflow.dependencies import (
     DependencyNotReady,
     create_dependency,
     delete_refs,
+    owned_refs,
     release_volumes,
 )
 from nvcre.controllers.workflow.diagnosing import check_deadline, round_complete
@@ -193,9 +194,10 @@ class WorkflowController:
             for j in self.caches.jobs.items(state.namespace)
             if (j["metadata"].get("labels") or {}).get(Label.WORKFLOW) == state.name
         ]
+        refs = await owned_refs(state)
         if any(not j["metadata"].get("deletionTimestamp") for j in jobs):
             # the garbage collector takes the Jobs' claims with them: their volumes first
-            await release_volumes(state, list(state.dependency_refs))
+            await release_volumes(state, refs)
         live_jobs = []
         for job in jobs:
             live_jobs.append(job)
@@ -209,7 +211,7 @@ class WorkflowController:
                 )
         if live_jobs:
             return Result(requeue_after=Default.REQUEUE_SECONDS)
-        keep = await delete_refs(state, list(state.dependency_refs))
+        keep = await delete_refs(state, refs)
         if keep:
             state.dependency_refs = keep
             await state.save()

@@ -22,7 +22,12 @@ from nvcre.controllers.children import (
 from nvcre.controllers.kinds import UnknownKind, namespaced, resource_of
 from nvcre.controllers.workflow.state import WorkflowState
 from nvcre.objects import Obj
-from nvcre.orchestration.dependencies import DependencyScopeError, check_cluster_scoped
+from nvcre.orchestration.dependencies import (
+    DependencyScopeError,
+    check_cluster_scoped,
+    creation_order,
+    job_scoped,
+)
 from nvcre.orchestration.volumes import release_patch
 from nvcre.runtime.errors import is_invalid
 
@@ -141,6 +146,34 @@ async def delete_refs(state: WorkflowState, refs: list[dict[str, Any]]) -> list[
         except UnknownKind:
             continue
     return keep
+
+
+async def owned_refs(state: WorkflowState) -> list[dict[str, Any]]:
+    """The refs the status records and, after them in creation order, those of the spec's
+    Workflow-scoped dependencies it does not: a pass stopped between a create and the status
+    write that records it (the Workflow deleted meanwhile, a 409, a kill) left one unrecorded.
+    Deleting takes it too; only an object carrying this Workflow's mark is ever deleted."""
+    spec = state.workflow.get("spec") or {}
+    dependencies = list(spec.get("dependencies") or ())
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    scoped = set(job_scoped(dependencies, job_spec))
+    refs = list(state.dependency_refs)
+    recorded = {(r.get("apiVersion"), r.get("kind"), r.get("name")) for r in refs}
+    for index in creation_order(dependencies, [i for i in range(len(dependencies)) if i not in scoped]):
+        dependency = dependencies[index]
+        api_version, kind = str(dependency.get("apiVersion", "")), str(dependency.get("kind", ""))
+        name = str((dependency.get("metadata") or {}).get("name", ""))
+        if (api_version, kind, name) in recorded:
+            continue
+        try:
+            resource = await resource_of(state.ctx.client, api_version, kind)
+        except UnknownKind:
+            continue
+        ref = {"apiVersion": api_version, "kind": kind, "name": name}
+        if namespaced(resource):
+            ref["namespace"] = state.namespace
+        refs.append(ref)
+    return refs
 
 
 def _is_claim(ref: dict[str, Any]) -> bool:
