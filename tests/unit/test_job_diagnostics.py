@@ -56,7 +56,7 @@ def test_other_workloads_and_a_diag_without_run_level() -> None:
         return {"workload": {"trainJob": {"trainer": {"command": command, "args": args}}}}
 
     assert diagnostics.diag_level(spec(["/usr/bin/dcgmi"], ["diag"])) == 1
-    assert diagnostics.diag_level(spec(["dcgmi"], ["diag", "--run=3", "--json"])) == 3
+    assert diagnostics.diag_level(spec(["dcgmi"], ["diag", "-r", "long", "--json"])) == 3  # a suite name
     assert diagnostics.diag_level(spec(["dcgmi"], ["discovery", "-l"])) is None
     assert diagnostics.diag_level(spec(["bash", "-c"], ["dcgmi diag -r 3"])) is None
     assert diagnostics.diag_level({"workload": {"trainJob": {}}}) is None

@@ -2,9 +2,9 @@
 
 Assistants read Certifications, WorkloadRuns, their reports and failed nodes, NodeRecords and the
 catalog, and judge a pasted nccl-tests log or dcgmi diag output, through the same functions as
-the CLI commands that print them (one implementation of each). The server holds a :class:`ReadOnlyClient`, which can
-only get and list: no tool can create, change or delete anything. stdout carries the protocol
-only; warnings go to stderr. The ``mcp`` SDK is imported when the server starts, so the other
+the CLI commands that print them (one implementation of each). The server holds a
+:class:`ReadOnlyClient`, which can only get and list: no tool can create, change or delete
+anything. stdout carries the protocol only; warnings go to stderr. The ``mcp`` SDK is imported when the server starts, so the other
 commands never load it.
 """
 

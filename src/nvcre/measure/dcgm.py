@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import pairwise
+from typing import Any, Final
 
 from nvcre.measure.nccl import strip_kubelet_prefix
 
@@ -58,7 +60,9 @@ _DOCUMENT = re.compile(r'\{\s*"(?:' + "|".join(re.escape(k) for k in _TOP_KEYS) 
 _TEST_OBJECT = re.compile(r'\{\s*"name"\s*:')
 _CATEGORY = re.compile(r'"(?:category|header)"\s*:\s*"([^"\\]*)"')
 _VERSION = re.compile(r'"version"\s*:\s*"([^"\\]*)"')
-_LEVEL = re.compile(r"\bdcgmi\s+diag\b[^\n]*?(?:-r|--run)[\s=]+(\d)\b")
+_COMMAND = re.compile(r"\bdcgmi\s+diag\b([^\n]*)")
+SUITES: Final = {"quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
+"""The suite names ``dcgmi diag -r`` takes for levels 1 to 4."""
 _FAILURE_LINE = re.compile(
     r"^(Error: (?:Unable to complete diagnostic|Diagnostic (?:could not be run|can only be performed))"
     r"|Error: Unable to start an embedded host engine"
@@ -113,9 +117,20 @@ def read_diag(text: str, *, level: int | None = None) -> Diagnosis | None:
     lines = [strip_kubelet_prefix(line) for line in text.splitlines()]
     body = "\n".join(lines)
     if level is None:
-        found = _LEVEL.search(body)
-        level = int(found.group(1)) if found else None
+        found = _COMMAND.search(body)
+        level = run_level(found.group(1).split()) if found else None
     return _read_json(body, level) or _read_table(lines, level) or _read_failure(lines, level)
+
+
+def run_level(flags: Sequence[str]) -> int | None:
+    """The level ``dcgmi diag``'s ``flags`` (its words after ``diag``) ask for with ``-r`` or
+    ``--run``: a number or a suite name; None when they name none."""
+    for flag, value in pairwise(flags):
+        if flag in ("-r", "--run"):
+            if value.isdecimal():
+                return int(value)
+            return SUITES.get(value.lower())
+    return None
 
 
 def _fold(text: str) -> str:

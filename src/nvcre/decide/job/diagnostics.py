@@ -9,13 +9,13 @@ its workload failed, the failure says which tests failed on which GPUs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
 from nvcre.api.v1alpha1.constants import JobReason
 from nvcre.decide.job.next_step import Fail, Succeed
-from nvcre.measure.dcgm import SKIP, Diagnosis, read_diag, summary
+from nvcre.measure.dcgm import SKIP, Diagnosis, read_diag, run_level, summary
 from nvcre.measure.thresholds import Verdict
 
 DEFAULT_LEVEL: Final = 1
@@ -34,17 +34,8 @@ def diag_level(job_spec: Mapping[str, Any]) -> int | None:
     argv = [str(word) for word in (*(trainer.get("command") or ()), *(trainer.get("args") or ()))]
     if len(argv) < 2 or argv[0].rsplit("/", 1)[-1] != "dcgmi" or argv[1] != "diag":
         return None
-    return _run_level(argv[2:])
-
-
-def _run_level(flags: Sequence[str]) -> int:
-    for i, flag in enumerate(flags):
-        value = flags[i + 1] if flag in ("-r", "--run") and i + 1 < len(flags) else None
-        if flag.startswith("--run="):
-            value = flag.removeprefix("--run=")
-        if value is not None and value.isdecimal():
-            return int(value)
-    return DEFAULT_LEVEL
+    level = run_level(argv[2:])
+    return DEFAULT_LEVEL if level is None else level
 
 
 def verdict(diagnosis: Diagnosis | None) -> Verdict:
